@@ -1,0 +1,55 @@
+"""The `groundwatch` command: one sub-command per module in `pipelines/`.
+
+Each command module exposes `add_arguments(parser)` and `main(args) -> int`;
+it is imported only when its command runs, so `groundwatch query` does not pay
+for Beam and `groundwatch --help` is instant. Exit codes: 0 success, 1 a check
+failed (a drift test or an alert fired, when asked to fail on it), 2 bad usage
+or bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["COMMANDS", "main"]
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("pipelines.demo", "run the whole audit on shipped sample traffic and print a summary"),
+    "audit": ("pipelines.audit", "audit a JSONL file (or glob) of logged responses into the lake"),
+    "query": ("pipelines.query", "run read-only SQL over the audit lake with DuckDB"),
+    "monitor": ("pipelines.monitor", "audit a Kafka topic continuously (streaming)"),
+    "produce": ("pipelines.produce", "publish sample, generated or file traffic to Kafka"),
+    "calibrate": ("pipelines.calibrate", "measure a verifier against a labeled golden set"),
+    "replay": ("pipelines.replay", "re-run judge verifications that failed validation"),
+    "drift": ("pipelines.drift", "compare windows with a reference using Evidently and raise alerts"),
+    "report": ("pipelines.report", "write a standalone HTML report of the lake"),
+    "ui": ("pipelines.ui", "start the Evidently UI on the lake's workspace"),
+}
+
+
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="groundwatch", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            importlib.import_module(module_name).add_arguments(command_parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args, extra = _parser(command if command in COMMANDS else None).parse_known_args(argv)
+    module = importlib.import_module(COMMANDS[args.command][0])
+    args.extra_args = extra  # Beam runner options pass through to the pipelines that take them
+    if extra and not getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
+        print(f"groundwatch {args.command}: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
+        return 2
+    return module.main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""groundwatch's data contracts: the logged-response input, the audit reports, the lake rows.
+
+Every model is pydantic v2 and strict (`extra="forbid"`); the Arrow schemas of
+the lake are derived from the row models (`schemas.lake.arrow_schema`).
+"""
+
+from schemas.audit import AuditedResponse, Origin, ParsedResponse, ReviewDecision
+from schemas.base import Confidence, NonEmptyStr, StrictModel
+from schemas.lake import TABLES, DeadLetterRow, ResponseRow, SentenceRow, TableSpec, arrow_schema, register_table
+from schemas.reports import (
+    INSUFFICIENT_EVIDENCE,
+    AttributionVerdict,
+    CitationAuditReport,
+    CitationAuditResult,
+    CitationAuditSummary,
+    ClaimAttributionReport,
+    ClaimCheck,
+    ClaimSupportLevel,
+    OverallVerdict,
+    QuoteMatch,
+    SentenceAuditReport,
+    SentenceVerdict,
+    VerificationStatus,
+)
+from schemas.responses import (
+    CURRENT_SCHEMA_VERSION,
+    MAX_ANSWER_CHARS,
+    ConfidenceLabel,
+    EvidencePassage,
+    LoggedCitation,
+    LoggedClaim,
+    LoggedResponse,
+    ResponseMetadata,
+    RiskLevel,
+)
+
+__all__ = [
+    "CURRENT_SCHEMA_VERSION",
+    "INSUFFICIENT_EVIDENCE",
+    "MAX_ANSWER_CHARS",
+    "TABLES",
+    "AttributionVerdict",
+    "AuditedResponse",
+    "CitationAuditReport",
+    "CitationAuditResult",
+    "CitationAuditSummary",
+    "ClaimAttributionReport",
+    "ClaimCheck",
+    "ClaimSupportLevel",
+    "Confidence",
+    "ConfidenceLabel",
+    "DeadLetterRow",
+    "EvidencePassage",
+    "LoggedCitation",
+    "LoggedClaim",
+    "LoggedResponse",
+    "NonEmptyStr",
+    "Origin",
+    "OverallVerdict",
+    "ParsedResponse",
+    "QuoteMatch",
+    "ResponseMetadata",
+    "ResponseRow",
+    "ReviewDecision",
+    "RiskLevel",
+    "SentenceAuditReport",
+    "SentenceRow",
+    "SentenceVerdict",
+    "StrictModel",
+    "TableSpec",
+    "VerificationStatus",
+    "arrow_schema",
+    "register_table",
+]

@@ -1,0 +1,58 @@
+"""What flows through the pipeline between parsing and the lake.
+
+`Origin` says where a message came from (a file line or a Kafka offset); a
+`ParsedResponse` is a valid `LoggedResponse` with its origin; an
+`AuditedResponse` accumulates, stage by stage, the sentence audit, the
+citation audit, the claim checks and the routing decision of one response.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from schemas.base import StrictModel
+from schemas.reports import ClaimAttributionReport, CitationAuditReport, SentenceAuditReport
+from schemas.responses import LoggedResponse
+
+__all__ = ["AuditedResponse", "Origin", "ParsedResponse", "ReviewDecision"]
+
+
+class Origin(StrictModel):
+    """Where a message came from: `file:<path>` with the line number, or `kafka:<topic>` with partition and offset."""
+
+    source: str
+    partition: int | None = None
+    offset: int | None = None
+
+
+class ParsedResponse(StrictModel):
+    """A valid logged response and where it was read."""
+
+    response: LoggedResponse
+    origin: Origin
+    input_flags: list[str] = Field(default_factory=list)
+
+
+class ReviewDecision(StrictModel):
+    """Whether a human must look at a response, and why (sentence indexes and evidence ids in the reasons)."""
+
+    needs_review: bool
+    reasons: list[str] = Field(default_factory=list)
+
+
+class AuditedResponse(StrictModel):
+    """One response and everything the audit stages have found about it."""
+
+    parsed: ParsedResponse
+    window_start: datetime
+    window_end: datetime
+    verifier: str
+    verifier_version: str
+    report: SentenceAuditReport
+    decided_by: list[str] = Field(default_factory=list)
+    """The name of the verifier that decided each sentence, parallel to `report.sentences`."""
+    citations: CitationAuditReport | None = None
+    claims: ClaimAttributionReport | None = None
+    review: ReviewDecision | None = None

@@ -1,0 +1,174 @@
+"""The rows of the audit lake, and the Arrow schemas derived from them.
+
+Each table of the lake has one row model here; `arrow_schema(Model)` derives
+the Parquet schema from the model's annotations, so a column is declared once.
+`TABLES` maps a table name to its row model and to the column that decides its
+`date=/hour=` partition. The DuckDB views keep the latest row per `key`.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from schemas.base import Confidence, StrictModel
+from schemas.reports import SentenceVerdict
+from schemas.responses import RiskLevel
+
+__all__ = [
+    "TABLES",
+    "DeadLetterRow",
+    "ResponseRow",
+    "SentenceRow",
+    "TableSpec",
+    "arrow_schema",
+    "register_table",
+]
+
+
+def _arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
+    """Arrow type of a field annotation, and whether it is nullable."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _arrow_type(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(annotation))
+        if len(args) != 1:
+            # e.g. ConfidenceLabel | float: stored as its string form.
+            return pa.string(), nullable
+        inner, _ = _arrow_type(args[0])
+        return inner, nullable
+    if origin in (list, tuple, set, frozenset):
+        (item,) = typing.get_args(annotation)[:1]
+        inner, _ = _arrow_type(item)
+        return pa.list_(inner), False
+    if isinstance(annotation, type):
+        if issubclass(annotation, bool):
+            return pa.bool_(), False
+        if issubclass(annotation, enum.Enum):
+            return pa.string(), False
+        if issubclass(annotation, str):
+            return pa.string(), False
+        if issubclass(annotation, int):
+            return pa.int64(), False
+        if issubclass(annotation, float):
+            return pa.float64(), False
+        if issubclass(annotation, bytes):
+            return pa.binary(), False
+        if issubclass(annotation, datetime):
+            return pa.timestamp("us", tz="UTC"), False
+        if issubclass(annotation, date):
+            return pa.date32(), False
+    raise TypeError(f"no Arrow type for annotation {annotation!r}; keep lake rows flat")
+
+
+def arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    """The Parquet schema of a row model, field by field in declaration order."""
+    fields = []
+    for name, info in model.model_fields.items():
+        arrow_type, nullable = _arrow_type(info.rebuild_annotation())
+        fields.append(pa.field(name, arrow_type, nullable=nullable))
+    return pa.schema(fields)
+
+
+class ResponseRow(StrictModel):
+    """One audited response: ids, times, slice metadata, scores, flag counts, routing."""
+
+    response_id: str
+    event_time: datetime
+    window_start: datetime
+    window_end: datetime
+    audited_at: datetime
+    tenant: str
+    risk_level: RiskLevel
+    retriever_version: str | None = None
+    generator_model: str | None = None
+    prompt_version: str | None = None
+    origin_source: str
+    origin_partition: int | None = None
+    origin_offset: int | None = None
+    sentence_count: int
+    fully_grounded_count: int
+    partially_grounded_count: int
+    ungrounded_count: int
+    contradicted_count: int
+    mean_confidence: float | None = None
+    min_confidence: float | None = None
+    overall_faithfulness_score: Confidence
+    critical_flag_count: int
+    critical_flags: list[str] = Field(default_factory=list)
+    insufficient_evidence: bool
+    citation_total: int | None = None
+    citation_passed: int | None = None
+    citation_failed: int | None = None
+    citation_critical_failures: list[str] = Field(default_factory=list)
+    claim_count: int | None = None
+    attribution_coverage_rate: float | None = None
+    low_confidence_claim_rate: float | None = None
+    verifier: str
+    verifier_version: str
+    decided_by: list[str] = Field(default_factory=list)
+    needs_review: bool
+    review_reasons: list[str] = Field(default_factory=list)
+    input_flags: list[str] = Field(default_factory=list)
+
+
+class SentenceRow(SentenceVerdict):
+    """One sentence verdict, keyed by its response and carrying the slice it belongs to."""
+
+    response_id: str
+    event_time: datetime
+    window_start: datetime
+    tenant: str
+    retriever_version: str | None = None
+    decided_by: str
+
+
+class DeadLetterRow(StrictModel):
+    """A message that could not be audited: its original bytes, where it came from, and why."""
+
+    dead_letter_id: str
+    received_at: datetime
+    stage: str
+    error: str
+    raw_payload: bytes
+    origin_source: str
+    origin_partition: int | None = None
+    origin_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How one lake table is stored: its row model, partition time column and dedup key."""
+
+    name: str
+    row: type[BaseModel]
+    time_column: str
+    key: tuple[str, ...]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return arrow_schema(self.row)
+
+
+TABLES: dict[str, TableSpec] = {}
+
+
+def register_table(name: str, row: type[BaseModel], *, time_column: str, key: tuple[str, ...]) -> TableSpec:
+    """Declare a lake table; other schema modules call this for the tables they own."""
+    spec = TableSpec(name, row, time_column, key)
+    TABLES[name] = spec
+    return spec
+
+
+register_table("responses", ResponseRow, time_column="event_time", key=("response_id",))
+register_table("sentences", SentenceRow, time_column="event_time", key=("response_id", "sentence_index"))
+register_table("dead_letters", DeadLetterRow, time_column="received_at", key=("dead_letter_id",))

@@ -1,0 +1,182 @@
+"""The audit reports, with the specification's exact field names and enums.
+
+- `SentenceAuditReport` / `SentenceVerdict`: the sentence-level attribution audit (spec 000).
+- `CitationAuditReport` / `CitationAuditResult`: the citation audit (spec 002).
+- `ClaimAttributionReport` / `ClaimCheck`: checks of generator-logged claims (spec 004).
+
+Verifiers produce these; the lake rows in `schemas.lake` are derived from them.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import Field, model_validator
+
+from schemas.base import Confidence, NonEmptyStr, StrictModel
+from schemas.responses import ConfidenceLabel
+
+__all__ = [
+    "INSUFFICIENT_EVIDENCE",
+    "AttributionVerdict",
+    "CitationAuditReport",
+    "CitationAuditResult",
+    "CitationAuditSummary",
+    "ClaimAttributionReport",
+    "ClaimCheck",
+    "ClaimSupportLevel",
+    "OverallVerdict",
+    "QuoteMatch",
+    "SentenceAuditReport",
+    "SentenceVerdict",
+    "VerificationStatus",
+]
+
+INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
+
+
+class AttributionVerdict(str, Enum):
+    """How far a sentence is supported by the evidence (spec 000)."""
+
+    fully_grounded = "fully_grounded"
+    partially_grounded = "partially_grounded"
+    ungrounded = "ungrounded"
+    contradicted = "contradicted"
+
+
+class SentenceVerdict(StrictModel):
+    """The verdict on one answer sentence (spec 000 field names)."""
+
+    sentence_index: int = Field(ge=0)
+    sentence_text: str
+    attribution_verdict: AttributionVerdict
+    confidence: Confidence
+    supporting_evidence_ids: list[str] = Field(default_factory=list)
+    supporting_evidence_excerpts: list[str] = Field(default_factory=list)
+    unsupported_spans: list[str] = Field(default_factory=list)
+    contradicting_evidence_ids: list[str] = Field(default_factory=list)
+    contradicting_evidence_excerpts: list[str] = Field(default_factory=list)
+    multi_source_flag: bool = False
+    provenance_notes: str = ""
+
+
+class SentenceAuditReport(StrictModel):
+    """The sentence-level audit of one answer (spec 000)."""
+
+    answer_id: NonEmptyStr
+    verification_date: str
+    sentences: list[SentenceVerdict]
+    overall_faithfulness_score: Confidence
+    critical_flags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _indexes_in_order(self) -> SentenceAuditReport:
+        indexes = [s.sentence_index for s in self.sentences]
+        if indexes != list(range(len(indexes))):
+            raise ValueError(f"sentence_index must run 0..n-1 in order, got {indexes}")
+        return self
+
+
+class ClaimSupportLevel(str, Enum):
+    """How the cited source relates to the claim it is attached to (spec 002)."""
+
+    SUPPORTS = "SUPPORTS"
+    PARTIALLY_SUPPORTS = "PARTIALLY_SUPPORTS"
+    CONTRADICTS = "CONTRADICTS"
+    UNRELATED = "UNRELATED"
+
+
+class OverallVerdict(str, Enum):
+    """PASS or FAIL for one citation (spec 002)."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+
+
+class VerificationStatus(str, Enum):
+    """The harness-level status of one citation (spec 002)."""
+
+    accurate = "accurate"
+    misattributed = "misattributed"
+    fabricated = "fabricated"
+    partial_match = "partial_match"
+    unverifiable = "unverifiable"
+
+
+class QuoteMatch(str, Enum):
+    """How a quoted span matched its cited passage."""
+
+    exact = "exact"
+    normalized = "normalized"
+    none = "none"
+
+
+class CitationAuditResult(StrictModel):
+    """The audit of one citation: the spec's fields, then where it sits and how its quote matched."""
+
+    citation_id: NonEmptyStr
+    source_exists: bool
+    quote_accurate: bool | None = None
+    claim_support_level: ClaimSupportLevel
+    contextual_fidelity_issues: list[str] = Field(default_factory=list)
+    overall_verdict: OverallVerdict
+    auditor_notes: str = ""
+    verification_status: VerificationStatus
+    claim_summary: str = ""
+    source_text_excerpt: str = ""
+    doc_id: str = ""
+    sentence_index: int | None = None
+    quote: str | None = None
+    quote_match: QuoteMatch | None = None
+    quote_start: int | None = None
+    quote_end: int | None = None
+    supporting_doc_id: str | None = None
+
+
+class CitationAuditSummary(StrictModel):
+    """Totals over one answer's citations (spec 002)."""
+
+    total_citations: int = Field(ge=0)
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    critical_failures: list[str] = Field(default_factory=list)
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _adds_up(self) -> CitationAuditSummary:
+        if self.passed + self.failed != self.total_citations:
+            raise ValueError(f"passed ({self.passed}) + failed ({self.failed}) != total ({self.total_citations})")
+        return self
+
+
+class CitationAuditReport(StrictModel):
+    """The citation audit of one answer (spec 002)."""
+
+    audit_results: list[CitationAuditResult]
+    summary: CitationAuditSummary
+
+
+class ClaimCheck(StrictModel):
+    """The checks of one generator-logged claim (spec 004)."""
+
+    claim_index: int = Field(ge=0)
+    claim_text: str
+    source_doc_ids: list[str] = Field(default_factory=list)
+    confidence_label: ConfidenceLabel | None = None
+    confidence_score: Confidence | None = None
+    missing_source: bool = False
+    unknown_source_ids: list[str] = Field(default_factory=list)
+    low_confidence: bool = False
+    missing_low_confidence_reason: bool = False
+    verified_verdict: AttributionVerdict | None = None
+    verified_confidence: Confidence | None = None
+    overconfident: bool = False
+    issues: list[str] = Field(default_factory=list)
+
+
+class ClaimAttributionReport(StrictModel):
+    """Claim checks of one answer with the two rates monitoring watches (spec 004)."""
+
+    claims: list[ClaimCheck]
+    attribution_coverage_rate: Confidence | None = None
+    low_confidence_claim_rate: Confidence | None = None

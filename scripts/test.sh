@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's test command: install what the tests need, start the services they use, run them all.
+# Everything it downloads is cached under ~/.cache (pip, Maven, Go); nothing is committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet -e '.[test]'
+scripts/build-prism.sh >/dev/null          # Beam's Prism runner for the streaming tests (go install, cached)
+scripts/install-chromium.sh >/dev/null     # Debian's chromium for the dashboard tests
+GROUNDWATCH_KAFKA_BOOTSTRAP="$(scripts/kafka.sh start)"
+export GROUNDWATCH_KAFKA_BOOTSTRAP
+trap 'scripts/kafka.sh stop >/dev/null || true' EXIT
+
+python3 -m pytest "$@"

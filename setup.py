@@ -1,0 +1,31 @@
+"""Installs groundwatch: the packages, the sample traffic and SQL files, and the `groundwatch` command.
+
+`pip install -e .` is all the main job needs; `pip install -e .[test]` adds what the tests need.
+Beam also ships this file to remote workers (`--setup_file ./setup.py`).
+"""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="groundwatch",
+    version="0.1.0",
+    description="Continuous audit of whether a RAG system's answers are supported by their evidence.",
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["schemas*", "transforms*", "pipelines*", "dashboards*"]),
+    package_data={"pipelines": ["data/*.jsonl"], "dashboards": ["*.sql", "queries/*.sql"]},
+    include_package_data=True,
+    install_requires=[
+        "apache-beam>=2.77,<2.78",
+        "kafka-python>=3.0,<4",
+        "pydantic>=2.7,<3",
+        "openai>=1.50,<3",
+        "pyarrow>=17,<26",
+        "duckdb>=1.1,<3",
+        "evidently>=0.7.20,<0.8",
+        "pandas>=2.2,<3",
+    ],
+    extras_require={
+        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "ruff>=0.6"],
+    },
+    entry_points={"console_scripts": ["groundwatch = pipelines.cli:main"]},
+)

@@ -1,0 +1,7 @@
+"""Beam composites and the plain functions behind them: parse, sample, verify, audit, score, route, write.
+
+Import the submodule you need (`from transforms.verifier import Verifier`);
+this package imports nothing eagerly so that pure-Python pieces load without Beam.
+"""
+
+__all__: list[str] = []
