@@ -1,0 +1,239 @@
+"""`groundwatch calibrate`: how often a verifier agrees with human labels, and which threshold to run it at.
+
+Runs a verifier over a labeled golden file (format: `shared/golden/README.md`;
+your own labeled traffic works the same way) and prints, overall and per
+source: strict 4-way accuracy and macro-F1, compatible accuracy (prediction in
+`acceptable_labels`), binary balanced accuracy (fully grounded vs the rest),
+Cohen's kappa, ROC-AUC of the grounded score, unsupported-span token F1, the
+same for citation labels, and a recommended confidence threshold::
+
+    groundwatch calibrate --golden ../shared/golden/dev.jsonl --verifier heuristic \\
+        --report /tmp/calibration --target-recall 0.8
+
+With `--report DIR` it also writes `report.md`, `reliability.png`, `roc.png`
+and `metrics.json` there. Exit codes: 0 done, 2 bad usage or no valid record,
+1 when `--min-balanced-accuracy` is given and the overall figure is under it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from transforms.calibration import recommend_threshold, threshold_sweep
+from transforms.golden import load_golden, score_golden, summarize
+
+__all__ = ["add_arguments", "main"]
+
+_COLUMNS = (
+    ("n", "n", "{:>5}"),
+    ("accuracy", "strict", "{:>6.3f}"),
+    ("macro_f1", "macroF1", "{:>7.3f}"),
+    ("compatible_accuracy", "compat", "{:>6.3f}"),
+    ("binary_balanced_accuracy", "binBA", "{:>6.3f}"),
+    ("cohen_kappa", "kappa", "{:>6.3f}"),
+    ("roc_auc", "AUC", "{:>6.3f}"),
+)
+
+
+_CORNER = "human \\ verifier"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--golden", required=True, help="labeled JSONL file (format of shared/golden/README.md)")
+    parser.add_argument(
+        "--verifier", default="heuristic", help="verifier name: heuristic, openai, cascade (default heuristic)"
+    )
+    parser.add_argument(
+        "--verifier-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="configuration passed to the verifier factory; repeatable (values parsed as JSON when they can be)",
+    )
+    parser.add_argument("--report", metavar="DIR", help="write report.md, reliability.png, roc.png, metrics.json here")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument(
+        "--target-precision", type=float, help="recommend the threshold with most recall at this flag precision"
+    )
+    target.add_argument(
+        "--target-recall",
+        type=float,
+        help="recommend the threshold with fewest flags at this flag recall (default 0.8)",
+    )
+    parser.add_argument(
+        "--threshold", type=float, default=0.7, help="the confidence threshold in use, to evaluate (default 0.7)"
+    )
+    parser.add_argument("--source", action="append", default=[], help="only records of this source_dataset; repeatable")
+    parser.add_argument("--limit", type=int, help="only the first N valid records")
+    parser.add_argument("--no-citations", action="store_true", help="skip the per-citation labels")
+    parser.add_argument(
+        "--min-balanced-accuracy", type=float, help="exit 1 when overall binary balanced accuracy is lower"
+    )
+
+
+def _verifier_config(pairs: list[str]) -> dict:
+    config = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--verifier-option expects KEY=VALUE, got {pair!r}")
+        try:
+            config[key] = json.loads(value)
+        except json.JSONDecodeError:
+            config[key] = value
+    return config
+
+
+def metrics_table(block: dict, *, markdown: bool = False) -> list[str]:
+    """One row per slice (overall first, then each source) of the headline metrics."""
+    rows = [("overall", block["overall"])] + list(block["per_source"].items())
+    has_spans = any((m.get("spans") or None) for _, m in rows)
+    heads = ["slice"] + [h for _, h, _ in _COLUMNS] + (["spanF1"] if has_spans else [])
+    lines = []
+    if markdown:
+        lines += ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    else:
+        lines.append(f"{'slice':<18}" + " ".join(f"{h:>7}" for h in heads[1:]))
+    for name, m in rows:
+        cells = [
+            ("-" if m.get(key) is None else (str(m[key]) if key == "n" else f"{m[key]:.3f}")) for key, _, _ in _COLUMNS
+        ]
+        if has_spans:
+            cells.append(f"{m['spans']['token_f1']:.3f} (n={m['spans']['n']})" if m.get("spans") else "-")
+        lines.append(
+            "| " + " | ".join([name] + cells) + " |" if markdown else f"{name:<18}" + " ".join(f"{c:>7}" for c in cells)
+        )
+    return lines
+
+
+def confusion_lines(m: dict, *, markdown: bool = False) -> list[str]:
+    """The confusion matrix, rows = human label, columns = verifier label, with per-class recall."""
+    labels = m["labels"]
+    short = [lab[:12] for lab in labels]
+    if markdown:
+        lines = [f"| {_CORNER} | " + " | ".join(short) + " | recall |", "|" + "---|" * (len(labels) + 2)]
+    else:
+        lines = [f"{_CORNER:<20}" + " ".join(f"{s:>12}" for s in short) + f"{'recall':>8}"]
+    for label, row in zip(labels, m["confusion_matrix"], strict=True):
+        recall = m["per_class"][label]["recall"] if m["per_class"][label]["support"] else None
+        rtxt = "-" if recall is None else f"{recall:.2f}"
+        if markdown:
+            lines.append(f"| {label} | " + " | ".join(str(c) for c in row) + f" | {rtxt} |")
+        else:
+            lines.append(f"{label:<20}" + " ".join(f"{c:>12}" for c in row) + f"{rtxt:>8}")
+    return lines
+
+
+def _threshold_lines(run, args) -> tuple[list[str], dict]:
+    points = threshold_sweep(run.sentences)
+    current = threshold_sweep(run.sentences, thresholds=[args.threshold])[0]
+    if args.target_precision is not None:
+        target = ("precision", args.target_precision)
+        best = recommend_threshold(points, target_precision=args.target_precision)
+    else:
+        target = ("recall", args.target_recall if args.target_recall is not None else 0.8)
+        best = recommend_threshold(points, target_recall=target[1])
+
+    def describe(p) -> str:
+        prec = "-" if p.precision is None else f"{p.precision:.3f}"
+        rec = "-" if p.recall is None else f"{p.recall:.3f}"
+        return f"threshold {p.threshold:.2f}: flags {p.flagged}/{len(run.sentences)}, precision {prec}, recall {rec}"
+
+    lines = [f"in use  {describe(current)}"]
+    if best is None:
+        lines.append(f"no threshold in 0.00..1.00 reaches flag {target[0]} {target[1]:.2f}")
+    else:
+        lines.append(f"for flag {target[0]} >= {target[1]:.2f}: {describe(best)}")
+    info = {
+        "in_use": current.__dict__,
+        "target": {"metric": target[0], "value": target[1]},
+        "recommended": None if best is None else best.__dict__,
+        "sweep": [p.__dict__ for p in points],
+    }
+    return lines, info
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config = _verifier_config(args.verifier_option)
+    except ValueError as exc:
+        print(f"groundwatch calibrate: {exc}", file=sys.stderr)
+        return 2
+    for name in ("target_precision", "target_recall"):
+        value = getattr(args, name)
+        if value is not None and not 0.0 < value <= 1.0:
+            print(f"groundwatch calibrate: --{name.replace('_', '-')} must be in (0, 1], got {value}", file=sys.stderr)
+            return 2
+    try:
+        records, rejected = load_golden(args.golden)
+    except OSError as exc:
+        print(f"groundwatch calibrate: cannot read --golden {args.golden}: {exc}", file=sys.stderr)
+        return 2
+    for line_no, reason in rejected:
+        print(f"groundwatch calibrate: {args.golden}:{line_no} skipped: {reason}", file=sys.stderr)
+    if args.source:
+        records = [r for r in records if r.source in set(args.source)]
+    if args.limit is not None:
+        records = records[: args.limit]
+    if not records:
+        print(f"groundwatch calibrate: no valid record in {args.golden}", file=sys.stderr)
+        return 2
+
+    from transforms.verifiers import make_verifier  # the registry loads verifier backends lazily
+
+    try:
+        verifier = make_verifier(args.verifier, **config)
+    except (KeyError, ValueError, TypeError) as exc:
+        print(f"groundwatch calibrate: --verifier {args.verifier}: {exc}", file=sys.stderr)
+        return 2
+
+    run = score_golden(records, verifier, with_citations=not args.no_citations)
+    summary = summarize(run)
+    threshold_text, threshold_info = _threshold_lines(run, args)
+    version = getattr(verifier, "version", "?")
+    speed = summary["sentences_per_second"]
+    speed_text = f", {speed:.1f} sentences/s" if speed else ""
+    print(
+        f"verifier {args.verifier} {version} on {args.golden}: "
+        f"{len(records)} records ({len(rejected)} rejected lines){speed_text}"
+    )
+    print("\nSENTENCES (positive = fully_grounded)")
+    print("\n".join(metrics_table(summary["sentences"])))
+    print()
+    print("\n".join(confusion_lines(summary["sentences"]["overall"])))
+    print()
+    print("\n".join(threshold_text))
+    if summary["citations"]:
+        print("\nCITATIONS (positive = SUPPORTS)")
+        print("\n".join(metrics_table(summary["citations"])))
+        print()
+        print("\n".join(confusion_lines(summary["citations"]["overall"])))
+
+    if args.report:
+        from pipelines.calibration_report import write_report
+
+        path = write_report(
+            Path(args.report),
+            run=run,
+            summary=summary,
+            threshold_text=threshold_text,
+            threshold_info=threshold_info,
+            rejected=rejected,
+            header={
+                "verifier": args.verifier,
+                "verifier_version": version,
+                "golden": str(args.golden),
+                "records": len(records),
+                "config": config,
+            },
+        )
+        print(f"\nreport written to {path}")
+
+    overall_ba = summary["sentences"]["overall"]["binary_balanced_accuracy"]
+    if args.min_balanced_accuracy is not None and (overall_ba is None or overall_ba < args.min_balanced_accuracy):
+        print(f"binary balanced accuracy {overall_ba} is under --min-balanced-accuracy {args.min_balanced_accuracy}")
+        return 1
+    return 0
