@@ -7,6 +7,7 @@ the lake are derived from the row models (`schemas.lake.arrow_schema`).
 from schemas.audit import AuditedResponse, Origin, ParsedResponse, ReviewDecision
 from schemas.base import Confidence, NonEmptyStr, StrictModel
 from schemas.lake import TABLES, DeadLetterRow, ResponseRow, SentenceRow, TableSpec, arrow_schema, register_table
+from schemas.monitoring import AlertRow, DriftCheckRow, WindowMetricsRow  # registers the monitoring tables
 from schemas.reports import (
     INSUFFICIENT_EVIDENCE,
     AttributionVerdict,
@@ -39,6 +40,7 @@ __all__ = [
     "INSUFFICIENT_EVIDENCE",
     "MAX_ANSWER_CHARS",
     "TABLES",
+    "AlertRow",
     "AttributionVerdict",
     "AuditedResponse",
     "CitationAuditReport",
@@ -50,6 +52,7 @@ __all__ = [
     "Confidence",
     "ConfidenceLabel",
     "DeadLetterRow",
+    "DriftCheckRow",
     "EvidencePassage",
     "LoggedCitation",
     "LoggedClaim",
@@ -69,6 +72,7 @@ __all__ = [
     "StrictModel",
     "TableSpec",
     "VerificationStatus",
+    "WindowMetricsRow",
     "arrow_schema",
     "register_table",
 ]

@@ -1,0 +1,148 @@
+"""The monitoring tables of the lake: per-window metrics, drift checks and alerts.
+
+- `WindowMetricsRow` (`window_metrics`): one row per window and slice (all traffic, each
+  retriever_version, generator_model and tenant), written by the audit pipeline.
+- `DriftCheckRow` (`drift_checks`): what `groundwatch drift` concluded for one check of one slice in
+  one window: ok, alert, too few responses, or no reference yet. It is also the drift stage's memory:
+  the next run starts after the last window checked and keeps alerting windows out of the baseline.
+- `AlertRow` (`alerts`): one row per alert episode, rewritten (same `alert_id`) when it clears, so the
+  lake views (latest row per key) show each alert once with its `started_at` and `cleared_at`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+from pydantic import Field
+
+from schemas.base import StrictModel
+from schemas.lake import register_table
+
+__all__ = [
+    "ALL_TRAFFIC",
+    "SLICE_DIMENSIONS",
+    "AlertRow",
+    "AlertStatus",
+    "CheckStatus",
+    "DriftCheckRow",
+    "WindowMetricsRow",
+]
+
+ALL_TRAFFIC = "all"
+"""The slice dimension (and value) of the whole traffic of a window."""
+
+SLICE_DIMENSIONS = (ALL_TRAFFIC, "retriever_version", "generator_model", "tenant")
+"""The dimensions window metrics and drift checks are sliced by, in display order."""
+
+
+class WindowMetricsRow(StrictModel):
+    """The audit figures of one slice of traffic in one window."""
+
+    window_start: datetime
+    window_end: datetime
+    slice_dimension: str
+    """`all`, `retriever_version`, `generator_model` or `tenant`."""
+    slice_value: str
+    """The slice's value (`all` for all traffic; `unknown` when the metadata was not logged)."""
+    responses: int = Field(ge=0)
+    sentences: int = Field(ge=0)
+    mean_confidence: float | None = None
+    median_confidence: float | None = None
+    mean_faithfulness: float | None = None
+    fully_grounded_share: float | None = None
+    partially_grounded_share: float | None = None
+    ungrounded_share: float | None = None
+    contradicted_share: float | None = None
+    insufficient_evidence_responses: int = Field(ge=0)
+    needs_review_responses: int = Field(ge=0)
+    claims: int | None = None
+    """Claims logged by the generator; None when no response in the slice logged claims."""
+    attribution_coverage_rate: float | None = None
+    low_confidence_claim_rate: float | None = None
+    citations: int | None = None
+    """Citations audited; None when no response in the slice had its citations audited."""
+    citation_failure_rate: float | None = None
+    computed_at: datetime
+
+
+class CheckStatus(str, Enum):
+    """The outcome of one drift check of one slice in one window."""
+
+    ok = "ok"
+    alert = "alert"
+    insufficient_data = "insufficient_data"
+    no_reference = "no_reference"
+
+
+class DriftCheckRow(StrictModel):
+    """One check (e.g. K-S drift of confidence) of one slice in one window, with its figures."""
+
+    window_start: datetime
+    window_end: datetime
+    slice_dimension: str
+    slice_value: str
+    check: str
+    """`confidence_drift`, `faithfulness_drift`, `mean_confidence_drop`, `attribution_coverage`, `low_confidence_claims`."""
+    status: CheckStatus
+    test: str
+    """The test as Evidently states it (e.g. `K-S p_value < 0.001`)."""
+    current_value: float | None = None
+    reference_value: float | None = None
+    p_value: float | None = None
+    threshold: float | None = None
+    current_responses: int = Field(ge=0)
+    reference_responses: int = Field(ge=0)
+    reference: str
+    """Which data the window was compared with (e.g. `trailing 6 windows of all traffic`)."""
+    checked_at: datetime
+
+
+class AlertStatus(str, Enum):
+    """Whether an alert's condition still holds."""
+
+    firing = "firing"
+    cleared = "cleared"
+
+
+class AlertRow(StrictModel):
+    """One alert episode: what moved, where, by how much, by which test, and when it started and cleared."""
+
+    alert_id: str
+    check: str
+    metric: str
+    slice_dimension: str
+    slice_value: str
+    status: AlertStatus
+    severity: str
+    """`critical` for a confidence drop or an operational threshold, `warning` for a distribution drift alone."""
+    window_start: datetime
+    """The window that raised the alert."""
+    window_end: datetime
+    started_at: datetime
+    cleared_at: datetime | None = None
+    cleared_window_start: datetime | None = None
+    current_value: float | None = None
+    reference_value: float | None = None
+    test: str
+    p_value: float | None = None
+    threshold: float | None = None
+    current_responses: int = Field(ge=0)
+    reference_responses: int = Field(ge=0)
+    reference: str
+    example_response_ids: list[str] = Field(default_factory=list)
+    """The lowest-confidence responses of the slice in the window that raised the alert."""
+    message: str
+    updated_at: datetime
+
+
+register_table(
+    "window_metrics", WindowMetricsRow, time_column="window_start", key=("window_start", "slice_dimension", "slice_value")
+)
+register_table(
+    "drift_checks",
+    DriftCheckRow,
+    time_column="window_start",
+    key=("window_start", "slice_dimension", "slice_value", "check"),
+)
+register_table("alerts", AlertRow, time_column="started_at", key=("alert_id",))
