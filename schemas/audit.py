@@ -33,6 +33,8 @@ class ParsedResponse(StrictModel):
     response: LoggedResponse
     origin: Origin
     input_flags: list[str] = Field(default_factory=list)
+    raw: bytes | None = Field(default=None, repr=False)
+    """The original message bytes, kept until duplicates are dropped so a duplicate's dead letter holds them."""
 
 
 class ReviewDecision(StrictModel):
@@ -56,3 +58,5 @@ class AuditedResponse(StrictModel):
     citations: CitationAuditReport | None = None
     claims: ClaimAttributionReport | None = None
     review: ReviewDecision | None = None
+    audited_at: datetime | None = None
+    """When the audit ran (processing time); the lake views keep the latest audit of a response."""

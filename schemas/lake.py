@@ -130,6 +130,7 @@ class SentenceRow(SentenceVerdict):
     tenant: str
     retriever_version: str | None = None
     decided_by: str
+    audited_at: datetime | None = None
 
 
 class DeadLetterRow(StrictModel):

@@ -1,0 +1,269 @@
+"""The audit pipeline: logged responses in a JSONL file (or glob) -> verdicts in the audit lake.
+
+    groundwatch audit --input traffic.jsonl --lake ./groundwatch-lake \\
+        [--sample-rate 1.0] [--window-seconds 60] [--confidence-threshold 0.7] [--verifier heuristic] \\
+        [any Beam option, e.g. --runner=PrismRunner --direct_num_workers=2]
+
+Every message read is accounted for: audited, sampled out, or dead-lettered
+(malformed, invalid, duplicate, or failed in a stage). The run prints the four
+counts, from Beam's metrics, and fails if they do not add up. It runs on
+Beam's in-process FnApiRunner unless `--runner` says otherwise (the
+DirectRunner would first try to download Prism).
+
+Stages (each a labelled composite in `transforms/`):
+ReadJsonl -> ParseResponses -> WindowByEventTime -> DropDuplicateResponses -> SampleResponses
+-> VerifySentences -> [audit steps] -> ScoreAndFlag -> ToLakeRows -> WriteAuditLake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
+from transforms.jsonl import ReadJsonlMessages
+from transforms.lake import WriteAuditLake, row_dict, to_lake_rows
+from transforms.parse import (
+    DEAD_LETTER_NAMESPACE,
+    DEAD_LETTERS,
+    METRICS_NAMESPACE,
+    PARSED,
+    DropDuplicateResponses,
+    ParseResponses,
+)
+from transforms.sample import SampleResponses
+from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
+from transforms.verifiers import available_verifiers
+from transforms.windows import DEFAULT_WINDOW_SECONDS, WindowByEventTime
+
+__all__ = [
+    "ACCEPTS_PIPELINE_ARGS",
+    "AuditCounts",
+    "AuditOptions",
+    "add_arguments",
+    "audit_steps",
+    "build_pipeline",
+    "main",
+    "run",
+]
+
+ACCEPTS_PIPELINE_ARGS = True
+DEFAULT_RUNNER = "FnApiRunner"
+
+
+class AuditOptions(PipelineOptions):
+    """Options of the audit pipeline (every flag also accepts underscores)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument("--input", help="JSONL file or glob of logged responses (one JSON object per line).")
+        parser.add_argument("--lake", help="Audit lake folder; Parquet files go under <lake>/<table>/date=/hour=/.")
+        parser.add_argument(
+            "--sample_rate",
+            type=float,
+            default=1.0,
+            help="Fraction in [0, 1] of responses audited, by a hash of response_id; high risk always. Default 1.0.",
+        )
+        parser.add_argument(
+            "--window_seconds",
+            type=int,
+            default=DEFAULT_WINDOW_SECONDS,
+            help=f"Fixed event-time window size in seconds. Default {DEFAULT_WINDOW_SECONDS}.",
+        )
+        parser.add_argument(
+            "--confidence_threshold",
+            type=float,
+            default=DEFAULT_CONFIDENCE_THRESHOLD,
+            help=f"Sentences under this confidence are flagged for review. Default {DEFAULT_CONFIDENCE_THRESHOLD}.",
+        )
+        parser.add_argument(
+            "--verifier",
+            default="heuristic",
+            help=f"Sentence verifier: one of {', '.join(available_verifiers())}. Default heuristic.",
+        )
+
+
+def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
+    """The audit steps between VerifySentences and ScoreAndFlag: `(label, stage, step)`, in order.
+
+    A stage plugs in by adding its plain function here, e.g. `("AuditCitations", "citations", audit_citations)`.
+    """
+    return []
+
+
+def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -> dict[str, beam.PCollection]:
+    """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`.
+
+    Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows),
+    `rows` (`(table, row)` pairs) and `lake_files` (paths written).
+    """
+    opts = options.view_as(AuditOptions)
+    validate_options(opts, need_input=source is None)
+    threshold = opts.confidence_threshold
+    messages = source if source is not None else p | "ReadJsonl" >> ReadJsonlMessages(opts.input)
+
+    parsed = messages | "ParseResponses" >> ParseResponses()
+    windowed = parsed[PARSED] | "WindowByEventTime" >> WindowByEventTime(opts.window_seconds)
+    unique = windowed | "DropDuplicateResponses" >> DropDuplicateResponses()
+    sampled = unique[PARSED] | "SampleResponses" >> SampleResponses(opts.sample_rate)
+    verified = sampled | "VerifySentences" >> VerifySentences(opts.verifier, threshold=threshold)
+    audited = verified[AUDITED]
+    dead = [parsed[DEAD_LETTERS], unique[DEAD_LETTERS], verified[DEAD_LETTERS]]
+    for label, stage, step in audit_steps(opts):
+        result = audited | label >> ApplyAuditStep(step, stage=stage)
+        audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
+    scored = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold)
+
+    # Dead letters are windowed by when they were received, so they flatten with the audited rows
+    # and reach the lake in bounded and streaming runs alike.
+    windowed_dead = [
+        d | f"WindowDeadLetters{i}" >> WindowByEventTime(opts.window_seconds, time_of=lambda row: row.received_at)
+        for i, d in enumerate(dead)
+    ]
+    dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()
+    rows = (
+        scored | "ToLakeRows" >> beam.FlatMap(to_lake_rows),
+        dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
+    ) | "FlattenRows" >> beam.Flatten()
+    lake_files = rows | "WriteAuditLake" >> WriteAuditLake(opts.lake)
+    return {"audited": scored, "dead_letters": dead_letters, "rows": rows, "lake_files": lake_files}
+
+
+def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
+    """Raise ValueError naming the flag when an option is unusable."""
+    if need_input:
+        if not opts.input:
+            raise ValueError("--input is required: a JSONL file or glob of logged responses")
+        if "://" not in opts.input and not glob.glob(opts.input):
+            raise ValueError(f"--input {opts.input!r} matches no file")
+    if not opts.lake:
+        raise ValueError("--lake is required: the folder of the audit lake")
+    if not 0.0 <= opts.sample_rate <= 1.0:
+        raise ValueError(f"--sample-rate must be in [0, 1], got {opts.sample_rate}")
+    if opts.window_seconds <= 0:
+        raise ValueError(f"--window-seconds must be a positive integer, got {opts.window_seconds}")
+    if not 0.0 <= opts.confidence_threshold <= 1.0:
+        raise ValueError(f"--confidence-threshold must be in [0, 1], got {opts.confidence_threshold}")
+    if opts.verifier not in available_verifiers():
+        raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
+
+
+@dataclass(frozen=True)
+class AuditCounts:
+    """What happened to every message of a run."""
+
+    read: int
+    audited: int
+    sampled_out: int
+    dead_lettered: int
+    needs_review: int
+    dead_letter_reasons: dict[str, int]
+
+    @property
+    def adds_up(self) -> bool:
+        return self.read == self.audited + self.sampled_out + self.dead_lettered
+
+
+def counts_from_result(result) -> AuditCounts:
+    """The run's counts from Beam's committed counters."""
+    totals: dict[tuple[str, str], int] = {}
+    for namespace in (METRICS_NAMESPACE, DEAD_LETTER_NAMESPACE):
+        query = result.metrics().query(MetricsFilter().with_namespace(namespace))
+        for counter in query["counters"]:
+            key = (counter.key.metric.namespace, counter.key.metric.name)
+            totals[key] = totals.get(key, 0) + (counter.committed or 0)
+    reasons = {name: n for (ns, name), n in totals.items() if ns == DEAD_LETTER_NAMESPACE and n}
+    get = lambda name: totals.get((METRICS_NAMESPACE, name), 0)  # noqa: E731
+    return AuditCounts(
+        read=get("read"),
+        audited=get("audited"),
+        sampled_out=get("sampled_out"),
+        dead_lettered=sum(reasons.values()),
+        needs_review=get("needs_review"),
+        dead_letter_reasons=dict(sorted(reasons.items())),
+    )
+
+
+def pipeline_options(argv: list[str]) -> PipelineOptions:
+    """Options from argv, on the in-process FnApiRunner unless a runner is named."""
+    options = PipelineOptions(argv)
+    if options.view_as(StandardOptions).runner is None:
+        options.view_as(StandardOptions).runner = DEFAULT_RUNNER
+    return options
+
+
+def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) -> AuditCounts:
+    """Validate the options, run the pipeline to the end and report its counts."""
+    options = pipeline_options(list(sys.argv[1:] if argv is None else argv))
+    opts = options.view_as(AuditOptions)
+    validate_options(opts)
+    with beam.Pipeline(options=options) as p:
+        build_pipeline(p, options)
+    counts = counts_from_result(p.result)
+    out(format_counts(counts, opts.lake))
+    if not counts.adds_up:
+        raise RuntimeError(
+            f"counts do not add up: read {counts.read} != audited {counts.audited} + sampled out "
+            f"{counts.sampled_out} + dead-lettered {counts.dead_lettered}"
+        )
+    return counts
+
+
+def format_counts(counts: AuditCounts, lake: str) -> str:
+    """The end-of-run summary: the four counts, the dead-letter reasons and where the lake is."""
+    lines = [
+        f"read           {counts.read:>8}",
+        f"audited        {counts.audited:>8}   ({counts.needs_review} need review)",
+        f"sampled out    {counts.sampled_out:>8}",
+        f"dead-lettered  {counts.dead_lettered:>8}"
+        + (
+            f"   ({', '.join(f'{k}: {v}' for k, v in counts.dead_letter_reasons.items())})"
+            if counts.dead_letter_reasons
+            else ""
+        ),
+        f"lake           {os.path.abspath(lake)}",
+    ]
+    return "\n".join(lines)
+
+
+_FLAGS = ("input", "lake", "sample-rate", "window-seconds", "confidence-threshold", "verifier")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `groundwatch audit` flags; anything else is passed to Beam as a pipeline option."""
+    parser.add_argument("--input", required=True, help="JSONL file or glob of logged responses.")
+    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    parser.add_argument(
+        "--sample-rate", type=float, default=1.0, help="Fraction audited (high risk always). Default 1.0."
+    )
+    parser.add_argument("--window-seconds", type=int, default=DEFAULT_WINDOW_SECONDS, help="Window size. Default 60.")
+    parser.add_argument(
+        "--confidence-threshold", type=float, default=DEFAULT_CONFIDENCE_THRESHOLD, help="Flag threshold. Default 0.7."
+    )
+    parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
+
+
+def to_argv(args: argparse.Namespace) -> list[str]:
+    """The pipeline argv for parsed CLI arguments plus the Beam options passed through."""
+    argv = [f"--{flag.replace('-', '_')}={getattr(args, flag.replace('-', '_'))}" for flag in _FLAGS]
+    return argv + list(getattr(args, "extra_args", []) or [])
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        counts = run(to_argv(args))
+    except ValueError as e:
+        print(f"groundwatch audit: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        print(f"groundwatch audit: {e}", file=sys.stderr)
+        return 1
+    return 0 if counts.adds_up else 1

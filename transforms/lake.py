@@ -1,0 +1,246 @@
+"""The audit lake: Parquet files under `<lake>/<table>/date=YYYY-MM-DD/hour=HH/`, published whole.
+
+Rows come from `to_lake_rows(audited)` as `(table, row dict)` pairs and are
+written with the table's Arrow schema (`schemas.lake.TABLES[table].schema`):
+
+    rows | "WriteAuditLake" >> WriteAuditLake("/data/lake")          # in a pipeline
+    write_table("/data/lake", "alerts", rows, name="drift-2026-11-29")  # anywhere else
+
+Every file is written to a hidden temp file in its final folder and then
+`os.replace`d into place, so a reader never sees half a file (Beam's
+`fileio.WriteToFiles` silently fails to publish into hive folders that do not
+exist yet). File names are a hash of the table, the window and the sorted row
+keys, so re-running the same input overwrites its files instead of adding
+copies. Rows are grouped per (table, partition, window) so files are not
+one-row-each. Nothing is held in process-global state: any runner works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import UTC
+from enum import Enum
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.metrics import Metrics
+from apache_beam.transforms import window as beam_window
+from pydantic import BaseModel
+
+from schemas import TABLES, AttributionVerdict, AuditedResponse, ResponseRow, SentenceRow
+
+__all__ = [
+    "ROW_BUILDERS",
+    "WriteAuditLake",
+    "partition_of",
+    "row_dict",
+    "table_path",
+    "to_lake_rows",
+    "write_rows_file",
+    "write_table",
+]
+
+
+def row_dict(row: BaseModel) -> dict[str, Any]:
+    """A validated row model as a plain dict Arrow accepts (enums become their values)."""
+    return {k: (v.value if isinstance(v, Enum) else v) for k, v in row.model_dump().items()}
+
+
+def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
+    r, report = a.parsed.response, a.report
+    counts = {v: 0 for v in AttributionVerdict}
+    for s in report.sentences:
+        counts[s.attribution_verdict] += 1
+    confidences = [s.confidence for s in report.sentences]
+    citations = a.citations.summary if a.citations is not None else None
+    claims = a.claims
+    row = ResponseRow(
+        response_id=r.response_id,
+        event_time=r.timestamp,
+        window_start=a.window_start,
+        window_end=a.window_end,
+        audited_at=a.audited_at or a.window_end,
+        tenant=r.metadata.tenant,
+        risk_level=r.metadata.risk_level,
+        retriever_version=r.metadata.retriever_version,
+        generator_model=r.metadata.generator_model,
+        prompt_version=r.metadata.prompt_version,
+        origin_source=a.parsed.origin.source,
+        origin_partition=a.parsed.origin.partition,
+        origin_offset=a.parsed.origin.offset,
+        sentence_count=len(report.sentences),
+        fully_grounded_count=counts[AttributionVerdict.fully_grounded],
+        partially_grounded_count=counts[AttributionVerdict.partially_grounded],
+        ungrounded_count=counts[AttributionVerdict.ungrounded],
+        contradicted_count=counts[AttributionVerdict.contradicted],
+        mean_confidence=sum(confidences) / len(confidences) if confidences else None,
+        min_confidence=min(confidences) if confidences else None,
+        overall_faithfulness_score=report.overall_faithfulness_score,
+        critical_flag_count=len(report.critical_flags),
+        critical_flags=report.critical_flags,
+        insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
+        citation_total=citations.total_citations if citations else None,
+        citation_passed=citations.passed if citations else None,
+        citation_failed=citations.failed if citations else None,
+        citation_critical_failures=citations.critical_failures if citations else [],
+        claim_count=len(claims.claims) if claims is not None else None,
+        attribution_coverage_rate=claims.attribution_coverage_rate if claims is not None else None,
+        low_confidence_claim_rate=claims.low_confidence_claim_rate if claims is not None else None,
+        verifier=a.verifier,
+        verifier_version=a.verifier_version,
+        decided_by=a.decided_by,
+        needs_review=a.review.needs_review if a.review else False,
+        review_reasons=a.review.reasons if a.review else [],
+        input_flags=a.parsed.input_flags,
+    )
+    return [("responses", row_dict(row))]
+
+
+def _sentence_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
+    r = a.parsed.response
+    rows = []
+    for i, verdict in enumerate(a.report.sentences):
+        row = SentenceRow(
+            **verdict.model_dump(),
+            response_id=r.response_id,
+            event_time=r.timestamp,
+            window_start=a.window_start,
+            tenant=r.metadata.tenant,
+            retriever_version=r.metadata.retriever_version,
+            decided_by=a.decided_by[i] if i < len(a.decided_by) else a.verifier,
+            audited_at=a.audited_at or a.window_end,
+        )
+        rows.append(("sentences", row_dict(row)))
+    return rows
+
+
+ROW_BUILDERS = [_response_row, _sentence_rows]
+"""Functions `AuditedResponse -> [(table, row)]`; a stage that adds a table appends its builder here."""
+
+
+def to_lake_rows(audited: AuditedResponse) -> list[tuple[str, dict]]:
+    """Every lake row one audited response produces: its `responses` row, its `sentences` rows, and so on."""
+    rows: list[tuple[str, dict]] = []
+    for build in ROW_BUILDERS:
+        rows.extend(build(audited))
+    return rows
+
+
+def partition_of(table: str, row: Mapping[str, Any]) -> tuple[str, str]:
+    """The `date=` and `hour=` values of a row, from its table's time column (UTC)."""
+    when = row[TABLES[table].time_column]
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%d"), when.strftime("%H")
+
+
+def table_path(lake_dir: str, table: str, date: str, hour: str) -> str:
+    """The folder of one partition of one table."""
+    return os.path.join(lake_dir, table, f"date={date}", f"hour={hour}")
+
+
+def _key_of(table: str, row: Mapping[str, Any]) -> str:
+    return "\x1f".join(str(row[k]) for k in TABLES[table].key)
+
+
+def _stem(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "backslashreplace") + b"\x1e")
+    return "part-" + digest.hexdigest()[:24]
+
+
+def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]]) -> str:
+    """Write rows as `<folder>/<file_stem>.parquet`: whole to a hidden temp file, then renamed into place."""
+    os.makedirs(folder, exist_ok=True)
+    final = os.path.join(folder, f"{file_stem}.parquet")
+    # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
+    temp = os.path.join(folder, f".{file_stem}.{uuid.uuid4().hex}.tmp")
+    table_data = pa.Table.from_pylist(list(rows), schema=TABLES[table].schema)
+    try:
+        pq.write_table(table_data, temp, compression="zstd")
+        os.replace(temp, final)
+    finally:
+        if os.path.exists(temp):
+            os.remove(temp)
+    return final
+
+
+def write_table(
+    lake_dir: str, table: str, rows: Iterable[Mapping[str, Any] | BaseModel], *, name: str | None = None
+) -> list[str]:
+    """Validate and write rows of one table outside Beam; one file per partition. Returns the paths written.
+
+    `name` fixes the file stem (same name, same file: re-writing replaces it); by default it is a hash of the
+    rows' keys, so writing the same rows twice does not duplicate them either.
+    """
+    if table not in TABLES:
+        raise ValueError(f"unknown lake table {table!r}; known: {', '.join(sorted(TABLES))}")
+    model = TABLES[table].row
+    by_partition: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        valid = row if isinstance(row, model) else model.model_validate(row)
+        as_dict = row_dict(valid)
+        by_partition[partition_of(table, as_dict)].append(as_dict)
+    paths = []
+    for (date, hour), part_rows in sorted(by_partition.items()):
+        part_rows.sort(key=lambda r: _key_of(table, r))
+        stem = name or _stem(table, *(_key_of(table, r) for r in part_rows))
+        paths.append(write_rows_file(table_path(lake_dir, table, date, hour), stem, table, part_rows))
+    return paths
+
+
+def _window_label(window: Any) -> str:
+    if isinstance(window, beam_window.IntervalWindow):
+        return f"{window.start.micros}-{window.end.micros}"
+    return "global"
+
+
+class _KeyByPartitionDoFn(beam.DoFn):
+    def process(self, element, window=beam.DoFn.WindowParam):
+        table, row = element
+        date, hour = partition_of(table, row)
+        yield (table, date, hour, _window_label(window)), row
+
+
+class _WritePartitionDoFn(beam.DoFn):
+    def __init__(self, lake_dir: str):
+        self._lake_dir = lake_dir
+        self._files = Metrics.counter("groundwatch.lake", "files_written")
+
+    def process(self, element):
+        (table, date, hour, window_label), rows = element
+        rows = sorted(rows, key=lambda r: _key_of(table, r))
+        stem = _stem(table, window_label, *(_key_of(table, r) for r in rows))
+        path = write_rows_file(table_path(self._lake_dir, table, date, hour), stem, table, rows)
+        self._files.inc()
+        Metrics.counter("groundwatch.lake", f"{table}_rows").inc(len(rows))
+        yield path
+
+
+class WriteAuditLake(beam.PTransform):
+    """Write `(table, row dict)` pairs into the lake, one Parquet file per (table, partition, window).
+
+    Returns the paths of the files written.
+    """
+
+    def __init__(self, lake_dir: str):
+        super().__init__()
+        if not lake_dir:
+            raise ValueError("lake directory must be a non-empty path")
+        self._lake_dir = os.path.abspath(lake_dir)
+
+    def expand(self, rows):
+        return (
+            rows
+            | "KeyByPartition" >> beam.ParDo(_KeyByPartitionDoFn())
+            | "GroupByPartition" >> beam.GroupByKey()
+            | "WriteParquet" >> beam.ParDo(_WritePartitionDoFn(self._lake_dir))
+        )

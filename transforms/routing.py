@@ -1,0 +1,54 @@
+"""Whether a human must review an audited response, and why.
+
+    decision = decide_review(audited, threshold=0.7)
+
+A response needs review when any sentence is ungrounded or contradicted, when
+any sentence's confidence is under the threshold, when an answer came with no
+usable evidence, and, in high-risk traffic, when anything at all is flagged
+critical (citation failures included). Every reason names the sentence index
+and the evidence ids involved, so a reviewer can go straight to them.
+"""
+
+from __future__ import annotations
+
+from schemas import INSUFFICIENT_EVIDENCE, AttributionVerdict, AuditedResponse, ReviewDecision, RiskLevel
+from transforms.verifier import critical_flags
+
+__all__ = ["decide_review"]
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids) if ids else "none"
+
+
+def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
+    """The routing decision for one audited response (see the module docstring for the rules)."""
+    reasons: list[str] = []
+    report = audited.report
+    high_risk = audited.parsed.response.metadata.risk_level is RiskLevel.high
+    for s in report.sentences:
+        if s.attribution_verdict is AttributionVerdict.contradicted:
+            reasons.append(f"sentence {s.sentence_index} contradicted by evidence {_ids(s.contradicting_evidence_ids)}")
+        elif s.attribution_verdict is AttributionVerdict.ungrounded:
+            reasons.append(f"sentence {s.sentence_index} ungrounded (no supporting evidence)")
+        if s.confidence < threshold:
+            reasons.append(
+                f"sentence {s.sentence_index} confidence {s.confidence:.2f} below {threshold:.2f}"
+                f" (evidence {_ids(s.supporting_evidence_ids)})"
+            )
+    if INSUFFICIENT_EVIDENCE in report.critical_flags and audited.parsed.response.answer.strip():
+        reasons.append("answer given with no usable evidence (INSUFFICIENT_EVIDENCE)")
+    if audited.citations is not None:
+        for failure in audited.citations.summary.critical_failures:
+            reasons.append(f"citation critical failure: {failure}")
+        if high_risk:
+            for c in audited.citations.audit_results:
+                if c.overall_verdict.value == "FAIL":
+                    reasons.append(f"high-risk citation {c.citation_id} failed ({c.verification_status.value})")
+    if high_risk:
+        # Flags the sentence rules above already explain are not repeated; any other flag (from later stages) is.
+        explained = set(critical_flags(report.sentences, threshold)) | {INSUFFICIENT_EVIDENCE}
+        reasons.extend(f"high-risk critical flag: {flag}" for flag in report.critical_flags if flag not in explained)
+    # Several checks can name the same thing; keep each reason once, in order.
+    reasons = list(dict.fromkeys(reasons))
+    return ReviewDecision(needs_review=bool(reasons), reasons=reasons)

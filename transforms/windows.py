@@ -1,0 +1,83 @@
+"""Event time and fixed windows: a response belongs to the minute (by default) its timestamp says.
+
+    windowed = parsed | "WindowByEventTime" >> WindowByEventTime(window_seconds=60)
+
+The element timestamp becomes the response's own `timestamp` (when it was
+answered, not when it was read), so out-of-order and replayed traffic lands in
+the window it belongs to. `window_bounds(window, fallback)` turns the window a
+DoFn sees (`beam.DoFn.WindowParam`) into UTC datetimes for the lake rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.transforms import window as beam_window
+from apache_beam.utils.timestamp import Duration
+
+__all__ = ["DEFAULT_WINDOW_SECONDS", "AssignEventTime", "WindowByEventTime", "response_event_time", "window_bounds"]
+
+DEFAULT_WINDOW_SECONDS = 60
+
+
+def response_event_time(parsed) -> datetime:
+    """The event time of a ParsedResponse: when the response was answered."""
+    return parsed.response.timestamp
+
+
+def window_bounds(window: Any, fallback: datetime) -> tuple[datetime, datetime]:
+    """The window's [start, end) as UTC datetimes; the global window has none, so `fallback` is both."""
+    if isinstance(window, beam_window.IntervalWindow):
+        return window.start.to_utc_datetime(has_tz=True), window.end.to_utc_datetime(has_tz=True)
+    return fallback, fallback
+
+
+def _to_utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class AssignEventTime(beam.PTransform):
+    """Stamp each element with the event time `time_of(element)` returns (an aware datetime)."""
+
+    def __init__(self, time_of: Callable[[Any], datetime] = response_event_time):
+        super().__init__()
+        self._time_of = time_of
+
+    def expand(self, elements):
+        time_of = self._time_of
+        return elements | "Stamp" >> beam.Map(
+            lambda e: beam_window.TimestampedValue(e, _to_utc(time_of(e)).timestamp())
+        )
+
+
+class WindowByEventTime(beam.PTransform):
+    """Assign event time, then fixed windows of `window_seconds` (late data accepted for `allowed_lateness_seconds`)."""
+
+    def __init__(
+        self,
+        window_seconds: int = DEFAULT_WINDOW_SECONDS,
+        *,
+        allowed_lateness_seconds: int = 0,
+        time_of: Callable[[Any], datetime] = response_event_time,
+    ):
+        super().__init__()
+        if window_seconds <= 0:
+            raise ValueError(f"window size must be a positive number of seconds, got {window_seconds}")
+        if allowed_lateness_seconds < 0:
+            raise ValueError(f"allowed lateness must be >= 0 seconds, got {allowed_lateness_seconds}")
+        self._window_seconds = window_seconds
+        self._lateness = allowed_lateness_seconds
+        self._time_of = time_of
+
+    def expand(self, elements):
+        return (
+            elements
+            | "AssignEventTime" >> AssignEventTime(self._time_of)
+            | "FixedWindows"
+            >> beam.WindowInto(
+                beam_window.FixedWindows(self._window_seconds), allowed_lateness=Duration(seconds=self._lateness)
+            )
+        )
