@@ -1,39 +1,121 @@
-"""Sentence splitting shared by every verifier (first version: a regular expression).
+"""Sentence splitting shared by every verifier, with character offsets.
 
-Splits on sentence-final punctuation followed by white space and a capital or
-digit, on semicolons, and on bullet lines; keeps decimals ("4.2 mmol/L") and
-common abbreviations ("Dr.", "e.g.") inside their sentence.
+A boundary is sentence-final punctuation followed by white space and a capital,
+digit or opening quote; a line break; a bullet; or a semicolon between two
+independent clauses. Kept intact: decimals and dosages ("4.2 mmol/L", "2.5 mg"),
+times ("8:15 PM", "8 p.m."), abbreviations ("Dr.", "e.g.", "U.S."), initials
+("J. K. Rowling"), URLs and e-mail addresses. Citation markers after the full
+stop ("... resolved. [1]") stay with the sentence they cite::
+
+    split_sentences("Take 2.5 mg at 8:15 p.m. daily [1]; stop if you feel dizzy.\n- Dr. J. Lee agrees.")
+    # ['Take 2.5 mg at 8:15 p.m. daily [1]', 'stop if you feel dizzy.', 'Dr. J. Lee agrees.']
+
+`sentence_spans` gives the same cuts as (start, end) offsets, so a verifier can
+quote evidence sentences as exact substrings of their passage.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["split_sentences"]
+__all__ = ["sentence_spans", "split_sentences"]
 
-_ABBREVIATIONS = {"dr", "mr", "mrs", "ms", "prof", "e.g", "i.e", "etc", "vs", "no", "inc", "ltd", "st", "jr", "sr", "u.s", "fig", "approx"}
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", re.MULTILINE)
+_ABBREVIATIONS = frozenset(
+    """dr mr mrs ms mx prof sr jr st mt ft gen col lt sgt capt cpt rev hon gov sen rep pres e.g i.e etc vs v cf al
+    inc ltd co corp bros dept univ est approx ca jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri
+    sat sun u.s u.k u.n e.u d.c a.k.a ph.d m.d b.a m.a b.sc m.sc""".split()
+)
+# These abbreviate only before a number ("No. 5", "Fig. 2"); elsewhere "no." can end a sentence.
+_NUMBER_ABBREVIATIONS = frozenset("no nos vol p pp fig figs art sec ch eq op ed".split())
+
+_END = re.compile(
+    r"[.!?\u2026]+[\"'\u201d\u2019)\]]*"  # the full stop and any closing quote or bracket
+    r"(?:\s*\[[^\[\]\n]{1,40}\])*"  # citation markers after the full stop belong to this sentence
+    r"(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9\u00c0-\u024f]|\s*$)"
+)
+_SEMICOLON = re.compile(r";(?=\s)")
+_BULLET = re.compile(r"[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219]|\d{1,3}[.)]|[a-z]\))[ \t]+")
+_WORD_BEFORE = re.compile(r"(\S+)$")
+_WORDS = re.compile(r"[^\W_]+")
 
 
-def _split_prose(text: str) -> list[str]:
-    parts, start = [], 0
-    for match in _BOUNDARY.finditer(text):
-        head = text[start : match.start()].rstrip()
-        last_word = head.rsplit(None, 1)[-1].rstrip(".").lower() if head else ""
-        if last_word in _ABBREVIATIONS:
+def _is_abbreviation(head: str, tail: str) -> bool:
+    """Whether the full stop ending `head` belongs to an abbreviation, an initial or a dotted acronym."""
+    m = _WORD_BEFORE.search(head)
+    if not m:
+        return False
+    word = m.group(1).lstrip("\"'(\u201c\u2018[").rstrip(".")
+    low = word.lower()
+    if low in _ABBREVIATIONS:
+        return True
+    if low in _NUMBER_ABBREVIATIONS:
+        return bool(re.match(r"\s*\d", tail))
+    if len(word) == 1 and word.isupper():  # an initial: "J. K. Rowling", "George W. Bush"
+        return True
+    # Dotted acronyms (U.S.A., Ph.D.), but not a.m./p.m. followed by a capital: those end sentences often.
+    return bool(re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word)) and low not in ("a.m", "p.m")
+
+
+def _independent(clause: str) -> bool:
+    """A semicolon separates claims only when both sides have a few words (not a list like "Paris; Rome")."""
+    return len(_WORDS.findall(clause)) >= 3
+
+
+def _split_line(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans, cut = [], start
+    line = text[start:end]
+    for m in _END.finditer(line):
+        stop = start + m.end()
+        if m.group().startswith(".") and _is_abbreviation(text[cut : start + m.start()], text[stop:end]):
             continue
-        parts.append(text[start : match.start()].strip())
-        start = match.end()
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
+        spans.append((cut, stop))
+        cut = stop
+    spans.append((cut, end))
+    out = []
+    for s, e in spans:
+        depth, pieces, piece_start = 0, [], s
+        for i in range(s, e):
+            ch = text[i]
+            depth += ch in "([{" and 1 or ch in ")]}" and -1 or 0
+            if ch == ";" and depth <= 0 and _SEMICOLON.match(text, i):
+                pieces.append((piece_start, i))
+                piece_start = i + 1
+        pieces.append((piece_start, e))
+        merged: list[tuple[int, int]] = []
+        for ps, pe in pieces:
+            if merged and not (_independent(text[merged[-1][0] : merged[-1][1]]) and _independent(text[ps:pe])):
+                merged[-1] = (merged[-1][0], pe)
+            else:
+                merged.append((ps, pe))
+        out.extend(merged)
+    return out
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of the sentences and independent clauses of `text`, stripped, in order."""
+    spans = []
+    pos = 0
+    for raw_line in text.splitlines(keepends=True):
+        line_start, line_end = pos, pos + len(raw_line.rstrip("\r\n"))
+        pos += len(raw_line)
+        bullet = _BULLET.match(text, line_start, line_end)
+        if bullet and bullet.end() < line_end:
+            line_start = bullet.end()
+        for s, e in _split_line(text, line_start, line_end):
+            s, e = _strip(text, s, e)
+            if e > s and _WORDS.search(text, s, e):
+                spans.append((s, e))
+    return spans
 
 
 def split_sentences(answer: str) -> list[str]:
     """The answer's sentences (and semicolon or bullet clauses), in order, stripped."""
-    sentences = []
-    for line in answer.splitlines():
-        line = _BULLET.sub("", line)
-        for clause in line.split(";"):
-            sentences.extend(_split_prose(clause))
-    return sentences
+    return [answer[s:e] for s, e in sentence_spans(answer)]

@@ -1,0 +1,76 @@
+"""The offline heuristic sentence verifier: word, number and date alignment against the evidence, no network.
+
+For each sentence it finds the evidence sentences that cover its content words
+best (IDF-like word weights, light stems), checks every number, unit, date,
+time and duration exactly (a gap between two evidence times supports a stated
+duration), looks for a different value of the same quantity, a flipped
+negation or an antonym in the best-aligned evidence sentence (contradiction),
+and reports what no passage supports as exact spans of the sentence::
+
+    verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
+    verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
+
+`confidence` is the confidence in the verdict given. Internally every sentence
+gets a probability of being fully grounded `p`; the verdict is fully_grounded
+exactly when p >= 0.5, so `grounded_score(verdict)` recovers p for ROC curves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
+from transforms.alignment import SentenceAnalysis, analyse_sentence, index_evidence
+from transforms.verifier import Verifier
+
+__all__ = ["HeuristicVerifier", "grounded_score", "verify_sentence"]
+
+
+def grounded_score(verdict: SentenceVerdict) -> float:
+    """The verifier's probability that the sentence is fully grounded, from its verdict and confidence."""
+    if verdict.attribution_verdict == AttributionVerdict.fully_grounded:
+        return verdict.confidence
+    return 1.0 - verdict.confidence
+
+
+def _verdict_of(a: SentenceAnalysis) -> tuple[AttributionVerdict, float]:
+    if a.contradictions:
+        strength = max(c.strength for c in a.contradictions)
+        return AttributionVerdict.contradicted, round(min(0.99, 0.55 + 0.4 * strength), 4)
+    p = a.grounded_probability
+    if p >= 0.5:
+        return AttributionVerdict.fully_grounded, round(p, 4)
+    if a.coverage < 0.25 or not a.sources:
+        return AttributionVerdict.ungrounded, round(1.0 - p, 4)
+    return AttributionVerdict.partially_grounded, round(1.0 - p, 4)
+
+
+def verify_sentence(index: int, sentence: str, evidence) -> SentenceVerdict:
+    """The verdict on one sentence against indexed evidence (see `transforms.alignment.index_evidence`)."""
+    a = analyse_sentence(sentence, evidence)
+    verdict, confidence = _verdict_of(a)
+    contradicted = verdict == AttributionVerdict.contradicted
+    return SentenceVerdict(
+        sentence_index=index,
+        sentence_text=sentence,
+        attribution_verdict=verdict,
+        confidence=confidence,
+        supporting_evidence_ids=[s.doc_id for s in a.sources],
+        supporting_evidence_excerpts=[s.excerpt for s in a.sources],
+        unsupported_spans=[] if verdict == AttributionVerdict.fully_grounded else a.unsupported_spans,
+        contradicting_evidence_ids=[c.doc_id for c in a.contradictions] if contradicted else [],
+        contradicting_evidence_excerpts=[c.excerpt for c in a.contradictions] if contradicted else [],
+        multi_source_flag=len({s.doc_id for s in a.sources}) >= 2,
+        provenance_notes=a.provenance_notes(),
+    )
+
+
+class HeuristicVerifier(Verifier):
+    """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
+
+    name = "heuristic"
+    version = "1"
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
+        indexed = index_evidence([(p.doc_id, p.content) for p in evidence])
+        return [verify_sentence(i, s, indexed) for i, s in enumerate(sentences)]

@@ -1,0 +1,166 @@
+"""Word-level text matching for the heuristic verifier: tokens with offsets, light stems, word weights, cues.
+
+Everything is plain Python and cached, because the verifier runs on every
+sentence of every audited answer::
+
+    toks = tokenize("The patient received 50mg of metoprolol.")
+    [t.stem for t in toks if not t.stop]   # ['patient', 'receiv', '50mg', 'metoprolol']
+
+Word weights stand in for IDF without a corpus: function words weigh nothing,
+very common English words little, capitalised names and long rare words most.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+__all__ = [
+    "ANTONYMS",
+    "NEGATION_CUES",
+    "STOPWORDS",
+    "Token",
+    "citation_marker_spans",
+    "is_negation",
+    "stem",
+    "tokenize",
+    "word_weight",
+]
+
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][a-zA-Z]{1,2}\b)?")
+# Inline citation markers: [1], [2, 3], [doc_alpha], [12-14]; not claims, so never matched as words.
+_CITATION = re.compile(r"\s?\[(?:[\w.:\-]+(?:\s*[,;]\s*[\w.:\-]+)*)\]")
+
+STOPWORDS = frozenset(
+    """a an the and or but if then than so as of at by for from in into on onto to with within without about above
+    after before below between during over under up down out off through across along around against among upon via
+    is am are was were be been being do does did done has have had having will would shall should can could may might
+    must it its it's this that these those there here which who whom whose what when where why how i me my we our us
+    you your he him his she her they them their one ones also too very just only even both either each such other
+    another some any all most more many much few own same not no nor s t d ll ve re m""".split()
+)
+
+# Very common content words: weak evidence of support on their own (a corpus-free stand-in for low IDF).
+_COMMON = frozenset(
+    """say said says tell told report reported reports state stated according include includes included including
+    make made makes take took taken get got give given gave go went gone come came use used uses using know known
+    new old good great large small big high low long short first last next well way time times year years day days
+    people person thing things part parts place work works worked help helped show shows showed shown find found
+    become became call called receive received see seen seem want need like also however although while since still
+    because therefore thus later early now then often usually generally several various many number numbers based
+    main major key important different similar certain known able around total overall set put keep kept let provide
+    provided provides offer offered allow allowed lead led result results cause caused case cases change changed
+    group groups area areas level levels point points form forms type types kind way ways back another""".split()
+)
+
+NEGATION_CUES = frozenset(
+    """not no never none neither nor without cannot can't won't don't doesn't didn't isn't aren't wasn't weren't
+    hasn't haven't hadn't shouldn't wouldn't couldn't nobody nothing nowhere n't""".split()
+)
+
+# Antonym pairs: one side in the sentence and the other in the aligned evidence is a contradiction cue.
+_ANTONYM_PAIRS = [
+    tuple(pair.split(":"))
+    for pair in """increase:decrease increase:reduce rise:fall rise:drop grow:shrink higher:lower more:less more:fewer
+    larger:smaller gain:loss before:after early:late earlier:later first:last win:lose won:lost accept:reject
+    approve:reject allow:ban allow:prohibit open:close start:end begin:end male:female true:false
+    positive:negative success:failure succeed:fail above:below maximum:minimum strong:weak up:down buy:sell
+    bought:sold include:exclude support:oppose agree:disagree legal:illegal always:never all:none north:south
+    east:west born:died internal:external minor:major safe:unsafe effective:ineffective public:private young:old
+    older:younger hot:cold warm:cold easy:difficult cheap:expensive rare:common same:different""".split()
+]
+
+
+def _stem_raw(word: str) -> str:
+    w = word.lower().replace("\u2019", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    if len(w) <= 3 or w.isdigit():
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+    elif w.endswith("ied") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+    elif w.endswith("ly") and len(w) > 5:
+        w = w[:-2]
+    if w.endswith("e") and len(w) > 3:
+        w = w[:-1]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]
+    return w
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """A light suffix-stripping stem: "received" and "receives" -> "receiv", "studies" -> "study"."""
+    return _stem_raw(word)
+
+
+ANTONYMS: dict[str, frozenset[str]] = {}
+for _a, _b in _ANTONYM_PAIRS:
+    for _x, _y in ((stem(_a), stem(_b)), (stem(_b), stem(_a))):
+        ANTONYMS[_x] = ANTONYMS.get(_x, frozenset()) | {_y}
+
+_COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
+_STOP_STEMS = frozenset(stem(w) for w in STOPWORDS) | STOPWORDS
+
+
+class Token(NamedTuple):
+    """One word of a text: its characters, offsets, stem and whether it is a function word."""
+
+    text: str
+    start: int
+    end: int
+    stem: str
+    stop: bool
+    capital: bool
+
+
+@lru_cache(maxsize=4096)
+def _tokenize_cached(text: str) -> tuple[Token, ...]:
+    out = []
+    for m in _WORD.finditer(text):
+        word = m.group()
+        low = word.lower()
+        s = stem(word)
+        out.append(Token(word, m.start(), m.end(), s, low in STOPWORDS or s in _STOP_STEMS, word[0].isupper()))
+    return tuple(out)
+
+
+def tokenize(text: str) -> tuple[Token, ...]:
+    """The words of `text` with character offsets (cached: passages repeat across sentences)."""
+    return _tokenize_cached(text)
+
+
+def citation_marker_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of inline citation markers such as "[1]" or "[doc_alpha]"."""
+    return [m.span() for m in _CITATION.finditer(text)]
+
+
+def is_negation(token: Token) -> bool:
+    """Whether a token negates its clause ("not", "never", "didn't", ...)."""
+    low = token.text.lower().replace("\u2019", "'")
+    return low in NEGATION_CUES or low.endswith("n't")
+
+
+def word_weight(token: Token) -> float:
+    """How much a word counts towards a claim: 0 for function words, low for common words, high for names."""
+    if token.stop:
+        return 0.0
+    if token.stem in _COMMON_STEMS:
+        return 0.35
+    weight = 1.0
+    if token.capital and token.start > 0:
+        weight = 1.5
+    elif len(token.text) >= 8:
+        weight = 1.2
+    return weight
