@@ -12,7 +12,7 @@ DirectRunner would first try to download Prism).
 
 Stages (each a labelled composite in `transforms/`):
 ReadJsonl -> ParseResponses -> WindowByEventTime -> DropDuplicateResponses -> SampleResponses
--> VerifySentences -> [audit steps] -> ScoreAndFlag -> ToLakeRows -> WriteAuditLake.
+-> VerifySentences -> [audit steps] -> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from transforms.parse import (
 from transforms.sample import SampleResponses
 from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verifiers import available_verifiers
+from transforms.window_metrics import WindowMetrics
 from transforms.windows import DEFAULT_WINDOW_SECONDS, WindowByEventTime
 
 __all__ = [
@@ -131,6 +132,7 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
     dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()
     rows = (
         scored | "ToLakeRows" >> beam.FlatMap(to_lake_rows),
+        scored | "WindowMetrics" >> WindowMetrics(),
         dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
     ) | "FlattenRows" >> beam.Flatten()
     lake_files = rows | "WriteAuditLake" >> WriteAuditLake(opts.lake)

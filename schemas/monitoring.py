@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import Field
 
@@ -66,7 +66,7 @@ class WindowMetricsRow(StrictModel):
     computed_at: datetime
 
 
-class CheckStatus(str, Enum):
+class CheckStatus(StrEnum):
     """The outcome of one drift check of one slice in one window."""
 
     ok = "ok"
@@ -83,7 +83,8 @@ class DriftCheckRow(StrictModel):
     slice_dimension: str
     slice_value: str
     check: str
-    """`confidence_drift`, `faithfulness_drift`, `mean_confidence_drop`, `attribution_coverage`, `low_confidence_claims`."""
+    """`confidence_drift`, `faithfulness_drift`, `mean_confidence_drop`, `attribution_coverage` or
+    `low_confidence_claims`."""
     status: CheckStatus
     test: str
     """The test as Evidently states it (e.g. `K-S p_value < 0.001`)."""
@@ -98,7 +99,7 @@ class DriftCheckRow(StrictModel):
     checked_at: datetime
 
 
-class AlertStatus(str, Enum):
+class AlertStatus(StrEnum):
     """Whether an alert's condition still holds."""
 
     firing = "firing"
@@ -137,7 +138,10 @@ class AlertRow(StrictModel):
 
 
 register_table(
-    "window_metrics", WindowMetricsRow, time_column="window_start", key=("window_start", "slice_dimension", "slice_value")
+    "window_metrics",
+    WindowMetricsRow,
+    time_column="window_start",
+    key=("window_start", "slice_dimension", "slice_value"),
 )
 register_table(
     "drift_checks",

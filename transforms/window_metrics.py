@@ -1,0 +1,310 @@
+"""Window metrics: the audit figures of every window, for all traffic and per slice.
+
+For each window and each slice (all traffic, each retriever_version, generator_model and tenant)
+`WindowMetrics` computes: responses audited, sentences, mean and median sentence confidence, mean
+overall faithfulness, the shares of each sentence verdict, attribution coverage and low-confidence
+claim rates (when claims are logged) and the citation failure rate (when citations are audited).
+The rows go to the lake's `window_metrics` table, which `groundwatch drift` reads::
+
+    metrics = audited | "WindowMetrics" >> WindowMetrics()          # ("window_metrics", row) pairs
+    (rows, metrics) | beam.Flatten() | "WriteAuditLake" >> WriteAuditLake(lake_dir)
+
+The figures are computed by plain functions over `ResponseStats`, built either from an
+`AuditedResponse` (in the pipeline) or from lake rows (`stats_from_rows`), so both paths agree.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import apache_beam as beam
+
+from schemas import AttributionVerdict, AuditedResponse
+from schemas.monitoring import ALL_TRAFFIC, WindowMetricsRow
+
+__all__ = [
+    "UNKNOWN_SLICE",
+    "MetricsAccumulator",
+    "ResponseStats",
+    "WindowMetrics",
+    "compute_window_metrics",
+    "slices_of",
+    "stats_from_audited",
+    "stats_from_rows",
+    "window_metrics_row",
+]
+
+UNKNOWN_SLICE = "unknown"
+"""The slice value of responses that did not log the dimension (e.g. no retriever_version)."""
+
+_VERDICTS = (
+    AttributionVerdict.fully_grounded,
+    AttributionVerdict.partially_grounded,
+    AttributionVerdict.ungrounded,
+    AttributionVerdict.contradicted,
+)
+
+
+@dataclass(frozen=True)
+class ResponseStats:
+    """What one audited response contributes to the metrics of its window."""
+
+    response_id: str
+    window_start: datetime
+    window_end: datetime
+    tenant: str
+    retriever_version: str | None
+    generator_model: str | None
+    confidences: tuple[float, ...]
+    verdict_counts: tuple[int, int, int, int]
+    """Sentences judged fully grounded, partially grounded, ungrounded, contradicted."""
+    faithfulness: float
+    insufficient_evidence: bool = False
+    needs_review: bool = False
+    claims: int | None = None
+    covered_claims: float | None = None
+    low_confidence_claims: float | None = None
+    citations: int | None = None
+    failed_citations: int | None = None
+
+
+def slices_of(stats: ResponseStats) -> list[tuple[str, str]]:
+    """The (dimension, value) slices a response belongs to, all traffic first."""
+    return [
+        (ALL_TRAFFIC, ALL_TRAFFIC),
+        ("retriever_version", stats.retriever_version or UNKNOWN_SLICE),
+        ("generator_model", stats.generator_model or UNKNOWN_SLICE),
+        ("tenant", stats.tenant or UNKNOWN_SLICE),
+    ]
+
+
+def _claim_counts(count: int | None, coverage: float | None, low_rate: float | None) -> tuple:
+    # The claim checker reports rates; back to counts so that a window's rate is pooled over its claims.
+    if not count:
+        return (count if count == 0 else None), None, None
+    covered = coverage * count if coverage is not None else None
+    low = low_rate * count if low_rate is not None else None
+    return count, covered, low
+
+
+def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
+    """The window-metrics contribution of one audited response."""
+    response, report = audited.parsed.response, audited.report
+    counts = [0, 0, 0, 0]
+    for sentence in report.sentences:
+        counts[_VERDICTS.index(sentence.attribution_verdict)] += 1
+    claims = audited.claims
+    claim_count, covered, low = _claim_counts(
+        len(claims.claims) if claims is not None else None,
+        claims.attribution_coverage_rate if claims is not None else None,
+        claims.low_confidence_claim_rate if claims is not None else None,
+    )
+    summary = audited.citations.summary if audited.citations is not None else None
+    return ResponseStats(
+        response_id=response.response_id,
+        window_start=audited.window_start,
+        window_end=audited.window_end,
+        tenant=response.metadata.tenant,
+        retriever_version=response.metadata.retriever_version,
+        generator_model=response.metadata.generator_model,
+        confidences=tuple(s.confidence for s in report.sentences),
+        verdict_counts=tuple(counts),
+        faithfulness=report.overall_faithfulness_score,
+        insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
+        needs_review=bool(audited.review and audited.review.needs_review),
+        claims=claim_count,
+        covered_claims=covered,
+        low_confidence_claims=low,
+        citations=summary.total_citations if summary is not None else None,
+        failed_citations=summary.failed if summary is not None else None,
+    )
+
+
+def stats_from_rows(response: Mapping[str, Any], confidences: Sequence[float]) -> ResponseStats:
+    """The same contribution rebuilt from a `responses` lake row and its sentences' confidences."""
+    claim_count, covered, low = _claim_counts(
+        response.get("claim_count"),
+        response.get("attribution_coverage_rate"),
+        response.get("low_confidence_claim_rate"),
+    )
+    return ResponseStats(
+        response_id=response["response_id"],
+        window_start=response["window_start"],
+        window_end=response["window_end"],
+        tenant=response["tenant"],
+        retriever_version=response.get("retriever_version"),
+        generator_model=response.get("generator_model"),
+        confidences=tuple(float(c) for c in confidences),
+        verdict_counts=(
+            int(response["fully_grounded_count"]),
+            int(response["partially_grounded_count"]),
+            int(response["ungrounded_count"]),
+            int(response["contradicted_count"]),
+        ),
+        faithfulness=float(response["overall_faithfulness_score"]),
+        insufficient_evidence=bool(response.get("insufficient_evidence")),
+        needs_review=bool(response.get("needs_review")),
+        claims=claim_count,
+        covered_claims=covered,
+        low_confidence_claims=low,
+        citations=response.get("citation_total"),
+        failed_citations=response.get("citation_failed"),
+    )
+
+
+@dataclass
+class MetricsAccumulator:
+    """Running totals of one slice of one window; `merge` makes it a Beam combine accumulator."""
+
+    responses: int = 0
+    confidences: list[float] = field(default_factory=list)
+    verdict_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    faithfulness_sum: float = 0.0
+    insufficient_evidence: int = 0
+    needs_review: int = 0
+    claims: int | None = None
+    covered_claims: float = 0.0
+    low_confidence_claims: float = 0.0
+    citations: int | None = None
+    failed_citations: int = 0
+
+    def add(self, stats: ResponseStats) -> MetricsAccumulator:
+        self.responses += 1
+        self.confidences.extend(stats.confidences)
+        self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, stats.verdict_counts, strict=True)]
+        self.faithfulness_sum += stats.faithfulness
+        self.insufficient_evidence += int(stats.insufficient_evidence)
+        self.needs_review += int(stats.needs_review)
+        if stats.claims is not None:
+            self.claims = (self.claims or 0) + stats.claims
+            self.covered_claims += stats.covered_claims or 0.0
+            self.low_confidence_claims += stats.low_confidence_claims or 0.0
+        if stats.citations is not None:
+            self.citations = (self.citations or 0) + stats.citations
+            self.failed_citations += stats.failed_citations or 0
+        return self
+
+    def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
+        self.responses += other.responses
+        self.confidences.extend(other.confidences)
+        self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, other.verdict_counts, strict=True)]
+        self.faithfulness_sum += other.faithfulness_sum
+        self.insufficient_evidence += other.insufficient_evidence
+        self.needs_review += other.needs_review
+        if other.claims is not None:
+            self.claims = (self.claims or 0) + other.claims
+            self.covered_claims += other.covered_claims
+            self.low_confidence_claims += other.low_confidence_claims
+        if other.citations is not None:
+            self.citations = (self.citations or 0) + other.citations
+            self.failed_citations += other.failed_citations
+        return self
+
+
+def window_metrics_row(
+    window_start: datetime,
+    window_end: datetime,
+    slice_dimension: str,
+    slice_value: str,
+    acc: MetricsAccumulator,
+    computed_at: datetime,
+) -> WindowMetricsRow:
+    """The `window_metrics` row of one slice of one window from its accumulated totals."""
+    sentences = sum(acc.verdict_counts)
+    shares = [n / sentences if sentences else None for n in acc.verdict_counts]
+    claims = acc.claims
+    return WindowMetricsRow(
+        window_start=window_start,
+        window_end=window_end,
+        slice_dimension=slice_dimension,
+        slice_value=slice_value,
+        responses=acc.responses,
+        sentences=sentences,
+        mean_confidence=statistics.fmean(acc.confidences) if acc.confidences else None,
+        median_confidence=statistics.median(acc.confidences) if acc.confidences else None,
+        mean_faithfulness=acc.faithfulness_sum / acc.responses if acc.responses else None,
+        fully_grounded_share=shares[0],
+        partially_grounded_share=shares[1],
+        ungrounded_share=shares[2],
+        contradicted_share=shares[3],
+        insufficient_evidence_responses=acc.insufficient_evidence,
+        needs_review_responses=acc.needs_review,
+        claims=claims,
+        attribution_coverage_rate=acc.covered_claims / claims if claims else None,
+        low_confidence_claim_rate=acc.low_confidence_claims / claims if claims else None,
+        citations=acc.citations,
+        citation_failure_rate=acc.failed_citations / acc.citations if acc.citations else None,
+        computed_at=computed_at,
+    )
+
+
+def compute_window_metrics(
+    stats: Iterable[ResponseStats], computed_at: datetime | None = None
+) -> list[WindowMetricsRow]:
+    """All window-metrics rows of a batch of responses, ordered by window then slice (outside Beam)."""
+    accumulators: dict[tuple, MetricsAccumulator] = {}
+    for item in stats:
+        for dimension, value in slices_of(item):
+            key = (item.window_start, item.window_end, dimension, value)
+            accumulators.setdefault(key, MetricsAccumulator()).add(item)
+    when = computed_at or datetime.now(UTC)
+    return [window_metrics_row(*key, acc, when) for key, acc in sorted(accumulators.items(), key=lambda kv: kv[0])]
+
+
+def _slice_contributions(audited: AuditedResponse):
+    stats = stats_from_audited(audited)
+    for dimension, value in slices_of(stats):
+        yield (stats.window_start.isoformat(), stats.window_end.isoformat(), dimension, value), stats
+
+
+class _WindowMetricsCombineFn(beam.CombineFn):
+    def create_accumulator(self) -> MetricsAccumulator:
+        return MetricsAccumulator()
+
+    def add_input(self, acc: MetricsAccumulator, stats: ResponseStats) -> MetricsAccumulator:
+        return acc.add(stats)
+
+    def merge_accumulators(self, accumulators: Iterable[MetricsAccumulator]) -> MetricsAccumulator:
+        merged = MetricsAccumulator()
+        for acc in accumulators:
+            merged.merge(acc)
+        return merged
+
+    def extract_output(self, acc: MetricsAccumulator) -> MetricsAccumulator:
+        return acc
+
+
+def _to_lake_row(keyed: tuple, clock: Callable[[], datetime]) -> tuple[str, dict]:
+    key, acc = keyed
+    start, end, dimension, value = key
+    row = window_metrics_row(datetime.fromisoformat(start), datetime.fromisoformat(end), dimension, value, acc, clock())
+    return "window_metrics", row.model_dump(mode="python")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class WindowMetrics(beam.PTransform):
+    """Per window and slice audit figures of `AuditedResponse`s, as `("window_metrics", row)` lake pairs.
+
+    The window bounds come from each response (`window_start`/`window_end`), which the pipeline set
+    from its event-time window, so the metrics of a window hold exactly the responses audited in it.
+    """
+
+    def __init__(self, clock: Callable[[], datetime] = _utc_now):
+        super().__init__()
+        self._clock = clock
+
+    def expand(self, audited):
+        clock = self._clock
+        return (
+            audited
+            | "KeyBySlice" >> beam.FlatMap(_slice_contributions)
+            | "CombineSliceStats" >> beam.CombinePerKey(_WindowMetricsCombineFn())
+            | "ToWindowMetricsRows" >> beam.Map(_to_lake_row, clock)
+        )
