@@ -1,29 +1,219 @@
-"""The citation audit (spec 002): every citation in an answer checked against the passage it names.
+"""Find the citations of an answer and the claims they are attached to (the first half of the citation audit).
 
-(First part: how a verifier verdict maps to the spec's claim support level. The audit follows.)
+Markers in the answer (`[1]`, `[2, 3]`, `[2-4]`, `[doc_alpha]`) and the
+response's explicit `citations` list both count. A marker belongs to the
+sentence it sits in (a marker that opens a sentence, as in "... fell. [1] Then",
+belongs to the previous one); when a sentence carries several marker groups,
+each group's claim is the clause before it::
+
+    refs = parse_citations(response)        # [CitationRef("[1]", "1", claim, sentence_index, ...), ...]
+    passage, how = resolve_citation(refs[0], response)   # None when the id is not in the evidence
+
+A bare word in brackets ("[sic]") is a citation only when the evidence or the
+explicit list knows it; numbers and id-like tokens ("doc_7") always are, so an
+invented one is caught as fabricated.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from schemas import AttributionVerdict, ClaimSupportLevel, EvidencePassage, SentenceVerdict
-from transforms.verifier import Verifier
+from schemas import EvidencePassage, LoggedCitation, LoggedResponse
+from transforms.quotes import find_quotes
+from transforms.sentences import split_sentences
+from transforms.textmatch import tokenize
 
-__all__ = ["SUPPORT_FOR_VERDICT", "judge_support"]
+__all__ = ["CitationRef", "parse_citations", "resolve_citation", "sentence_spans", "strip_markers"]
 
-SUPPORT_FOR_VERDICT = {
-    AttributionVerdict.fully_grounded: ClaimSupportLevel.SUPPORTS,
-    AttributionVerdict.partially_grounded: ClaimSupportLevel.PARTIALLY_SUPPORTS,
-    AttributionVerdict.contradicted: ClaimSupportLevel.CONTRADICTS,
-    AttributionVerdict.ungrounded: ClaimSupportLevel.UNRELATED,
-}
-"""A claim the cited passage fully grounds is SUPPORTS; one it says nothing about is UNRELATED."""
+_MARKER = re.compile(r"\[([^\[\]\n]{1,120})\](?!\()")  # "[text](url)" is a Markdown link, not a citation
+_MARKER_WITH_SPACE = re.compile(r"\s*\[([^\[\]\n]{1,120})\](?!\()")
+_LEADING_JOIN = re.compile(r"^(?:and|but|while|whereas|or|yet)\s+", re.IGNORECASE)
+_ID = re.compile(r"^[\w.:\-/#]+$")
+_ID_LIKE = re.compile(r"[\d_.:\-/#]")
+_RANGE = re.compile(r"^(\d+)\s*[-\u2013]\s*(\d+)$")
+_MAX_RANGE = 50
 
 
-def judge_support(
-    claim: str, passages: Sequence[EvidencePassage], verifier: Verifier
-) -> tuple[ClaimSupportLevel, SentenceVerdict]:
-    """How the given passage(s) support one claim, judged as one sentence by the verifier."""
-    verdict = verifier.verify([claim], list(passages))[0]
-    return SUPPORT_FOR_VERDICT[verdict.attribution_verdict], verdict
+@dataclass(frozen=True)
+class CitationRef:
+    """One citation occurrence: the id as written, the claim it is attached to and where it sits."""
+
+    citation_id: str
+    """As the spec shows it: "[1]", "[doc_alpha]" (an explicit citation keeps its own id)."""
+    ref: str
+    """The id inside the brackets: "1", "doc_alpha"."""
+    claim: str
+    sentence_index: int | None
+    group: tuple[str, ...] = ()
+    """The other refs cited for the same claim ("[2, 3]" or "[2][3]")."""
+    quotes: tuple[str, ...] = ()
+    position: int = -1
+    """Character offset of the marker in the answer; -1 for explicit citations without a marker."""
+    explicit: LoggedCitation | None = None
+
+
+def sentence_spans(answer: str) -> list[tuple[int, int]]:
+    """Character spans of the answer's sentences, as the sentence audit splits them (same indexes)."""
+    spans, cursor = [], 0
+    for sentence in split_sentences(answer):
+        at = answer.find(sentence, cursor)
+        if at < 0:  # the splitter normalised something; fall back to the first occurrence
+            at = max(0, answer.find(sentence))
+        spans.append((at, at + len(sentence)))
+        cursor = at + len(sentence)
+    return spans
+
+
+def strip_markers(text: str) -> str:
+    """The text without its citation markers, white space collapsed."""
+    stripped = _MARKER_WITH_SPACE.sub(lambda m: m.group() if _marker_refs(m.group(1)) is None else "", text)
+    return " ".join(stripped.split())
+
+
+def _marker_refs(inner: str) -> list[str] | None:
+    """The ids inside one bracket pair, or None when it does not look like a citation marker."""
+    refs: list[str] = []
+    for part in re.split(r"[,;]", inner):
+        part = part.strip()
+        rng = _RANGE.match(part)
+        if rng and 0 < int(rng.group(2)) - int(rng.group(1)) <= _MAX_RANGE:
+            refs.extend(str(n) for n in range(int(rng.group(1)), int(rng.group(2)) + 1))
+        elif part and _ID.match(part):
+            refs.append(part)
+        else:
+            return None
+    return refs or None
+
+
+def _is_citation(ref: str, doc_ids: set[str], explicit: dict[str, LoggedCitation]) -> bool:
+    # A bare word ("[sic]") is a citation only if the evidence or the explicit list knows it;
+    # numbers and id-like tokens ("doc_7", "kb:12") are citations even when unknown: those are the fabricated ones.
+    known = ref in doc_ids or ref in explicit or ref.lower() in {d.lower() for d in doc_ids}
+    return known or bool(_ID_LIKE.search(ref))
+
+
+def _explicit_by_ref(citations: Sequence[LoggedCitation] | None) -> dict[str, LoggedCitation]:
+    out: dict[str, LoggedCitation] = {}
+    for c in citations or []:
+        out.setdefault(c.citation_id.strip().strip("[]").strip(), c)
+    return out
+
+
+def _sentence_of(position: int, spans: list[tuple[int, int]], answer: str) -> int | None:
+    """The sentence a marker belongs to: the one containing it, or the previous one if it opens a sentence."""
+    for i, (start, end) in enumerate(spans):
+        if start <= position < end:
+            if i > 0 and not strip_markers(answer[start:position]).strip():
+                return i - 1
+            return i
+        if position < start:
+            return i - 1 if i > 0 else 0
+    return len(spans) - 1 if spans else None
+
+
+def parse_citations(response: LoggedResponse) -> list[CitationRef]:
+    """Every citation of a response, in answer order, then explicit citations that no marker mentions."""
+    answer = response.answer
+    doc_ids = {p.doc_id for p in response.evidence}
+    explicit = _explicit_by_ref(response.citations)
+    spans = sentence_spans(answer)
+    groups: list[tuple[int, int, list[str]]] = []  # (start, end, refs) of each marker
+    for m in _MARKER.finditer(answer):
+        refs = _marker_refs(m.group(1))
+        if refs and all(_is_citation(r, doc_ids, explicit) for r in refs):
+            groups.append((m.start(), m.end(), refs))
+
+    by_sentence: dict[int | None, list[tuple[int, int, list[str]]]] = {}
+    for g in groups:
+        by_sentence.setdefault(_sentence_of(g[0], spans, answer), []).append(g)
+
+    refs_out: list[CitationRef] = []
+    for index, markers in by_sentence.items():
+        s_start, s_end = spans[index] if index is not None and spans else (0, len(answer))
+        sentence = answer[s_start:s_end]
+        whole = strip_markers(sentence)
+        clause_start = s_start
+        clauses: list[tuple[str, list[str], int]] = []
+        for start, end, refs in markers:
+            clause = _LEADING_JOIN.sub("", strip_markers(answer[clause_start:start]).strip(" ,;:-"))
+            if clauses and len([t for t in tokenize(clause) if not t.stop]) == 0:
+                clauses[-1][1].extend(refs)  # "[2][3]": adjacent markers share one claim
+            else:
+                clauses.append((clause, list(refs), start))
+            clause_start = max(clause_start, end)
+        if len(clauses) == 1:
+            clauses = [(whole, clauses[0][1], clauses[0][2])]
+        for clause, refs, position in clauses:
+            claim = clause if len([t for t in tokenize(clause) if not t.stop]) >= 2 else whole
+            quotes = tuple(q.text for q in find_quotes(claim))
+            for ref in dict.fromkeys(refs):
+                refs_out.append(
+                    CitationRef(
+                        citation_id=f"[{ref}]",
+                        ref=ref,
+                        claim=claim,
+                        sentence_index=index,
+                        group=tuple(r for r in dict.fromkeys(refs) if r != ref),
+                        quotes=quotes + ((explicit[ref].quote,) if ref in explicit and explicit[ref].quote else ()),
+                        position=position,
+                        explicit=explicit.get(ref),
+                    )
+                )
+    refs_out.sort(key=lambda r: r.position)
+    mentioned = {r.ref for r in refs_out}
+    for ref, c in explicit.items():
+        if ref in mentioned:
+            continue
+        claim, index = _explicit_claim(c, answer, spans, response.passages_by_id.get(c.doc_id))
+        refs_out.append(
+            CitationRef(
+                citation_id=c.citation_id,
+                ref=ref,
+                claim=claim,
+                sentence_index=index,
+                quotes=(c.quote,) if c.quote else (),
+                explicit=c,
+            )
+        )
+    return refs_out
+
+
+def _explicit_claim(
+    c: LoggedCitation, answer: str, spans: list[tuple[int, int]], passage: EvidencePassage | None
+) -> tuple[str, int | None]:
+    """An explicit citation's claim: its claim_text, else the answer sentence sharing most words with the passage."""
+    if c.claim_text:
+        for i, (start, end) in enumerate(spans):
+            if c.claim_text.strip() in answer[start:end]:
+                return c.claim_text, i
+        return c.claim_text, None
+    if not spans:
+        return strip_markers(answer), None
+    if passage is None or len(spans) == 1:
+        return strip_markers(answer[spans[0][0] : spans[0][1]]) if len(spans) == 1 else strip_markers(answer), (
+            0 if len(spans) == 1 else None
+        )
+    words = {t.stem for t in tokenize(passage.content) if not t.stop}
+    overlap = [len({t.stem for t in tokenize(answer[s:e]) if not t.stop} & words) for s, e in spans]
+    best = max(range(len(spans)), key=lambda i: overlap[i])
+    return strip_markers(answer[spans[best][0] : spans[best][1]]), best
+
+
+def resolve_citation(ref: CitationRef, response: LoggedResponse) -> tuple[EvidencePassage | None, str]:
+    """The passage a citation names, and how it was found (for the auditor notes); None if it does not exist."""
+    by_id = response.passages_by_id
+    target = ref.explicit.doc_id if ref.explicit is not None else ref.ref
+    if target in by_id:
+        return by_id[target], ""
+    lowered = {d.lower(): p for d, p in by_id.items()}
+    if target.lower() in lowered:
+        return lowered[target.lower()], f"matched evidence id {lowered[target.lower()].doc_id!r} ignoring case"
+    # Many generators number the passages they were shown ("[2]" = the second passage) when the ids are not numbers.
+    if ref.explicit is None and target.isdigit() and not any(d.isdigit() for d in by_id):
+        n = int(target)
+        if 1 <= n <= len(response.evidence):
+            passage = response.evidence[n - 1]
+            return passage, f"[{n}] read as retrieved passage number {n} ({passage.doc_id})"
+    return None, ""

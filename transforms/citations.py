@@ -1,0 +1,278 @@
+"""The citation audit (spec 002): every citation in an answer checked against the passage it names.
+
+Citations and their claims come from `transforms.citation_markers`. Each one is
+audited offline and deterministically:
+
+- the cited id must name a passage of the evidence, or the citation is `fabricated` (FAIL, critical);
+- a quoted span must occur in the cited passage character for character (`transforms.quotes`);
+- the claim's support is judged by the verifier against the cited passage alone;
+- when the cited passage does not support the claim but another retrieved passage does,
+  the citation is `misattributed` and the note names the passage that does;
+- contextual fidelity (`transforms.fidelity`): dropped hedges, widened scope, flipped negation, changed numbers.
+
+    report = audit_citations(response, make_verifier("heuristic"))
+    report.summary.failed, report.summary.critical_failures
+
+`verification_status`: `accurate` (supports, quotes exact, no distortion); `partial_match`
+(partly supports, a quote that matches only after normalising or nearly, or a distortion of
+a source that is on topic); `misattributed` (another passage supports the claim or holds the
+quote, the source contradicts the claim, or the quote is not in it at all); `fabricated` (no
+such source); `unverifiable` (no retrieved passage supports the claim, or the passage is empty).
+A citation passes when it is accurate, or a partial match that is only a normalised quote or
+that the other ids cited with it complete ("[2, 3]").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from schemas import (
+    AttributionVerdict,
+    AuditedResponse,
+    CitationAuditReport,
+    CitationAuditResult,
+    CitationAuditSummary,
+    ClaimSupportLevel,
+    EvidencePassage,
+    LoggedResponse,
+    OverallVerdict,
+    QuoteMatch,
+    SentenceVerdict,
+    VerificationStatus,
+)
+from transforms.citation_markers import CitationRef, parse_citations, resolve_citation
+from transforms.fidelity import align, fidelity_issues
+from transforms.quotes import QuoteFound, match_quote
+from transforms.textmatch import tokenize
+from transforms.verifier import Verifier
+
+__all__ = ["SUPPORT_FOR_VERDICT", "AuditCitationsStep", "audit_citation", "audit_citations", "judge_support"]
+
+SUPPORT_FOR_VERDICT = {
+    AttributionVerdict.fully_grounded: ClaimSupportLevel.SUPPORTS,
+    AttributionVerdict.partially_grounded: ClaimSupportLevel.PARTIALLY_SUPPORTS,
+    AttributionVerdict.contradicted: ClaimSupportLevel.CONTRADICTS,
+    AttributionVerdict.ungrounded: ClaimSupportLevel.UNRELATED,
+}
+"""A claim the cited passage fully grounds is SUPPORTS; one it says nothing about is UNRELATED."""
+
+NEAR_QUOTE = 0.8
+"""A quote at least this similar to some passage text is a near miss (partial_match), not a misattribution."""
+_ALTERNATIVES_CHECKED = 3
+_EXCERPT_CHARS = 300
+_QUOTE_RANK = {QuoteMatch.exact: 0, QuoteMatch.normalized: 1, QuoteMatch.none: 2}
+_CONTRADICTING_ISSUES = frozenset({"number_changed", "negation_flipped"})
+
+
+def judge_support(
+    claim: str, passages: Sequence[EvidencePassage], verifier: Verifier
+) -> tuple[ClaimSupportLevel, SentenceVerdict]:
+    """How the given passage(s) support one claim, judged as one sentence by the verifier."""
+    verdict = verifier.verify([claim], list(passages))[0]
+    return SUPPORT_FOR_VERDICT[verdict.attribution_verdict], verdict
+
+
+def _excerpt(passage: EvidencePassage, verdict: SentenceVerdict | None, claim: str) -> str:
+    """A real substring of the passage that shows what it says about the claim."""
+    text = passage.content
+    if verdict is not None:
+        for candidate in (*verdict.supporting_evidence_excerpts, *verdict.contradicting_evidence_excerpts):
+            if candidate and candidate in text:
+                return candidate[:_EXCERPT_CHARS]
+    sentence, _ = align(claim, text)
+    return (sentence if sentence and sentence in text else text)[:_EXCERPT_CHARS]
+
+
+def _worst_quote(quotes: Sequence[str], passage: str) -> tuple[str, QuoteFound] | None:
+    matches = [(q, match_quote(q, passage)) for q in quotes if q and q.strip()]
+    if not matches:
+        return None
+    return max(matches, key=lambda qm: (_QUOTE_RANK[qm[1].match], -qm[1].similarity))
+
+
+def _other_support(
+    claim: str, quote: str | None, cited: set[str], response: LoggedResponse, verifier: Verifier
+) -> EvidencePassage | None:
+    """A retrieved passage, not among the cited ones, that holds the quote or supports the claim."""
+    others = [p for p in response.evidence if p.doc_id not in cited and p.content.strip()]
+    if quote:
+        for p in others:
+            if match_quote(quote, p.content).match is not QuoteMatch.none:
+                return p
+        return None
+    words = {t.stem for t in tokenize(claim) if not t.stop}
+    # Only the few passages sharing most words with the claim are worth a verifier call.
+    ranked = sorted(others, key=lambda p: -len(words & {t.stem for t in tokenize(p.content) if not t.stop}))
+    for p in ranked[:_ALTERNATIVES_CHECKED]:
+        if judge_support(claim, [p], verifier)[0] is ClaimSupportLevel.SUPPORTS:
+            return p
+    return None
+
+
+def _result(ref: CitationRef, **fields) -> CitationAuditResult:
+    return CitationAuditResult(
+        citation_id=ref.citation_id,
+        claim_summary=ref.claim[:_EXCERPT_CHARS],
+        sentence_index=ref.sentence_index,
+        **fields,
+    )
+
+
+def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifier) -> CitationAuditResult:
+    """The audit of one citation (the rules are in the module docstring)."""
+    passage, how = resolve_citation(ref, response)
+    if passage is None:
+        cited = ref.explicit.doc_id if ref.explicit is not None else ref.ref
+        return _result(
+            ref,
+            source_exists=False,
+            claim_support_level=ClaimSupportLevel.UNRELATED,
+            overall_verdict=OverallVerdict.FAIL,
+            verification_status=VerificationStatus.fabricated,
+            auditor_notes=f"cited source {cited!r} is not in the evidence (ids: "
+            f"{', '.join(p.doc_id for p in response.evidence) or 'none'}); fabricated reference",
+            doc_id=cited,
+        )
+    notes = [how] if how else []
+    if not passage.content.strip():
+        return _result(
+            ref,
+            source_exists=True,
+            claim_support_level=ClaimSupportLevel.UNRELATED,
+            overall_verdict=OverallVerdict.FAIL,
+            verification_status=VerificationStatus.unverifiable,
+            auditor_notes="; ".join(notes + ["the cited passage is empty"]),
+            doc_id=passage.doc_id,
+        )
+    quote = _worst_quote(ref.quotes, passage.content)
+    level, verdict = judge_support(ref.claim, [passage], verifier)
+    issues = fidelity_issues(ref.claim, passage.content) if level is not ClaimSupportLevel.UNRELATED else []
+    kinds = {i.kind for i in issues}
+    if kinds & _CONTRADICTING_ISSUES and level in (ClaimSupportLevel.SUPPORTS, ClaimSupportLevel.PARTIALLY_SUPPORTS):
+        level = ClaimSupportLevel.CONTRADICTS
+    elif kinds and level is ClaimSupportLevel.SUPPORTS:
+        level = ClaimSupportLevel.PARTIALLY_SUPPORTS  # overstated: the source supports a weaker claim
+
+    group_ids = {passage.doc_id}
+    jointly = False
+    if level is ClaimSupportLevel.PARTIALLY_SUPPORTS and ref.group and not issues:
+        group = [passage] + [p for r in ref.group if (p := resolve_citation(_as_ref(ref, r), response)[0])]
+        group_ids |= {p.doc_id for p in group}
+        jointly = len(group) > 1 and judge_support(ref.claim, group, verifier)[0] is ClaimSupportLevel.SUPPORTS
+        if jointly:
+            notes.append(f"supports the claim together with {', '.join(f'[{r}]' for r in ref.group)}")
+
+    quote_failed = quote is not None and quote[1].match is QuoteMatch.none
+    elsewhere = None
+    if quote_failed:
+        elsewhere = _other_support(ref.claim, quote[0], group_ids, response, verifier)
+    elif level is not ClaimSupportLevel.SUPPORTS and not jointly:
+        elsewhere = _other_support(ref.claim, None, group_ids, response, verifier)
+
+    status, verdict_ok = VerificationStatus.accurate, True
+    if elsewhere is not None:
+        status, verdict_ok = VerificationStatus.misattributed, False
+        what = "the quoted text" if quote_failed else "the claim"
+        notes.append(
+            f"misattributed: {what} is supported by passage {elsewhere.doc_id!r}, not by the cited {passage.doc_id!r}"
+        )
+    elif quote_failed:
+        near = quote[1].similarity >= NEAR_QUOTE
+        status = VerificationStatus.partial_match if near else VerificationStatus.misattributed
+        verdict_ok = False
+        notes.append(
+            f'quote "{quote[0]}" is not in the cited passage; closest text "{quote[1].excerpt(passage.content)}" '
+            f"at {quote[1].start}-{quote[1].end} (similarity {quote[1].similarity:.2f})"
+            if quote[1].start is not None
+            else f'quote "{quote[0]}" is not in the cited passage'
+        )
+    elif level is ClaimSupportLevel.CONTRADICTS:
+        status, verdict_ok = VerificationStatus.misattributed, False
+        notes.append("the cited passage contradicts the claim")
+    elif level is ClaimSupportLevel.UNRELATED:
+        status, verdict_ok = VerificationStatus.unverifiable, False
+        notes.append("the cited passage does not address the claim and no other retrieved passage supports it")
+    elif level is ClaimSupportLevel.PARTIALLY_SUPPORTS:
+        status, verdict_ok = VerificationStatus.partial_match, jointly
+        if not jointly and not issues:
+            spans = ", ".join(f'"{s}"' for s in verdict.unsupported_spans) or "part of the claim"
+            notes.append(f"the cited passage supports the claim only in part; not found: {spans}")
+    if quote is not None and quote[1].match is QuoteMatch.normalized:
+        notes.append(
+            f'quote "{quote[0]}" matches the passage only after normalising white space, quote marks or case '
+            f"(at {quote[1].start}-{quote[1].end})"
+        )
+        if status is VerificationStatus.accurate:
+            status = VerificationStatus.partial_match
+    if issues:
+        verdict_ok = False
+        notes.extend(i.note for i in issues)
+        if status is VerificationStatus.accurate:
+            status = VerificationStatus.partial_match
+    if status is VerificationStatus.accurate:
+        notes.append("the cited passage supports the claim")
+    return _result(
+        ref,
+        source_exists=True,
+        quote_accurate=None if quote is None else quote[1].match is QuoteMatch.exact,
+        claim_support_level=level,
+        contextual_fidelity_issues=[i.note for i in issues],
+        overall_verdict=OverallVerdict.PASS if verdict_ok else OverallVerdict.FAIL,
+        auditor_notes="; ".join(notes),
+        verification_status=status,
+        source_text_excerpt=quote[1].excerpt(passage.content)
+        if quote is not None and quote[1].start is not None
+        else _excerpt(passage, verdict, ref.claim),
+        doc_id=passage.doc_id,
+        quote=None if quote is None else quote[0],
+        quote_match=None if quote is None else quote[1].match,
+        quote_start=None if quote is None else quote[1].start,
+        quote_end=None if quote is None else quote[1].end,
+        supporting_doc_id=elsewhere.doc_id if elsewhere is not None else None,
+    )
+
+
+def _as_ref(ref: CitationRef, other: str) -> CitationRef:
+    return CitationRef(citation_id=f"[{other}]", ref=other, claim=ref.claim, sentence_index=ref.sentence_index)
+
+
+def audit_citations(response: LoggedResponse, verifier: Verifier) -> CitationAuditReport:
+    """The citation audit of one response, with the spec's summary (fabricated citations are critical)."""
+    results = [audit_citation(ref, response, verifier) for ref in parse_citations(response)]
+    passed = sum(r.overall_verdict is OverallVerdict.PASS for r in results)
+    critical = [r.citation_id for r in results if r.verification_status is VerificationStatus.fabricated]
+    return CitationAuditReport(
+        audit_results=results,
+        summary=CitationAuditSummary(
+            total_citations=len(results),
+            passed=passed,
+            failed=len(results) - passed,
+            critical_failures=list(dict.fromkeys(critical)),
+            note="" if results else "no citations found in the response",
+        ),
+    )
+
+
+class AuditCitationsStep:
+    """The pipeline's audit step: adds the citation audit to an AuditedResponse.
+
+    Picklable (it carries the verifier's name and config, not the verifier); the
+    verifier is built on first use in each worker. The citation audit uses its own
+    verifier, offline by default, so a judge-backed sentence audit does not pay
+    an LLM call per citation.
+    """
+
+    def __init__(self, verifier: str = "heuristic", **config):
+        self._name, self._config = verifier, config
+        self._verifier: Verifier | None = None
+
+    def __getstate__(self):
+        return {"_name": self._name, "_config": self._config, "_verifier": None}
+
+    def __call__(self, audited: AuditedResponse) -> AuditedResponse:
+        if self._verifier is None:
+            from transforms.verifiers import make_verifier
+
+            self._verifier = make_verifier(self._name, **self._config)
+        report = audit_citations(audited.parsed.response, self._verifier)
+        return audited.model_copy(update={"citations": report})
