@@ -30,6 +30,8 @@ __all__ = ["CitationRef", "parse_citations", "resolve_citation", "sentence_spans
 _MARKER = re.compile(r"\[([^\[\]\n]{1,120})\](?!\()")  # "[text](url)" is a Markdown link, not a citation
 _MARKER_WITH_SPACE = re.compile(r"\s*\[([^\[\]\n]{1,120})\](?!\()")
 _LEADING_JOIN = re.compile(r"^(?:and|but|while|whereas|or|yet)\s+", re.IGNORECASE)
+_DANGLING_QUOTE = re.compile(r'^["\u201d]\s+')
+_SENTENCE_END = re.compile(r'[.!?]["\u201d\')]*\s*$')
 _ID = re.compile(r"^[\w.:\-/#]+$")
 _ID_LIKE = re.compile(r"[\d_.:\-/#]")
 _RANGE = re.compile(r"^(\d+)\s*[-\u2013]\s*(\d+)$")
@@ -113,6 +115,54 @@ def _sentence_of(position: int, spans: list[tuple[int, int]], answer: str) -> in
     return len(spans) - 1 if spans else None
 
 
+def _same_claim(citation: LoggedCitation, sentence: str) -> bool:
+    """Whether an explicit citation is about this sentence (no claim_text: any sentence that cites it)."""
+    if not citation.claim_text:
+        return True
+    return " ".join(citation.claim_text.split()).lower() in strip_markers(sentence).lower()
+
+
+def _content_words(text: str) -> int:
+    return sum(not t.stop for t in tokenize(strip_markers(text)))
+
+
+def _claim_text(text: str) -> str:
+    # A closing quote mark left over from the previous sentence ('" Then ...') is not part of this claim.
+    return _DANGLING_QUOTE.sub("", strip_markers(text)).strip()
+
+
+def _claim_ranges(
+    answer: str, s_start: int, s_end: int, markers: list[tuple[int, int, list[str]]]
+) -> list[tuple[tuple[int, int], list[str], int]]:
+    """((start, end) of the claim in the answer, refs, marker position) for each marker group of one sentence.
+
+    One group: the whole sentence, or only the text before the marker when that text already ends a
+    sentence ('... per share. [3]" Next ...'). Several groups: each claims the clause before it, and
+    adjacent markers ("[2][3]") share one clause.
+    """
+    clauses: list[tuple[tuple[int, int], list[str], int]] = []
+    clause_start = s_start
+    for start, end, refs in markers:
+        if clauses and _content_words(answer[clause_start:start]) == 0:
+            clauses[-1][1].extend(refs)
+        else:
+            head = answer[clause_start:start]
+            skip = len(head) - len(_LEADING_JOIN.sub("", head.lstrip(" ,;:-")))
+            clauses.append(((clause_start + skip, start), list(refs), start))
+        clause_start = max(clause_start, end)
+    if len(clauses) == 1:
+        (c_start, c_end), refs, position = clauses[0]
+        closes_sentence = _SENTENCE_END.search(strip_markers(answer[s_start:c_end]))
+        tail_has_words = _content_words(answer[c_end:s_end]) > 0
+        end = c_end if closes_sentence and tail_has_words else s_end
+        return [((s_start, end), refs, position)]
+    # A clause too short to be a claim ("[1] and [2]") stands for the whole sentence.
+    return [
+        ((c_start, c_end) if _content_words(answer[c_start:c_end]) >= 2 else (s_start, s_end), refs, position)
+        for (c_start, c_end), refs, position in clauses
+    ]
+
+
 def parse_citations(response: LoggedResponse) -> list[CitationRef]:
     """Every citation of a response, in answer order, then explicit citations that no marker mentions."""
     answer = response.answer
@@ -129,26 +179,19 @@ def parse_citations(response: LoggedResponse) -> list[CitationRef]:
     for g in groups:
         by_sentence.setdefault(_sentence_of(g[0], spans, answer), []).append(g)
 
+    quotes = [(q.start, strip_markers(q.text)) for q in find_quotes(answer)]
     refs_out: list[CitationRef] = []
+    absorbed: set[str] = set()
     for index, markers in by_sentence.items():
         s_start, s_end = spans[index] if index is not None and spans else (0, len(answer))
-        sentence = answer[s_start:s_end]
-        whole = strip_markers(sentence)
-        clause_start = s_start
-        clauses: list[tuple[str, list[str], int]] = []
-        for start, end, refs in markers:
-            clause = _LEADING_JOIN.sub("", strip_markers(answer[clause_start:start]).strip(" ,;:-"))
-            if clauses and len([t for t in tokenize(clause) if not t.stop]) == 0:
-                clauses[-1][1].extend(refs)  # "[2][3]": adjacent markers share one claim
-            else:
-                clauses.append((clause, list(refs), start))
-            clause_start = max(clause_start, end)
-        if len(clauses) == 1:
-            clauses = [(whole, clauses[0][1], clauses[0][2])]
-        for clause, refs, position in clauses:
-            claim = clause if len([t for t in tokenize(clause) if not t.stop]) >= 2 else whole
-            quotes = tuple(q.text for q in find_quotes(claim))
+        for (c_start, c_end), refs, position in _claim_ranges(answer, s_start, s_end, markers):
+            claim = _claim_text(answer[c_start:c_end])
+            claim_quotes = tuple(text for at, text in quotes if c_start <= at < c_end)
             for ref in dict.fromkeys(refs):
+                extra = ()
+                if ref in explicit and _same_claim(explicit[ref], answer[s_start:s_end]):
+                    absorbed.add(ref)  # the explicit entry describes this very occurrence
+                    extra = (explicit[ref].quote,) if explicit[ref].quote else ()
                 refs_out.append(
                     CitationRef(
                         citation_id=f"[{ref}]",
@@ -156,15 +199,14 @@ def parse_citations(response: LoggedResponse) -> list[CitationRef]:
                         claim=claim,
                         sentence_index=index,
                         group=tuple(r for r in dict.fromkeys(refs) if r != ref),
-                        quotes=quotes + ((explicit[ref].quote,) if ref in explicit and explicit[ref].quote else ()),
+                        quotes=claim_quotes + extra,
                         position=position,
                         explicit=explicit.get(ref),
                     )
                 )
     refs_out.sort(key=lambda r: r.position)
-    mentioned = {r.ref for r in refs_out}
     for ref, c in explicit.items():
-        if ref in mentioned:
+        if ref in absorbed:
             continue
         claim, index = _explicit_claim(c, answer, spans, response.passages_by_id.get(c.doc_id))
         refs_out.append(

@@ -18,8 +18,9 @@ audited offline and deterministically:
 a source that is on topic); `misattributed` (another passage supports the claim or holds the
 quote, the source contradicts the claim, or the quote is not in it at all); `fabricated` (no
 such source); `unverifiable` (no retrieved passage supports the claim, or the passage is empty).
-A citation passes when it is accurate, or a partial match that is only a normalised quote or
-that the other ids cited with it complete ("[2, 3]").
+A citation passes when it is accurate or a partial match of a claim the source supports in part
+(a warning, as spec 002's escalation tiers have it) or quotes after normalisation; it fails when
+fabricated, misattributed or unverifiable, when it distorts the source, or when its quote is not there.
 """
 
 from __future__ import annotations
@@ -153,11 +154,10 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
     elif kinds and level is ClaimSupportLevel.SUPPORTS:
         level = ClaimSupportLevel.PARTIALLY_SUPPORTS  # overstated: the source supports a weaker claim
 
-    group_ids = {passage.doc_id}
+    group = [passage] + [p for r in ref.group if (p := resolve_citation(_as_ref(ref, r), response)[0])]
+    group_ids = {p.doc_id for p in group}
     jointly = False
-    if level is ClaimSupportLevel.PARTIALLY_SUPPORTS and ref.group and not issues:
-        group = [passage] + [p for r in ref.group if (p := resolve_citation(_as_ref(ref, r), response)[0])]
-        group_ids |= {p.doc_id for p in group}
+    if level is ClaimSupportLevel.PARTIALLY_SUPPORTS and len(group) > 1 and not issues:
         jointly = len(group) > 1 and judge_support(ref.claim, group, verifier)[0] is ClaimSupportLevel.SUPPORTS
         if jointly:
             notes.append(f"supports the claim together with {', '.join(f'[{r}]' for r in ref.group)}")
@@ -167,12 +167,16 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
     if quote_failed:
         elsewhere = _other_support(ref.claim, quote[0], group_ids, response, verifier)
     elif level is not ClaimSupportLevel.SUPPORTS and not jointly:
-        elsewhere = _other_support(ref.claim, None, group_ids, response, verifier)
+        # A co-cited passage that supports the claim alone also makes this citation a misattribution.
+        siblings = [p for p in group[1:] if judge_support(ref.claim, [p], verifier)[0] is ClaimSupportLevel.SUPPORTS]
+        elsewhere = siblings[0] if siblings else _other_support(ref.claim, None, group_ids, response, verifier)
 
     status, verdict_ok = VerificationStatus.accurate, True
     if elsewhere is not None:
         status, verdict_ok = VerificationStatus.misattributed, False
         what = "the quoted text" if quote_failed else "the claim"
+        if elsewhere.doc_id in group_ids:
+            what += " (cited together with it)"
         notes.append(
             f"misattributed: {what} is supported by passage {elsewhere.doc_id!r}, not by the cited {passage.doc_id!r}"
         )
@@ -193,7 +197,8 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
         status, verdict_ok = VerificationStatus.unverifiable, False
         notes.append("the cited passage does not address the claim and no other retrieved passage supports it")
     elif level is ClaimSupportLevel.PARTIALLY_SUPPORTS:
-        status, verdict_ok = VerificationStatus.partial_match, jointly
+        # Partial support is a warning, not a failure (spec 002's tiers: partial_match is surfaced, not blocked).
+        status = VerificationStatus.partial_match
         if not jointly and not issues:
             spans = ", ".join(f'"{s}"' for s in verdict.unsupported_spans) or "part of the claim"
             notes.append(f"the cited passage supports the claim only in part; not found: {spans}")
