@@ -28,6 +28,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+from pipelines.judge_options import add_judge_arguments, add_judge_pipeline_options, judge_argv, judge_verifier_config
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
 from transforms.jsonl import ReadJsonlMessages
 from transforms.lake import WriteAuditLake, row_dict, to_lake_rows
@@ -90,6 +91,7 @@ class AuditOptions(PipelineOptions):
             default="heuristic",
             help=f"Sentence verifier: one of {', '.join(available_verifiers())}. Default heuristic.",
         )
+        add_judge_pipeline_options(parser)
 
 
 def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
@@ -115,7 +117,9 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
     windowed = parsed[PARSED] | "WindowByEventTime" >> WindowByEventTime(opts.window_seconds)
     unique = windowed | "DropDuplicateResponses" >> DropDuplicateResponses()
     sampled = unique[PARSED] | "SampleResponses" >> SampleResponses(opts.sample_rate)
-    verified = sampled | "VerifySentences" >> VerifySentences(opts.verifier, threshold=threshold)
+    verified = sampled | "VerifySentences" >> VerifySentences(
+        opts.verifier, threshold=threshold, verifier_config=judge_verifier_config(opts)
+    )
     audited = verified[AUDITED]
     dead = [parsed[DEAD_LETTERS], unique[DEAD_LETTERS], verified[DEAD_LETTERS]]
     for label, stage, step in audit_steps(opts):
@@ -251,12 +255,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--confidence-threshold", type=float, default=DEFAULT_CONFIDENCE_THRESHOLD, help="Flag threshold. Default 0.7."
     )
     parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
+    add_judge_arguments(parser)
 
 
 def to_argv(args: argparse.Namespace) -> list[str]:
     """The pipeline argv for parsed CLI arguments plus the Beam options passed through."""
     argv = [f"--{flag.replace('-', '_')}={getattr(args, flag.replace('-', '_'))}" for flag in _FLAGS]
-    return argv + list(getattr(args, "extra_args", []) or [])
+    return argv + judge_argv(args) + list(getattr(args, "extra_args", []) or [])
 
 
 def main(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from datetime import datetime
 from pydantic import Field
 
 from schemas.base import StrictModel
+from schemas.judge import JudgeCallRow
 from schemas.reports import ClaimAttributionReport, CitationAuditReport, SentenceAuditReport
 from schemas.responses import LoggedResponse
 
@@ -60,3 +61,7 @@ class AuditedResponse(StrictModel):
     review: ReviewDecision | None = None
     audited_at: datetime | None = None
     """When the audit ran (processing time); the lake views keep the latest audit of a response."""
+    judge_status: str | None = None
+    """The LLM judge's final status (judged, judge_validation_failed, judge_error); None when it did not run."""
+    judge_calls: list[JudgeCallRow] = Field(default_factory=list)
+    """The judge's call log for this response, written to the `judge_calls` table."""

@@ -157,8 +157,15 @@ class VerifySentences(beam.PTransform):
         self._config = {"threshold": threshold, **(verifier_config or {})}
         if verifier not in VERIFIERS:  # fail at construction, not on the first element
             raise ValueError(f"unknown verifier {verifier!r}; choose one of: {', '.join(available_verifiers())}")
+        self._judge = None
+        if verifier in ("openai", "cascade"):  # the LLM judge runs through RunInference, not one call per element
+            from transforms.judge.pipeline import judge_sentences
+
+            self._judge = judge_sentences(verifier, self._config, threshold=threshold, clock=clock)
 
     def expand(self, responses):
+        if self._judge is not None:
+            return responses | "Judge" >> self._judge
         fn = _VerifyDoFn(self._verifier, self._config, self._threshold, self._clock)
         return responses | "Verify" >> beam.ParDo(fn).with_outputs(DEAD_LETTERS, main=AUDITED)
 

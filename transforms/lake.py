@@ -120,7 +120,11 @@ def _sentence_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
     return rows
 
 
-ROW_BUILDERS = [_response_row, _sentence_rows]
+def _judge_call_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
+    return [("judge_calls", row_dict(call)) for call in a.judge_calls]
+
+
+ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows]
 """Functions `AuditedResponse -> [(table, row)]`; a stage that adds a table appends its builder here."""
 
 

@@ -36,6 +36,9 @@ def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
                 f"sentence {s.sentence_index} confidence {s.confidence:.2f} below {threshold:.2f}"
                 f" (evidence {_ids(s.supporting_evidence_ids)})"
             )
+    if audited.judge_status in ("judge_validation_failed", "judge_error"):
+        # The judge could not settle these sentences; they kept the heuristic verdict, which a human must confirm.
+        reasons.append(f"{audited.judge_status}: judge verdicts unusable, heuristic verdicts kept (see judge_calls)")
     if INSUFFICIENT_EVIDENCE in report.critical_flags and audited.parsed.response.answer.strip():
         reasons.append("answer given with no usable evidence (INSUFFICIENT_EVIDENCE)")
     if audited.citations is not None:

@@ -19,6 +19,8 @@ __all__ = ["VERIFIERS", "available_verifiers", "make_verifier", "register_verifi
 
 VERIFIERS: dict[str, str | Callable[..., Verifier]] = {
     "heuristic": "transforms.heuristic:HeuristicVerifier",
+    "openai": "transforms.judge.verifier:JudgeVerifier",
+    "cascade": "transforms.judge.verifier:CascadeVerifier",
 }
 
 

@@ -86,6 +86,7 @@ class JudgeClient:
             ),
         )
         self._openai = openai
+        self._key = key if key and len(key) >= 8 else None
         self._mode: ResponseFormat = config.response_format
         self._slots = threading.BoundedSemaphore(config.max_concurrency)
 
@@ -95,6 +96,10 @@ class JudgeClient:
     @property
     def response_format(self) -> ResponseFormat:
         return self._mode
+
+    def scrub(self, text: str) -> str:
+        """The text with the API key masked, for anything stored: a server could echo the key back."""
+        return text.replace(self._key, "[API_KEY]") if self._key and self._key in text else text
 
     def close(self) -> None:
         self._client.close()
@@ -107,7 +112,7 @@ class JudgeClient:
                 return self._call(messages, schema_name, schema, mode)
             except self._openai.BadRequestError as err:
                 if mode not in _FALLBACK:
-                    raise JudgeUnavailable(_describe(err), retryable=False, status_code=400) from None
+                    raise JudgeUnavailable(self.scrub(_describe(err)), retryable=False, status_code=400) from None
                 _LOG.warning("judge endpoint rejected response_format=%s (HTTP 400); trying %s", mode, _FALLBACK[mode])
                 self._mode = _FALLBACK[mode]
             except self._openai.APITimeoutError:
@@ -116,7 +121,8 @@ class JudgeClient:
                 raise JudgeUnavailable(f"judge endpoint unreachable: {type(err).__name__}", retryable=True) from None
             except self._openai.APIStatusError as err:
                 retryable = err.status_code == 429 or err.status_code >= 500
-                raise JudgeUnavailable(_describe(err), retryable=retryable, status_code=err.status_code) from None
+                message = self.scrub(_describe(err))
+                raise JudgeUnavailable(message, retryable=retryable, status_code=err.status_code) from None
 
     def _call(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any], mode: str) -> ChatReply:
         kwargs: dict[str, Any] = {"model": self.config.model, "temperature": self.config.temperature}

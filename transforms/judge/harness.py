@@ -71,6 +71,7 @@ class _Log:
         self.rows: dict[str, list[dict[str, Any]]] = {}
 
     def _clean(self, text: str) -> str:
+        text = self._client.scrub(text)
         return redact_text(text) if self._redact else text
 
     def record(self, attempt: int, items: Sequence[JudgeItem], reply: Any, validation: Any) -> None:
