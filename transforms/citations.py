@@ -92,22 +92,37 @@ def _worst_quote(quotes: Sequence[str], passage: str) -> tuple[str, QuoteFound] 
 
 
 def _other_support(
-    claim: str, quote: str | None, cited: set[str], response: LoggedResponse, verifier: Verifier
-) -> EvidencePassage | None:
-    """A retrieved passage, not among the cited ones, that holds the quote or supports the claim."""
+    claim: str,
+    quote: str | None,
+    cited: set[str],
+    response: LoggedResponse,
+    verifier: Verifier,
+    *,
+    accept_partial: bool = False,
+) -> tuple[EvidencePassage, bool] | None:
+    """A retrieved passage, not among the cited ones, that holds the quote or supports the claim.
+
+    With `accept_partial` (the cited passage is unrelated to the claim), a passage that supports
+    the claim in part also counts, when none supports it fully: it is still the better source.
+    Returns the passage and whether its support is only partial.
+    """
     others = [p for p in response.evidence if p.doc_id not in cited and p.content.strip()]
     if quote:
         for p in others:
             if match_quote(quote, p.content).match is not QuoteMatch.none:
-                return p
+                return p, False
         return None
     words = {t.stem for t in tokenize(claim) if not t.stop}
     # Only the few passages sharing most words with the claim are worth a verifier call.
     ranked = sorted(others, key=lambda p: -len(words & {t.stem for t in tokenize(p.content) if not t.stop}))
+    partial = None
     for p in ranked[:_ALTERNATIVES_CHECKED]:
-        if judge_support(claim, [p], verifier)[0] is ClaimSupportLevel.SUPPORTS:
-            return p
-    return None
+        level = judge_support(claim, [p], verifier)[0]
+        if level is ClaimSupportLevel.SUPPORTS:
+            return p, False
+        if accept_partial and partial is None and level is ClaimSupportLevel.PARTIALLY_SUPPORTS:
+            partial = p, True
+    return partial
 
 
 def _result(ref: CitationRef, **fields) -> CitationAuditResult:
@@ -163,22 +178,28 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
             notes.append(f"supports the claim together with {', '.join(f'[{r}]' for r in ref.group)}")
 
     quote_failed = quote is not None and quote[1].match is QuoteMatch.none
-    elsewhere = None
+    found = None
     if quote_failed:
-        elsewhere = _other_support(ref.claim, quote[0], group_ids, response, verifier)
+        found = _other_support(ref.claim, quote[0], group_ids, response, verifier)
     elif level is not ClaimSupportLevel.SUPPORTS and not jointly:
         # A co-cited passage that supports the claim alone also makes this citation a misattribution.
         siblings = [p for p in group[1:] if judge_support(ref.claim, [p], verifier)[0] is ClaimSupportLevel.SUPPORTS]
-        elsewhere = siblings[0] if siblings else _other_support(ref.claim, None, group_ids, response, verifier)
+        unrelated = level is ClaimSupportLevel.UNRELATED
+        found = (
+            (siblings[0], False)
+            if siblings
+            else _other_support(ref.claim, None, group_ids, response, verifier, accept_partial=unrelated)
+        )
+    elsewhere, only_partly = found if found is not None else (None, False)
 
     status, verdict_ok = VerificationStatus.accurate, True
     if elsewhere is not None:
         status, verdict_ok = VerificationStatus.misattributed, False
         what = "the quoted text" if quote_failed else "the claim"
-        if elsewhere.doc_id in group_ids:
-            what += " (cited together with it)"
+        alongside = " (cited alongside it)" if elsewhere.doc_id in group_ids else ""
         notes.append(
-            f"misattributed: {what} is supported by passage {elsewhere.doc_id!r}, not by the cited {passage.doc_id!r}"
+            f"misattributed: {what} is {'partly ' if only_partly else ''}supported by passage {elsewhere.doc_id!r}{alongside}, "
+            f"not by the cited {passage.doc_id!r}"
         )
     elif quote_failed:
         near = quote[1].similarity >= NEAR_QUOTE
