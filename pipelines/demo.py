@@ -47,9 +47,10 @@ def summarize(lake: str, counts: AuditCounts | None = None) -> str:
         parts.append(f"== {title} ==\n{format_rows(columns, rows, 'table')}")
     _, review = run_query(lake, "SELECT count(*) FILTER (WHERE needs_review), count(*) FROM responses")
     parts.append(f"== Review ==\n{review[0][0]} of {review[0][1]} audited responses need human review")
+    review_sql = resources.files("dashboards") / "queries" / "review_queue.sql"
     parts.append(
         f'Explore: groundwatch query --lake {lake} "SELECT * FROM responses LIMIT 5"\n'
-        f"   or:  groundwatch query --lake {lake} --file {resources.files('dashboards') / 'queries' / 'review_queue.sql'}"
+        f"   or:  groundwatch query --lake {lake} --file {review_sql}"
     )
     return "\n\n".join(parts)
 

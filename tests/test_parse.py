@@ -1,0 +1,125 @@
+"""Parsing raw messages: every bad input gets a short, clear reason and keeps its bytes; good input passes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
+from apache_beam.testing.util import assert_that, equal_to
+from audit_messages import BAD_MESSAGES, at, message, raw
+from pydantic import ValidationError
+
+from schemas import LoggedResponse
+from transforms.parse import (
+    DEAD_LETTERS,
+    PARSED,
+    DropDuplicateResponses,
+    ParseError,
+    ParseResponses,
+    dead_letter_row,
+    input_flags,
+    parse_message,
+    summarize_validation_error,
+)
+
+FIXED_NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("reason", sorted(BAD_MESSAGES))
+def test_each_bad_message_gets_its_reason_in_one_short_line(reason):
+    with pytest.raises(ParseError) as caught:
+        parse_message(BAD_MESSAGES[reason])
+    assert caught.value.reason == reason
+    assert 0 < len(caught.value.message) <= 420
+    assert "\n" not in caught.value.message
+
+
+def test_reasons_name_the_field_and_never_echo_the_input():
+    with pytest.raises(ParseError) as caught:
+        parse_message(BAD_MESSAGES["invalid_fields"])
+    assert "evidence" in caught.value.message and "timestamp" in caught.value.message
+    assert "see attached" not in caught.value.message
+
+
+def test_missing_field_names_it():
+    with pytest.raises(ParseError, match="answer: Field required"):
+        parse_message(BAD_MESSAGES["missing_field"])
+
+
+def test_unknown_schema_version_says_which_versions_are_read():
+    with pytest.raises(ParseError, match="unknown schema_version 9.*version\\(s\\) 1"):
+        parse_message(BAD_MESSAGES["unknown_schema_version"])
+
+
+def test_answer_of_a_megabyte_is_rejected_with_the_limit():
+    with pytest.raises(ParseError, match="answer is longer than 200,000 characters"):
+        parse_message(BAD_MESSAGES["answer_too_long"])
+
+
+def test_non_utf8_names_the_byte_and_offset():
+    with pytest.raises(ParseError, match="not UTF-8: byte 0xe9 at offset"):
+        parse_message(BAD_MESSAGES["not_utf8"])
+
+
+def test_many_errors_are_summarized_with_a_count():
+    bad = raw({"response_id": 1, "timestamp": True, "answer": 3, "evidence": 4, "query": 5})
+    with pytest.raises(ParseError, match=r"\(\+\d+ more\)"):
+        parse_message(bad)
+
+
+def test_summary_of_a_validation_error_is_short():
+    with pytest.raises(ValidationError) as caught:
+        LoggedResponse.model_validate_json(BAD_MESSAGES["invalid_fields"])
+    summary = summarize_validation_error(caught.value)
+    assert summary.reason == "invalid_fields" and len(summary.message) < 420
+
+
+def test_valid_message_parses_and_empty_evidence_is_flagged_not_rejected():
+    assert parse_message(raw(message())).response_id == "r-1"
+    response = parse_message(raw(message("no-evidence", evidence=[])))
+    assert input_flags(response) == ["empty_evidence"]
+    assert input_flags(parse_message(raw(message()))) == []
+
+
+def test_dead_letter_id_is_stable_for_same_bytes_and_place():
+    a = dead_letter_row(b"x", at(3), stage="parse", error="e", received_at=FIXED_NOW)
+    b = dead_letter_row(b"x", at(3), stage="parse", error="e", received_at=datetime.now(UTC))
+    c = dead_letter_row(b"x", at(4), stage="parse", error="e", received_at=FIXED_NOW)
+    assert a.dead_letter_id == b.dead_letter_id != c.dead_letter_id
+
+
+def test_parse_responses_splits_valid_from_dead_letters_keeping_bytes():
+    inputs = [(raw(message("ok-1")), at(1)), (raw(message("ok-2", evidence=[])), at(2))]
+    inputs += [(payload, at(10 + i)) for i, payload in enumerate(BAD_MESSAGES.values())]
+    with BeamPipeline(runner="FnApiRunner") as p:
+        result = p | beam.Create(inputs) | ParseResponses(clock=lambda: FIXED_NOW)
+        assert_that(
+            result[PARSED] | beam.Map(lambda r: (r.response.response_id, r.input_flags, r.origin.offset)),
+            equal_to([("ok-1", [], 1), ("ok-2", ["empty_evidence"], 2)]),
+            label="CheckParsed",
+        )
+        assert_that(
+            result[DEAD_LETTERS] | beam.Map(lambda d: (d.error.split(":")[0], d.raw_payload, d.origin_offset)),
+            equal_to([(reason, payload, 10 + i) for i, (reason, payload) in enumerate(BAD_MESSAGES.items())]),
+            label="CheckDeadLetters",
+        )
+
+
+def test_duplicates_keep_the_first_read_copy_and_dead_letter_the_rest():
+    first, again = raw(message("dup")), raw(message("dup", answer="A different answer."))
+    inputs = [(again, at(7)), (raw(message("single")), at(2)), (first, at(1))]
+    with BeamPipeline(runner="FnApiRunner") as p:
+        parsed = p | beam.Create(inputs) | ParseResponses()
+        unique = parsed[PARSED] | DropDuplicateResponses(clock=lambda: FIXED_NOW)
+        assert_that(
+            unique[PARSED] | beam.Map(lambda r: (r.response.response_id, r.origin.offset, r.raw)),
+            equal_to([("dup", 1, None), ("single", 2, None)]),
+            label="CheckKept",
+        )
+        assert_that(
+            unique[DEAD_LETTERS] | beam.Map(lambda d: (d.stage, d.raw_payload, d.origin_offset, "line 1" in d.error)),
+            equal_to([("dedupe", again, 7, True)]),
+            label="CheckDuplicate",
+        )
