@@ -330,10 +330,10 @@ def _admin_answers(address: str, timeout_s: float) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["start", "stop", "status", "purge"])
-    parser.add_argument("--home", default=os.environ.get("GROUNDWATCH_KAFKA_HOME", str(DEFAULT_HOME)),
-                        help="folder for the broker's config, data and log (default %(default)s)")  # fmt: skip
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GROUNDWATCH_KAFKA_PORT", DEFAULT_PORT)),
-                        help="client port on first start; the controller takes the next one (default %(default)s)")  # fmt: skip
+    home = os.environ.get("GROUNDWATCH_KAFKA_HOME", str(DEFAULT_HOME))
+    port = int(os.environ.get("GROUNDWATCH_KAFKA_PORT", DEFAULT_PORT))
+    parser.add_argument("--home", default=home, help="folder for config, data and log (default %(default)s)")
+    parser.add_argument("--port", type=int, default=port, help="client port on first start (default %(default)s)")
     args = parser.parse_args(argv)
     broker = LocalKafka(args.home, port=args.port)
     try:
