@@ -21,7 +21,10 @@ from transforms.quotes import find_quotes, match_quote
 from transforms.verifiers import make_verifier
 
 ALPHA = "This clause survives termination of the agreement. The lease term is 24 months, beginning on October 2, 2025."
-BETA = "Disputes under the contract are governed by the laws of Delaware. This clause survives termination of the agreement."
+BETA = (
+    "Disputes under the contract are governed by the laws of Delaware. "
+    "This clause survives termination of the agreement."
+)
 GAMMA = "The tenant paid a security deposit of $3,000 at signing. This clause survives termination of the agreement."
 DELTA = "A late payment may incur a penalty of 5 percent of the outstanding balance."
 EPSILON = "Some obligations survive the end of the lease. Subletting is not allowed without the landlord's consent."

@@ -198,8 +198,8 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
         what = "the quoted text" if quote_failed else "the claim"
         alongside = " (cited alongside it)" if elsewhere.doc_id in group_ids else ""
         notes.append(
-            f"misattributed: {what} is {'partly ' if only_partly else ''}supported by passage {elsewhere.doc_id!r}{alongside}, "
-            f"not by the cited {passage.doc_id!r}"
+            f"misattributed: {what} is {'partly ' if only_partly else ''}supported by passage "
+            f"{elsewhere.doc_id!r}{alongside}, not by the cited {passage.doc_id!r}"
         )
     elif quote_failed:
         near = quote[1].similarity >= NEAR_QUOTE
