@@ -5,7 +5,7 @@
 
 The connection is in-memory (a database file would lock out other readers) and
 each view reads `<lake>/<table>/**/*.parquet` with hive partitioning (adding
-`date` and `hour` columns) and union by name (files written before a column
+`date` DATE and `hour` INTEGER columns) and union by name (files written before a column
 existed still read). At-least-once delivery and re-runs can write a row twice:
 the view keeps the latest per `TableSpec.key`, ordered by `audited_at` where
 the table has it, then by its time column. A table with no files yet is an
@@ -47,13 +47,14 @@ def view_sql(spec: TableSpec, lake_dir: str) -> str:
     return (
         f"SELECT * EXCLUDE (_gw_rank) FROM ("
         f"SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY {', '.join(order)}) AS _gw_rank "
-        f"FROM read_parquet({_quote_literal(pattern)}, hive_partitioning = true, union_by_name = true)"
+        f"FROM read_parquet({_quote_literal(pattern)}, hive_partitioning = true, union_by_name = true, "
+        f"hive_types = {{'date': DATE, 'hour': INTEGER}})"
         f") WHERE _gw_rank = 1"
     )
 
 
 def _empty_table(spec: TableSpec) -> pa.Table:
-    schema = spec.schema.append(pa.field("date", pa.date32())).append(pa.field("hour", pa.int64()))
+    schema = spec.schema.append(pa.field("date", pa.date32())).append(pa.field("hour", pa.int32()))
     return schema.empty_table()
 
 
