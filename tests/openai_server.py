@@ -36,6 +36,7 @@ class Scripted:
     content: str | Callable[[dict[str, Any]], str] | None = None
     status: int = 200
     delay_s: float = 0.0
+    error_message: str | None = None
 
 
 def data_document(request: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +134,7 @@ class OpenAIServer:
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -202,9 +203,8 @@ class OpenAIServer:
                 if turn.delay_s:
                     time.sleep(turn.delay_s)
                 if turn.status != 200:
-                    self._send(
-                        turn.status, {"error": {"message": f"scripted status {turn.status}", "type": "scripted"}}
-                    )
+                    message = turn.error_message or f"scripted status {turn.status}"
+                    self._send(turn.status, {"error": {"message": message, "type": "scripted"}})
                     return
                 content = turn.content if turn.content is not None else server.responder
                 text = content(request) if callable(content) else content

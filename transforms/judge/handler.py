@@ -34,11 +34,10 @@ class JudgeModelHandler(RemoteModelHandler[JudgeItem, PredictionResult, JudgeCli
     """Sends batches of judge items to an OpenAI-compatible endpoint and validates every reply."""
 
     def __init__(self, config: JudgeConfig, *, throttle_delay_secs: int = 5):
-        # One Beam batch fills every concurrent call once: answers_per_call answers per call.
-        self._batching_kwargs = {
-            "min_batch_size": 1,
-            "max_batch_size": config.answers_per_call * config.max_concurrency,
-        }
+        # One Beam batch fills every concurrent call once. A fixed size (BatchElements would otherwise start at
+        # one element and grow) keeps calls full; the end of a bundle flushes a partial batch.
+        size = config.answers_per_call * config.max_concurrency
+        self._batching_kwargs = {"min_batch_size": size, "max_batch_size": size}
         self._config = config
         # Outcomes of calls that already came back, so that Beam re-sending a batch after one call's 429
         # does not pay again for the others.
