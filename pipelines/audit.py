@@ -30,6 +30,8 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 
 from pipelines.judge_options import add_judge_arguments, add_judge_pipeline_options, judge_argv, judge_verifier_config
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
+from transforms.citations import AuditCitationsStep
+from transforms.claims import AuditClaimsStep
 from transforms.jsonl import ReadJsonlMessages
 from transforms.lake import WriteAuditLake, row_dict, to_lake_rows
 from transforms.parse import (
@@ -98,8 +100,13 @@ def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
     """The audit steps between VerifySentences and ScoreAndFlag: `(label, stage, step)`, in order.
 
     A stage plugs in by adding its plain function here, e.g. `("AuditCitations", "citations", audit_citations)`.
+    Citations and claims are judged by the offline heuristic whatever `--verifier` is: deterministic, and a
+    judge-backed sentence audit does not pay one LLM call per citation and per claim.
     """
-    return []
+    return [
+        ("AuditCitations", "citations", AuditCitationsStep("heuristic")),
+        ("CheckClaimAttribution", "claims", AuditClaimsStep("heuristic", threshold=options.confidence_threshold)),
+    ]
 
 
 def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -> dict[str, beam.PCollection]:

@@ -7,6 +7,7 @@ the lake are derived from the row models (`schemas.lake.arrow_schema`).
 from schemas.audit import AuditedResponse, Origin, ParsedResponse, ReviewDecision
 from schemas.base import Confidence, NonEmptyStr, StrictModel
 from schemas.lake import TABLES, DeadLetterRow, ResponseRow, SentenceRow, TableSpec, arrow_schema, register_table
+from schemas.lake_audits import CitationRow, ClaimRow  # registers the citations and claims tables
 from schemas.monitoring import AlertRow, DriftCheckRow, WindowMetricsRow  # registers the monitoring tables
 from schemas.reports import (
     INSUFFICIENT_EVIDENCE,
@@ -46,8 +47,10 @@ __all__ = [
     "CitationAuditReport",
     "CitationAuditResult",
     "CitationAuditSummary",
+    "CitationRow",
     "ClaimAttributionReport",
     "ClaimCheck",
+    "ClaimRow",
     "ClaimSupportLevel",
     "Confidence",
     "ConfidenceLabel",

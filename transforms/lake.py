@@ -34,6 +34,7 @@ from apache_beam.transforms import window as beam_window
 from pydantic import BaseModel
 
 from schemas import TABLES, AttributionVerdict, AuditedResponse, ResponseRow, SentenceRow
+from transforms.audit_rows import citation_rows, claim_rows
 
 __all__ = [
     "ROW_BUILDERS",
@@ -124,7 +125,7 @@ def _judge_call_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
     return [("judge_calls", row_dict(call)) for call in a.judge_calls]
 
 
-ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows]
+ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows, citation_rows, claim_rows]
 """Functions `AuditedResponse -> [(table, row)]`; a stage that adds a table appends its builder here."""
 
 

@@ -5,7 +5,8 @@
 A response needs review when any sentence is ungrounded or contradicted, when
 any sentence's confidence is under the threshold, when an answer came with no
 usable evidence, and, in high-risk traffic, when anything at all is flagged
-critical (citation failures included). Every reason names the sentence index
+critical (citation failures included; and claims under the threshold, without a
+source or overconfident). Every reason names the sentence index
 and the evidence ids involved, so a reviewer can go straight to them.
 """
 
@@ -43,11 +44,21 @@ def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
         reasons.append("answer given with no usable evidence (INSUFFICIENT_EVIDENCE)")
     if audited.citations is not None:
         for failure in audited.citations.summary.critical_failures:
-            reasons.append(f"citation critical failure: {failure}")
+            reasons.append(f"citation critical failure: {failure} names no passage of the evidence (fabricated)")
         if high_risk:
             for c in audited.citations.audit_results:
                 if c.overall_verdict.value == "FAIL":
-                    reasons.append(f"high-risk citation {c.citation_id} failed ({c.verification_status.value})")
+                    where = f"sentence {c.sentence_index}, " if c.sentence_index is not None else ""
+                    reasons.append(
+                        f"high-risk citation {c.citation_id} ({where}source {c.doc_id or 'none'}) failed "
+                        f"({c.verification_status.value}): {c.auditor_notes[:200]}"
+                    )
+    if audited.claims is not None and high_risk:
+        # Spec 004's approval gate: low-confidence or unsourced claims need sign-off; so do overconfident ones.
+        for c in audited.claims.claims:
+            if c.low_confidence or c.missing_source or c.overconfident:
+                what = "; ".join(c.issues) or ("low confidence" if c.low_confidence else "missing source")
+                reasons.append(f"high-risk claim {c.claim_index}: {what}")
     if high_risk:
         # Flags the sentence rules above already explain are not repeated; any other flag (from later stages) is.
         explained = set(critical_flags(report.sentences, threshold)) | {INSUFFICIENT_EVIDENCE}

@@ -1,0 +1,70 @@
+"""Lake rows of the citation audit and the claim checks, one builder per table (listed in `transforms.lake`).
+
+    citation_rows(audited)   # [("citations", {...}), ...]  one per audited citation
+    claim_rows(audited)      # [("claims", {...}), ...]     one per logged claim
+"""
+
+from __future__ import annotations
+
+from schemas import AuditedResponse
+from schemas.lake_audits import CitationRow, ClaimRow
+
+__all__ = ["citation_rows", "claim_rows"]
+
+
+def _row_dict(row):
+    from transforms.lake import row_dict  # transforms.lake lists these builders, so import it late
+
+    return row_dict(row)
+
+
+def citation_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
+    """One `citations` row per audited citation of the response (none when the stage did not run)."""
+    if a.citations is None:
+        return []
+    r = a.parsed.response
+    return [
+        (
+            "citations",
+            _row_dict(
+                CitationRow(
+                    **result.model_dump(),
+                    response_id=r.response_id,
+                    citation_index=i,
+                    event_time=r.timestamp,
+                    window_start=a.window_start,
+                    audited_at=a.audited_at or a.window_end,
+                    tenant=r.metadata.tenant,
+                    risk_level=r.metadata.risk_level,
+                    retriever_version=r.metadata.retriever_version,
+                )
+            ),
+        )
+        for i, result in enumerate(a.citations.audit_results)
+    ]
+
+
+def claim_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
+    """One `claims` row per logged claim (none when the response logged no claims)."""
+    if a.claims is None:
+        return []
+    r = a.parsed.response
+    return [
+        (
+            "claims",
+            _row_dict(
+                ClaimRow(
+                    **check.model_dump(),
+                    response_id=r.response_id,
+                    event_time=r.timestamp,
+                    window_start=a.window_start,
+                    audited_at=a.audited_at or a.window_end,
+                    tenant=r.metadata.tenant,
+                    risk_level=r.metadata.risk_level,
+                    retriever_version=r.metadata.retriever_version,
+                    generator_model=r.metadata.generator_model,
+                )
+            ),
+        )
+        for check in a.claims.claims
+    ]
