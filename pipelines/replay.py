@@ -1,0 +1,159 @@
+"""`groundwatch replay`: ask the judge again about the answers it could not settle, from the judge log.
+
+    groundwatch replay --lake ./groundwatch-lake --status judge_validation_failed [--since 2026-11-29T00:00] \\
+        --judge-base-url http://127.0.0.1:8000/v1 --judge-model NAME [--limit 100] [--dry-run]
+
+It reads the `judge_calls` table, keeps the latest record of each (response, task), selects those whose
+final status is `--status` (`judge_validation_failed` by default, or `judge_error`), rebuilds the judge
+request from the logged `request_json` and runs it through the same harness (validation, at most three
+attempts, errors stated to the judge). New `judge_calls` rows are appended; sentence verdicts the judge
+now settles are written to `sentences` with `decided_by = "openai"` and a newer `audited_at`, so the lake's
+views show them instead of the heuristic fallback. The `responses` rows keep their routing: those
+responses already went to review. Requests logged with redaction on are replayed redacted (the judge
+then sees the placeholders; the excerpt checks run against the same redacted text).
+
+Exit codes: 0 when nothing is left unsettled, 1 when some items still fail, 2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+
+from pipelines.judge_options import add_judge_arguments, judge_verifier_config
+
+__all__ = ["add_arguments", "main", "replay", "select_failed"]
+
+_STATUSES = ("judge_validation_failed", "judge_error")
+_SELECT = """
+SELECT response_id, task, request_json, redacted, called_at FROM (
+    SELECT *, row_number() OVER (PARTITION BY response_id, task ORDER BY called_at DESC, attempt DESC) AS rank
+    FROM judge_calls
+) WHERE rank = 1 AND status = ? AND called_at >= ?
+ORDER BY called_at, response_id
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    parser.add_argument(
+        "--status", default="judge_validation_failed", choices=_STATUSES, help="Which failures to replay."
+    )
+    parser.add_argument("--since", help="Only judge calls at or after this ISO 8601 time (UTC if no zone).")
+    parser.add_argument("--limit", type=int, help="Replay at most N items (oldest first).")
+    parser.add_argument("--dry-run", action="store_true", help="List what would be replayed and stop.")
+    add_judge_arguments(parser)
+
+
+def _since(value: str | None) -> datetime:
+    if not value:
+        return datetime(1970, 1, 1, tzinfo=UTC)
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"--since must be an ISO 8601 date or time, got {value!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def select_failed(lake: str, status: str, since: datetime, limit: int | None = None) -> list[tuple]:
+    """`(response_id, task, request_json, redacted)` of the items whose latest judge status is `status`."""
+    from dashboards.views import connect_lake
+
+    rows = connect_lake(lake).execute(_SELECT, [status, since]).fetchall()
+    return [row[:4] for row in (rows if limit is None else rows[:limit])]
+
+
+def _judge(client, task, items, now):
+    from apache_beam.utils import retry
+
+    from transforms.judge.client import JudgeUnavailable
+    from transforms.judge.harness import judge_items
+    from transforms.judge.pipeline import failed_outcomes
+    from transforms.judge.verifier import is_retryable
+
+    call = retry.with_exponential_backoff(num_retries=client.config.num_retries, retry_filter=is_retryable)(judge_items)
+    try:
+        return call(client, task, items)
+    except JudgeUnavailable as err:
+        return [outcome for _, outcome in failed_outcomes((items, (type(err), str(err), None)), client.config, now)]
+
+
+def _sentence_rows(con, outcomes, now) -> list[dict]:
+    """Updated `sentences` rows for the verdicts the judge settled, on top of the rows in the lake."""
+    from schemas.lake import SentenceRow
+
+    rows = []
+    for outcome in outcomes:
+        if outcome.status != "judged" or outcome.task.value != "sentences":
+            continue
+        cursor = con.execute("SELECT * FROM sentences WHERE response_id = ?", [outcome.response_id])
+        names = [d[0] for d in cursor.description]
+        existing = {r["sentence_index"]: r for r in (dict(zip(names, row, strict=True)) for row in cursor.fetchall())}
+        for verdict in outcome.sentence_verdicts:
+            old = existing.get(verdict.sentence_index)
+            if old is None:
+                continue
+            fields = {k: v for k, v in old.items() if k in SentenceRow.model_fields}
+            fields.update(verdict.model_dump(exclude={"sentence_text"}), decided_by="openai", audited_at=now)
+            rows.append(SentenceRow.model_validate(fields))
+    return rows
+
+
+def replay(lake: str, status: str, since: datetime, config, *, limit: int | None = None, out=print) -> dict[str, int]:
+    """Re-judge the selected items, append the new log and settled verdicts; returns counts by new status."""
+    from dashboards.views import connect_lake
+    from transforms.judge.client import JudgeClient
+    from transforms.judge.schema import JudgeItem, Task
+    from transforms.lake import write_table
+
+    selected = select_failed(lake, status, since, limit)
+    items = [JudgeItem.model_validate_json(request) for _, _, request, _ in selected]
+    if any(redacted for *_, redacted in selected):
+        out("note: some requests were logged redacted; the judge sees them with placeholders")
+    counts = {"selected": len(items), "judged": 0, "judge_validation_failed": 0, "judge_error": 0}
+    if not items:
+        return counts
+    client, now = JudgeClient(config), datetime.now(UTC)
+    outcomes = []
+    try:
+        for task in Task:
+            group = [i for i in items if i.task is task]
+            if group:
+                outcomes += _judge(client, task, group, now)
+    finally:
+        client.close()
+    for outcome in outcomes:
+        counts[outcome.status] += 1
+    write_table(lake, "judge_calls", [row for o in outcomes for row in o.calls], name=f"replay-{now:%Y%m%dT%H%M%S%f}")
+    sentence_rows = _sentence_rows(connect_lake(lake), outcomes, now)
+    if sentence_rows:
+        write_table(lake, "sentences", sentence_rows, name=f"replay-{now:%Y%m%dT%H%M%S%f}")
+    counts["sentences_updated"] = len(sentence_rows)
+    return counts
+
+
+def main(args: argparse.Namespace) -> int:
+    from transforms.judge.verifier import judge_config_from
+
+    try:
+        since = _since(args.since)
+        if args.limit is not None and args.limit < 1:
+            raise ValueError(f"--limit must be a positive integer, got {args.limit}")
+        if args.dry_run:
+            for response_id, task, _, _ in select_failed(args.lake, args.status, since, args.limit):
+                print(f"{task}\t{response_id}")
+            return 0
+        options = judge_verifier_config(args)
+        options.pop("band", None)
+        config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
+    except ValueError as err:
+        print(f"groundwatch replay: {err}", file=sys.stderr)
+        return 2
+    counts = replay(args.lake, args.status, since, config, limit=args.limit)
+    print(
+        f"replayed {counts['selected']} ({args.status}): judged {counts['judged']}, "
+        f"still failing validation {counts['judge_validation_failed']}, endpoint errors {counts['judge_error']}, "
+        f"sentence verdicts updated {counts.get('sentences_updated', 0)}"
+    )
+    return 0 if counts["judge_validation_failed"] + counts["judge_error"] == 0 else 1
