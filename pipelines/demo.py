@@ -25,6 +25,8 @@ ACCEPTS_PIPELINE_ARGS = True
 SUMMARIES: list[tuple[str, str]] = [
     ("Sentence verdicts", "verdict_counts.sql"),
     ("By tenant and retriever", "slices.sql"),
+    ("Citations", "citation_status.sql"),
+    ("Generator claims", "claim_figures.sql"),
     ("Dead letters", "dead_letters.sql"),
 ]
 
