@@ -49,6 +49,9 @@ class WindowMetricsRow(StrictModel):
     sentences: int = Field(ge=0)
     mean_confidence: float | None = None
     median_confidence: float | None = None
+    mean_attribution_confidence: float | None = None
+    """Mean confidence that a sentence is supported (`confidence` if fully grounded, else 1 - it)."""
+    median_attribution_confidence: float | None = None
     mean_faithfulness: float | None = None
     fully_grounded_share: float | None = None
     partially_grounded_share: float | None = None
@@ -71,6 +74,8 @@ class CheckStatus(StrEnum):
 
     ok = "ok"
     alert = "alert"
+    inconclusive = "inconclusive"
+    """Moved the wrong way, but not enough to be sure: keeps an open alert open, raises none."""
     insufficient_data = "insufficient_data"
     no_reference = "no_reference"
 
@@ -96,6 +101,8 @@ class DriftCheckRow(StrictModel):
     reference_responses: int = Field(ge=0)
     reference: str
     """Which data the window was compared with (e.g. `trailing 6 windows of all traffic`)."""
+    in_baseline: bool = False
+    """Whether this slice's window joins later baselines (enough responses, no drift alert open)."""
     checked_at: datetime
 
 

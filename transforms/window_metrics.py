@@ -2,12 +2,18 @@
 
 For each window and each slice (all traffic, each retriever_version, generator_model and tenant)
 `WindowMetrics` computes: responses audited, sentences, mean and median sentence confidence, mean
-overall faithfulness, the shares of each sentence verdict, attribution coverage and low-confidence
-claim rates (when claims are logged) and the citation failure rate (when citations are audited).
+and median attribution confidence (below), mean overall faithfulness, the shares of each sentence
+verdict, attribution coverage and low-confidence claim rates (when claims are logged) and the
+citation failure rate (when citations are audited).
 The rows go to the lake's `window_metrics` table, which `groundwatch drift` reads::
 
     metrics = audited | "WindowMetrics" >> WindowMetrics()          # ("window_metrics", row) pairs
     (rows, metrics) | beam.Flatten() | "WriteAuditLake" >> WriteAuditLake(lake_dir)
+
+The verifier's `confidence` is its confidence in the verdict it gave: a confidently `ungrounded`
+sentence has a high one. What spec 000 asks to watch for a retriever regression ("a drop in average
+confidence") is the confidence that a sentence is supported, its *attribution confidence*:
+`confidence` for a fully grounded verdict, `1 - confidence` otherwise (`attribution_confidence`).
 
 The figures are computed by plain functions over `ResponseStats`, built either from an
 `AuditedResponse` (in the pipeline) or from lake rows (`stats_from_rows`), so both paths agree.
@@ -28,6 +34,7 @@ from schemas.monitoring import ALL_TRAFFIC, WindowMetricsRow
 
 __all__ = [
     "UNKNOWN_SLICE",
+    "attribution_confidence",
     "MetricsAccumulator",
     "ResponseStats",
     "WindowMetrics",
@@ -49,6 +56,12 @@ _VERDICTS = (
 )
 
 
+def attribution_confidence(verdict: AttributionVerdict | str, confidence: float) -> float:
+    """How confident the verifier is that the sentence is supported: its confidence if fully grounded, else 1 - it."""
+    grounded = verdict in (AttributionVerdict.fully_grounded, AttributionVerdict.fully_grounded.value)
+    return float(confidence) if grounded else 1.0 - float(confidence)
+
+
 @dataclass(frozen=True)
 class ResponseStats:
     """What one audited response contributes to the metrics of its window."""
@@ -60,6 +73,7 @@ class ResponseStats:
     retriever_version: str | None
     generator_model: str | None
     confidences: tuple[float, ...]
+    attribution_confidences: tuple[float, ...]
     verdict_counts: tuple[int, int, int, int]
     """Sentences judged fully grounded, partially grounded, ungrounded, contradicted."""
     faithfulness: float
@@ -112,6 +126,9 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
         retriever_version=response.metadata.retriever_version,
         generator_model=response.metadata.generator_model,
         confidences=tuple(s.confidence for s in report.sentences),
+        attribution_confidences=tuple(
+            attribution_confidence(s.attribution_verdict, s.confidence) for s in report.sentences
+        ),
         verdict_counts=tuple(counts),
         faithfulness=report.overall_faithfulness_score,
         insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
@@ -124,8 +141,8 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
     )
 
 
-def stats_from_rows(response: Mapping[str, Any], confidences: Sequence[float]) -> ResponseStats:
-    """The same contribution rebuilt from a `responses` lake row and its sentences' confidences."""
+def stats_from_rows(response: Mapping[str, Any], sentences: Sequence[tuple[str, float]]) -> ResponseStats:
+    """The same contribution rebuilt from a `responses` lake row and its sentences' (verdict, confidence)."""
     claim_count, covered, low = _claim_counts(
         response.get("claim_count"),
         response.get("attribution_coverage_rate"),
@@ -138,7 +155,8 @@ def stats_from_rows(response: Mapping[str, Any], confidences: Sequence[float]) -
         tenant=response["tenant"],
         retriever_version=response.get("retriever_version"),
         generator_model=response.get("generator_model"),
-        confidences=tuple(float(c) for c in confidences),
+        confidences=tuple(float(c) for _, c in sentences),
+        attribution_confidences=tuple(attribution_confidence(v, c) for v, c in sentences),
         verdict_counts=(
             int(response["fully_grounded_count"]),
             int(response["partially_grounded_count"]),
@@ -162,6 +180,7 @@ class MetricsAccumulator:
 
     responses: int = 0
     confidences: list[float] = field(default_factory=list)
+    attribution_confidences: list[float] = field(default_factory=list)
     verdict_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     faithfulness_sum: float = 0.0
     insufficient_evidence: int = 0
@@ -175,6 +194,7 @@ class MetricsAccumulator:
     def add(self, stats: ResponseStats) -> MetricsAccumulator:
         self.responses += 1
         self.confidences.extend(stats.confidences)
+        self.attribution_confidences.extend(stats.attribution_confidences)
         self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, stats.verdict_counts, strict=True)]
         self.faithfulness_sum += stats.faithfulness
         self.insufficient_evidence += int(stats.insufficient_evidence)
@@ -191,6 +211,7 @@ class MetricsAccumulator:
     def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
         self.responses += other.responses
         self.confidences.extend(other.confidences)
+        self.attribution_confidences.extend(other.attribution_confidences)
         self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, other.verdict_counts, strict=True)]
         self.faithfulness_sum += other.faithfulness_sum
         self.insufficient_evidence += other.insufficient_evidence
@@ -215,6 +236,7 @@ def window_metrics_row(
 ) -> WindowMetricsRow:
     """The `window_metrics` row of one slice of one window from its accumulated totals."""
     sentences = sum(acc.verdict_counts)
+    support = acc.attribution_confidences
     shares = [n / sentences if sentences else None for n in acc.verdict_counts]
     claims = acc.claims
     return WindowMetricsRow(
@@ -226,6 +248,8 @@ def window_metrics_row(
         sentences=sentences,
         mean_confidence=statistics.fmean(acc.confidences) if acc.confidences else None,
         median_confidence=statistics.median(acc.confidences) if acc.confidences else None,
+        mean_attribution_confidence=statistics.fmean(support) if support else None,
+        median_attribution_confidence=statistics.median(support) if support else None,
         mean_faithfulness=acc.faithfulness_sum / acc.responses if acc.responses else None,
         fully_grounded_share=shares[0],
         partially_grounded_share=shares[1],

@@ -1,0 +1,222 @@
+"""`groundwatch drift`: check each new window of the lake against its reference and raise alerts.
+
+    groundwatch drift --lake ./groundwatch-lake [--baseline-windows 6] [--min-responses 20]
+        [--reference-from 2026-11-29T09:00Z --reference-to 2026-11-29T10:00Z]
+        [--drift-p-value 0.001] [--max-confidence-drop 0.10] [--fail-on-alert]
+
+It reads the lake's `window_metrics`, `responses` and `sentences`, checks every window not checked
+before (see `transforms.drift`), and writes what it found back to the lake: one `drift_checks` row
+per check, slice and window, and one `alerts` row per alert episode (rewritten when it clears).
+Alerts also go to the log, to the console and, when Kafka is configured (`--kafka-bootstrap` or
+GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic. Each checked window adds one snapshot to the
+Evidently workspace in `<lake>/evidently` (`groundwatch ui` shows it).
+
+Exit codes: 0 done; 1 with `--fail-on-alert` when an alert fired in this run or is still firing;
+2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow
+from transforms.alerts import AlertTracker, format_alert
+from transforms.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
+from transforms.drift_data import load_lake_frames
+from transforms.lake import write_table
+
+__all__ = ["DEFAULT_ALERTS_TOPIC", "DriftOutcome", "add_arguments", "main", "run_drift", "send_alerts_to_kafka"]
+
+DEFAULT_ALERTS_TOPIC = "rag.alerts"
+log = logging.getLogger("groundwatch.drift")
+
+
+@dataclass
+class DriftOutcome:
+    """What one drift run did: windows checked, check rows, alert changes, alerts still firing."""
+
+    windows: list[datetime] = field(default_factory=list)
+    checks: list[DriftCheckRow] = field(default_factory=list)
+    changes: list[AlertRow] = field(default_factory=list)
+    firing: list[AlertRow] = field(default_factory=list)
+
+    @property
+    def fired(self) -> list[AlertRow]:
+        return [a for a in self.changes if a.status == AlertStatus.firing]
+
+
+def send_alerts_to_kafka(rows: list[AlertRow], bootstrap: str, topic: str = DEFAULT_ALERTS_TOPIC) -> int:
+    """Publish alert rows as JSON to a Kafka topic, keyed by alert_id (the firing and the cleared row alike)."""
+    if not rows:
+        return 0
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    try:
+        for row in rows:
+            producer.send(topic, key=row.alert_id.encode(), value=row.model_dump_json().encode())
+        producer.flush(timeout=30)
+    finally:
+        producer.close(timeout=10)
+    return len(rows)
+
+
+def run_drift(
+    lake_dir: str,
+    config: DriftConfig,
+    *,
+    workspace: bool = True,
+    recompute: bool = False,
+    kafka_bootstrap: str | None = None,
+    alerts_topic: str = DEFAULT_ALERTS_TOPIC,
+    now: datetime | None = None,
+    out: Callable[[str], None] = print,
+) -> DriftOutcome:
+    """Check every window of the lake not checked yet (all of them with `recompute`) and record the outcome."""
+    now = now or datetime.now(UTC)
+    frames = load_lake_frames(lake_dir)
+    checked = set() if recompute or not len(frames.drift_checks) else set(frames.drift_checks["window_start"])
+    history = {} if recompute else eligible_history(frames, config)
+    if recompute:
+        tracker = AlertTracker(clear_after=config.clear_after)
+    else:
+        tracker = AlertTracker.from_lake_rows(frames.alerts, config.clear_after)
+    board = None
+    if workspace:
+        from dashboards.workspace import GroundwatchWorkspace
+
+        board = GroundwatchWorkspace.open(lake_dir)
+    outcome = DriftOutcome()
+    for window in frames.windows:
+        if window[0] in checked:
+            continue
+        evaluation = evaluate_window(frames, window, history, config, now)
+        changes = tracker.update(evaluation, now, config.examples)
+        drifting = {(d, v) for check, d, v in tracker.open if check in DRIFT_CHECKS}
+        record_baseline(evaluation, history, drifting)
+        write_table(lake_dir, "drift_checks", evaluation.checks, name=f"checks-{window[0]:%Y%m%dT%H%M%S}")
+        for row in changes:
+            # One file per alert, named by its id: the cleared row replaces the firing one.
+            write_table(lake_dir, "alerts", [row], name=row.alert_id)
+            (log.warning if row.status == AlertStatus.firing else log.info)(format_alert(row))
+        if board is not None:
+            board.add_window(frames, evaluation, list(tracker.open.values()), changes, config)
+        outcome.windows.append(window[0])
+        outcome.checks.extend(evaluation.checks)
+        outcome.changes.extend(changes)
+    if kafka_bootstrap and outcome.changes:
+        sent = send_alerts_to_kafka(outcome.changes, kafka_bootstrap, alerts_topic)
+        out(f"sent {sent} alert updates to Kafka topic {alerts_topic}")
+    outcome.firing = list(tracker.open.values())
+    out(summary(outcome, lake_dir))
+    return outcome
+
+
+def summary(outcome: DriftOutcome, lake_dir: str) -> str:
+    """The run in a few lines: windows, check outcomes, alerts fired, cleared and still firing."""
+    statuses = Counter(c.status.value for c in outcome.checks)
+    lines = [
+        f"windows checked  {len(outcome.windows)}"
+        + (f"   ({outcome.windows[0]:%Y-%m-%d %H:%M} .. {outcome.windows[-1]:%H:%M})" if outcome.windows else ""),
+        "checks           " + (", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "none"),
+        f"alerts fired     {len(outcome.fired)}",
+        f"alerts cleared   {sum(1 for a in outcome.changes if a.status == AlertStatus.cleared)}",
+        f"still firing     {len(outcome.firing)}"
+        + "".join(f"\n  - {a.check} [{_where(a)}] since {a.started_at:%H:%M}" for a in outcome.firing),
+        f"lake             {lake_dir} (drift_checks, alerts; Evidently {os.path.join(lake_dir, 'evidently')})",
+    ]
+    return "\n".join(lines)
+
+
+def _where(alert: AlertRow) -> str:
+    return "all traffic" if alert.slice_dimension == "all" else f"{alert.slice_dimension}={alert.slice_value}"
+
+
+def _when(text: str) -> datetime:
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _log_alerts_to_stderr() -> None:
+    """On the command line the log is stderr: alerts and clears, one line each."""
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", required=True, help="Audit lake folder (as written by groundwatch audit/monitor).")
+    parser.add_argument("--baseline-windows", type=int, default=6, help="Trailing windows in the reference. Default 6.")
+    parser.add_argument(
+        "--reference-from", type=_when, help="Fixed reference period start, ISO 8601 (e.g. 2026-11-29T09:00Z)."
+    )
+    parser.add_argument("--reference-to", type=_when, help="Fixed reference period end (exclusive), ISO 8601.")
+    parser.add_argument("--min-responses", type=int, default=20, help="Fewer responses: insufficient data. Default 20.")
+    parser.add_argument("--drift-p-value", type=float, default=0.001, help="K-S p-value threshold. Default 0.001.")
+    parser.add_argument(
+        "--max-confidence-drop",
+        type=float,
+        default=0.10,
+        help="Tolerated relative drop of mean confidence. Default 0.10.",
+    )
+    parser.add_argument("--min-coverage", type=float, default=0.95, help="Lowest attribution coverage. Default 0.95.")
+    parser.add_argument(
+        "--max-low-confidence", type=float, default=0.10, help="Highest low-confidence claim rate. Default 0.10."
+    )
+    parser.add_argument(
+        "--clear-after", type=int, default=2, help="Consecutive passing windows that clear an alert. Default 2."
+    )
+    parser.add_argument("--recompute", action="store_true", help="Check every window again, ignoring earlier runs.")
+    parser.add_argument("--no-workspace", action="store_true", help="Do not add snapshots to the Evidently workspace.")
+    parser.add_argument(
+        "--kafka-bootstrap",
+        default=os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP"),
+        help="Kafka bootstrap servers for the alerts topic. Default $GROUNDWATCH_KAFKA_BOOTSTRAP, else no Kafka.",
+    )
+    parser.add_argument("--alerts-topic", default=DEFAULT_ALERTS_TOPIC, help=f"Default {DEFAULT_ALERTS_TOPIC}.")
+    parser.add_argument("--json", action="store_true", help="Also print the alert changes as JSON lines.")
+    parser.add_argument("--fail-on-alert", action="store_true", help="Exit 1 when an alert fired or is still firing.")
+
+
+def main(args: argparse.Namespace) -> int:
+    _log_alerts_to_stderr()
+    if not os.path.isdir(args.lake):
+        print(f"groundwatch drift: --lake {args.lake!r} is not a folder", file=sys.stderr)
+        return 2
+    try:
+        config = DriftConfig(
+            baseline_windows=args.baseline_windows,
+            reference_from=args.reference_from,
+            reference_to=args.reference_to,
+            min_responses=args.min_responses,
+            drift_p_value=args.drift_p_value,
+            max_confidence_drop=args.max_confidence_drop,
+            min_coverage=args.min_coverage,
+            max_low_confidence=args.max_low_confidence,
+            clear_after=args.clear_after,
+        )
+    except ValueError as error:
+        print(f"groundwatch drift: {error}", file=sys.stderr)
+        return 2
+    outcome = run_drift(
+        args.lake,
+        config,
+        workspace=not args.no_workspace,
+        recompute=args.recompute,
+        kafka_bootstrap=args.kafka_bootstrap,
+        alerts_topic=args.alerts_topic,
+    )
+    if args.json:
+        for row in outcome.changes:
+            print(json.dumps(row.model_dump(mode="json")))
+    return 1 if args.fail_on_alert and (outcome.fired or outcome.firing) else 0

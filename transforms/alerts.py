@@ -1,0 +1,175 @@
+"""Alert episodes: a failing check opens an alert once; passing windows in a row clear it.
+
+An alert is keyed by (check, slice dimension, slice value). While its condition persists it is not
+raised again; once `clear_after` windows of the slice in a row pass the check (one passing window
+in the middle of a regression is common in small windows), the same alert (same `alert_id`) is
+rewritten with `status=cleared` and `cleared_at` (the first of those passing windows). Windows
+with too few responses or no reference neither raise nor clear. The open alerts come back from the
+lake's `alerts` table on the next run::
+
+    tracker = AlertTracker.from_lake_rows(frames.alerts)
+    changed = tracker.update(evaluation, now)              # new and cleared AlertRows
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+import pandas as pd
+
+from schemas.monitoring import ALL_TRAFFIC, AlertRow, AlertStatus, CheckStatus, DriftCheckRow
+
+__all__ = ["AlertTracker", "alert_id", "alert_message", "format_alert"]
+
+_METRIC_OF = {
+    "confidence_drift": "attribution_confidence",
+    "faithfulness_drift": "overall_faithfulness_score",
+    "mean_confidence_drop": "mean_attribution_confidence",
+    "attribution_coverage": "attribution_coverage_rate",
+    "low_confidence_claims": "low_confidence_claim_rate",
+}
+_WARNING_ONLY = {"confidence_drift", "faithfulness_drift"}
+
+
+def alert_id(check: str, dimension: str, value: str, started_at: datetime) -> str:
+    """A stable id of one alert episode: the same inputs always give the same id."""
+    text = "\x1f".join([check, dimension, value, started_at.isoformat()])
+    return "alert-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _slice_label(dimension: str, value: str) -> str:
+    return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
+
+
+def alert_message(check: DriftCheckRow, new_values: dict[str, list[str]] | None = None) -> str:
+    """One line saying what moved, where, by how much, by which test, and against what."""
+    where = _slice_label(check.slice_dimension, check.slice_value)
+    when = f"{check.window_start:%Y-%m-%d %H:%M}-{check.window_end:%H:%M}"
+    cur, ref = check.current_value, check.reference_value
+    if check.check == "mean_confidence_drop":
+        change = (cur - ref) / ref if ref else 0.0
+        limit = 1 - check.threshold / ref if ref else 0.0
+        text = (
+            f"mean attribution confidence of {where} fell to {cur:.3f} from {ref:.3f} "
+            f"({change:+.0%}; limit -{limit:.0%})"
+        )
+    elif check.check in _WARNING_ONLY:
+        name = "attribution confidence" if check.check == "confidence_drift" else "faithfulness"
+        text = (
+            f"{name} distribution of {where} drifted down "
+            f"(K-S p={check.p_value:.2g} < {check.threshold:g}; mean {ref:.3f} -> {cur:.3f})"
+        )
+    else:
+        text = f"{check.check.replace('_', ' ')} of {where} is {cur:.1%} ({check.test})"
+    text += f" in window {when}, {check.current_responses} responses, vs {check.reference}"
+    if new_values:
+        text += "; new in this window: " + ", ".join(f"{d}={'/'.join(v)}" for d, v in new_values.items())
+    return text
+
+
+class AlertTracker:
+    """The alerts currently firing, keyed by (check, slice dimension, slice value)."""
+
+    def __init__(self, open_alerts: dict[tuple[str, str, str], AlertRow] | None = None, clear_after: int = 2):
+        if clear_after < 1:
+            raise ValueError(f"clear_after must be >= 1 window, got {clear_after}")
+        self.open: dict[tuple[str, str, str], AlertRow] = dict(open_alerts or {})
+        self.clear_after = clear_after
+        self._passing: dict[tuple[str, str, str], list[datetime]] = {}
+
+    @classmethod
+    def from_lake_rows(cls, alerts: pd.DataFrame, clear_after: int = 2) -> AlertTracker:
+        """Rebuild the open alerts from the `alerts` table (latest row per alert_id)."""
+        open_alerts = {}
+        if len(alerts):
+            for record in alerts[alerts["status"] == AlertStatus.firing.value].to_dict("records"):
+                record = {k: (None if _missing(v) else v) for k, v in record.items()}
+                record["example_response_ids"] = list(record.get("example_response_ids") or [])
+                for column in ("window_start", "window_end", "started_at", "updated_at"):
+                    record[column] = pd.Timestamp(record[column]).to_pydatetime()
+                row = AlertRow.model_validate(record)
+                open_alerts[(row.check, row.slice_dimension, row.slice_value)] = row
+        return cls(open_alerts, clear_after)
+
+    def update(self, evaluation, now: datetime, examples: int = 5) -> list[AlertRow]:
+        """Raise alerts for newly failing checks and clear those passing again; returns the rows that changed."""
+        changed: list[AlertRow] = []
+        new_values = _new_slice_values(evaluation)
+        for check in evaluation.checks:
+            key = (check.check, check.slice_dimension, check.slice_value)
+            if check.status == CheckStatus.alert:
+                self._passing.pop(key, None)
+            if check.status == CheckStatus.alert and key not in self.open:
+                plan = evaluation.plans[(check.slice_dimension, check.slice_value)]
+                extra = new_values if check.slice_dimension == ALL_TRAFFIC else None
+                row = AlertRow(
+                    alert_id=alert_id(*key, check.window_start),
+                    check=check.check,
+                    metric=_METRIC_OF.get(check.check, check.check),
+                    slice_dimension=check.slice_dimension,
+                    slice_value=check.slice_value,
+                    status=AlertStatus.firing,
+                    severity="warning" if check.check in _WARNING_ONLY else "critical",
+                    window_start=check.window_start,
+                    window_end=check.window_end,
+                    started_at=check.window_start,
+                    current_value=check.current_value,
+                    reference_value=check.reference_value,
+                    test=check.test,
+                    p_value=check.p_value,
+                    threshold=check.threshold,
+                    current_responses=check.current_responses,
+                    reference_responses=check.reference_responses,
+                    reference=check.reference,
+                    example_response_ids=plan.example_ids(examples),
+                    message=alert_message(check, extra),
+                    updated_at=now,
+                )
+                self.open[key] = row
+                changed.append(row)
+            elif check.status == CheckStatus.ok and key in self.open:
+                passing = self._passing.setdefault(key, [])
+                passing.append(check.window_start)
+                if len(passing) < self.clear_after:
+                    continue
+                del self._passing[key]
+                cleared = self.open.pop(key).model_copy(
+                    update={
+                        "status": AlertStatus.cleared,
+                        "cleared_at": passing[0],
+                        "cleared_window_start": check.window_start,
+                        "updated_at": now,
+                    }
+                )
+                changed.append(cleared)
+        return changed
+
+
+def _missing(value) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _new_slice_values(evaluation) -> dict[str, list[str]]:
+    """Slice values present in the window but absent from the all-traffic reference (e.g. a new retriever)."""
+    plan = evaluation.plans.get((ALL_TRAFFIC, ALL_TRAFFIC))
+    if plan is None or plan.reference_responses is None:
+        return {}
+    found = {}
+    for dimension in ("retriever_version", "generator_model"):
+        new = sorted(set(plan.responses[dimension]) - set(plan.reference_responses[dimension]))
+        if new:
+            found[dimension] = new
+    return found
+
+
+def format_alert(row: AlertRow) -> str:
+    """How an alert reads in the log and on the console."""
+    if row.status == AlertStatus.cleared:
+        where = _slice_label(row.slice_dimension, row.slice_value)
+        return f"CLEARED {row.check} [{where}] started {row.started_at:%Y-%m-%d %H:%M}, cleared {row.cleared_at:%H:%M}"
+    examples = ", ".join(row.example_response_ids[:3])
+    return f"ALERT {row.severity.upper()} {row.check}: {row.message}. Examples: {examples}"

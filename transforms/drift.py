@@ -1,0 +1,445 @@
+"""Drift detection: each new window against a reference, with Evidently reports and tests.
+
+This is a stage that reads the lake, not a Beam transform, because a check needs what a
+per-window pipeline step does not hold: the raw confidences of N earlier windows (the trailing
+baseline, minus the windows that were themselves alerting), and the alerts still open from earlier
+windows, across restarts. The lake has both, so `groundwatch drift` works the same after a bounded
+`audit` run, beside a streaming `monitor`, or from cron, and re-running it is idempotent.
+
+For every window and slice (all traffic, each retriever_version, generator_model and tenant) with
+at least `min_responses` responses, one Evidently `Report` with tests checks:
+
+- `confidence_drift`: K-S test of responses' mean attribution confidence (see `transforms.window_metrics`):
+  p-value below `drift_p_value` with a lower mean,
+- `faithfulness_drift`: K-S test of responses' overall faithfulness, likewise,
+- `mean_confidence_drop`: mean attribution confidence >= reference - `max_confidence_drop` x reference (10%);
+  it alerts only when the K-S test also finds the distribution moved (a 10% swing is noise in a small window),
+- `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged.
+
+The reference of a slice is its last `baseline_windows` windows that had enough responses and raised
+no drift alert, or the fixed period the user names; a slice without enough history of its own (a new
+retriever_version) is compared with the same reference of all traffic. Windows with too few responses
+are recorded as `insufficient_data`, never as drift. Alerts are episodes (`transforms.alerts`).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from schemas.monitoring import ALL_TRAFFIC, CheckStatus, DriftCheckRow
+from transforms.drift_data import LakeFrames
+
+__all__ = [
+    "DRIFT_CHECKS",
+    "DriftConfig",
+    "SlicePlan",
+    "WindowEvaluation",
+    "column_name",
+    "eligible_history",
+    "evaluate_window",
+    "record_baseline",
+]
+
+DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop")
+"""The checks comparing a window with its reference; a window failing one is kept out of later baselines."""
+_OPERATIONAL_CHECKS = ("attribution_coverage", "low_confidence_claims")
+INCONCLUSIVE_P_VALUE = 0.05
+"""A downward shift with a K-S p-value between `drift_p_value` and this is `inconclusive`: it keeps an open
+alert open (and the window out of baselines) without raising a new one."""
+
+
+@dataclass(frozen=True)
+class DriftConfig:
+    """How windows are compared and what counts as an alert."""
+
+    baseline_windows: int = 6
+    """Trailing windows pooled into the reference (when no fixed period is named)."""
+    reference_from: datetime | None = None
+    """Start of a fixed reference period (inclusive); with `reference_to`, replaces the trailing baseline."""
+    reference_to: datetime | None = None
+    """End of the fixed reference period (exclusive)."""
+    min_responses: int = 20
+    """A slice's window with fewer responses is `insufficient_data`, not drift; a reference needs as many."""
+    drift_p_value: float = 0.001
+    """K-S p-value under which a distribution counts as drifted."""
+    max_confidence_drop: float = 0.10
+    """Largest tolerated drop of mean confidence, relative to the reference."""
+    min_coverage: float = 0.95
+    """Lowest tolerated attribution coverage rate (spec 004)."""
+    max_low_confidence: float = 0.10
+    """Highest tolerated low-confidence claim rate (spec 004)."""
+    examples: int = 5
+    """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
+    clear_after: int = 2
+    """Consecutive passing windows that clear an alert."""
+
+    def __post_init__(self):
+        if self.baseline_windows < 1:
+            raise ValueError(f"--baseline-windows must be >= 1, got {self.baseline_windows}")
+        if self.min_responses < 2:
+            raise ValueError(f"--min-responses must be >= 2, got {self.min_responses}")
+        if not 0 < self.drift_p_value < 1:
+            raise ValueError(f"--drift-p-value must be in (0, 1), got {self.drift_p_value}")
+        if not 0 < self.max_confidence_drop < 1:
+            raise ValueError(f"--max-confidence-drop must be in (0, 1), got {self.max_confidence_drop}")
+        if (self.reference_from is None) != (self.reference_to is None):
+            raise ValueError("--reference-from and --reference-to go together")
+        if self.reference_from is not None and self.reference_from >= self.reference_to:
+            raise ValueError("--reference-from must be before --reference-to")
+
+    @property
+    def fixed_reference(self) -> bool:
+        return self.reference_from is not None
+
+
+def column_name(metric: str, dimension: str, value: str) -> str:
+    """The Evidently column of one metric of one slice: `confidence|all`, `confidence|tenant=acme`."""
+    return f"{metric}|{ALL_TRAFFIC}" if dimension == ALL_TRAFFIC else f"{metric}|{dimension}={value}"
+
+
+def _slice(frame: pd.DataFrame, dimension: str, value: str) -> pd.DataFrame:
+    return frame if dimension == ALL_TRAFFIC else frame[frame[dimension] == value]
+
+
+@dataclass
+class SlicePlan:
+    """One slice of one window: its current data, its reference, and whether it can be judged."""
+
+    dimension: str
+    value: str
+    responses: pd.DataFrame
+    sentences: pd.DataFrame
+    metrics: dict
+    reference_responses: pd.DataFrame | None = None
+    reference_sentences: pd.DataFrame | None = None
+    reference_label: str = ""
+    status: CheckStatus | None = None
+    """Set when the slice cannot be judged (`insufficient_data` or `no_reference`)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.dimension, self.value
+
+    def example_ids(self, count: int) -> list[str]:
+        ranked = self.responses.sort_values(["mean_attribution_confidence", "faithfulness"], na_position="last")
+        return ranked["response_id"].head(count).tolist()
+
+
+@dataclass
+class WindowEvaluation:
+    """The outcome of checking one window: one row per check and slice, and what the alerts need."""
+
+    window_start: datetime
+    window_end: datetime
+    checks: list[DriftCheckRow] = field(default_factory=list)
+    plans: dict[tuple[str, str], SlicePlan] = field(default_factory=dict)
+    snapshot: object | None = None
+
+    def failing(self) -> list[DriftCheckRow]:
+        return [c for c in self.checks if c.status == CheckStatus.alert]
+
+
+def eligible_history(frames: LakeFrames, config: DriftConfig) -> dict[tuple[str, str], list[datetime]]:
+    """Per slice, the windows already checked that may serve as baseline (enough data, no drift alert)."""
+    checks = frames.drift_checks
+    eligible: dict[tuple[str, str], list[datetime]] = {}
+    if not len(checks):
+        return eligible
+    kept = checks[checks["in_baseline"].fillna(False).astype(bool)]
+    for (start, dimension, value), _ in kept.groupby(["window_start", "slice_dimension", "slice_value"]):
+        eligible.setdefault((dimension, value), []).append(pd.Timestamp(start).to_pydatetime())
+    return {k: sorted(v) for k, v in eligible.items()}
+
+
+def _reference(frames: LakeFrames, plan: SlicePlan, history: dict, window_start: datetime, config: DriftConfig):
+    """The reference responses and sentences of a slice, and how to describe them."""
+    if config.fixed_reference:
+
+        def in_period(frame):
+            return frame[
+                (frame["window_start"] >= config.reference_from) & (frame["window_start"] < config.reference_to)
+            ]
+
+        period = f"{config.reference_from:%Y-%m-%d %H:%M}..{config.reference_to:%Y-%m-%d %H:%M}"
+        for dimension, value, label in (
+            (plan.dimension, plan.value, "slice"),
+            (ALL_TRAFFIC, ALL_TRAFFIC, "all traffic"),
+        ):
+            responses = _slice(in_period(frames.responses), dimension, value)
+            if len(responses) >= config.min_responses:
+                sentences = _slice(in_period(frames.sentences), dimension, value)
+                return responses, sentences, f"fixed period {period} of {label}"
+        return None, None, f"fixed period {period}"
+    for dimension, value, label in (
+        (plan.dimension, plan.value, "this slice"),
+        (ALL_TRAFFIC, ALL_TRAFFIC, "all traffic"),
+    ):
+        windows = [w for w in history.get((dimension, value), []) if w < window_start][-config.baseline_windows :]
+        if len(windows) < config.baseline_windows:
+            continue  # a baseline of one or two windows would call their noise drift: wait for a full one
+        responses = pd.concat([_slice(frames.responses_in(w), dimension, value) for w in windows])
+        if len(responses) < config.min_responses:
+            continue
+        sentences = pd.concat([_slice(frames.sentences_in(w), dimension, value) for w in windows])
+        return (
+            responses,
+            sentences,
+            f"trailing {len(windows)} windows of {label} ({windows[0]:%H:%M}..{windows[-1]:%H:%M})",
+        )
+    return None, None, "no baseline yet"
+
+
+def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: DriftConfig) -> list[SlicePlan]:
+    responses, sentences = frames.responses_in(window_start), frames.sentences_in(window_start)
+    plans = []
+    for row in frames.metrics_in(window_start).sort_values(["slice_dimension", "slice_value"]).to_dict("records"):
+        dimension, value = row["slice_dimension"], row["slice_value"]
+        plan = SlicePlan(
+            dimension, value, _slice(responses, dimension, value), _slice(sentences, dimension, value), row
+        )
+        if len(plan.responses) < config.min_responses:
+            plan.status = CheckStatus.insufficient_data
+        else:
+            plan.reference_responses, plan.reference_sentences, plan.reference_label = _reference(
+                frames, plan, history, window_start, config
+            )
+            if plan.reference_responses is None:
+                plan.status = CheckStatus.no_reference
+        plans.append(plan)
+    return plans
+
+
+# Evidently column -> (frame, column) of a slice plan: what each test reads. The K-S tests read one
+# value per response (a response's sentences are not independent draws, so a sentence-level K-S
+# test would call ordinary traffic drifted); the mean-drop test reads every sentence (spec 000's
+# "average confidence").
+_SERIES = {
+    "attribution_confidence": ("sentences", "attribution_confidence"),
+    "response_confidence": ("responses", "mean_attribution_confidence"),
+    "faithfulness": ("responses", "faithfulness"),
+}
+
+
+def _series(plan: SlicePlan, metric: str, reference: bool = False) -> pd.Series:
+    level, column = _SERIES[metric]
+    frame = getattr(plan, f"reference_{level}" if reference else level)
+    return frame[column].dropna().astype(float)
+
+
+def _frames_for_report(plans: list[SlicePlan]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Long current and reference frames: one column per metric and slice, NaN where a row is not in it."""
+    current, reference = [], []
+    for plan in plans:
+        if plan.status is not None:
+            continue
+        d, v = plan.key
+        for metric in _SERIES:
+            current.append(pd.DataFrame({column_name(metric, d, v): _series(plan, metric).to_numpy()}))
+            reference.append(pd.DataFrame({column_name(metric, d, v): _series(plan, metric, True).to_numpy()}))
+        for metric in ("attribution_coverage_rate", "low_confidence_claim_rate"):
+            if _present(plan.metrics.get(metric)):
+                current.append(pd.DataFrame({column_name(metric, d, v): [float(plan.metrics[metric])]}))
+    if not current:
+        return pd.DataFrame(), pd.DataFrame()
+    cur, ref = pd.concat(current, ignore_index=True), pd.concat(reference, ignore_index=True)
+    return cur, ref.reindex(columns=cur.columns)
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _report_metrics(plans: list[SlicePlan], config: DriftConfig) -> list:
+    from evidently.metrics import MeanValue, ValueDrift
+    from evidently.tests import Reference, gte, lte
+
+    metrics = []
+    for plan in plans:
+        if plan.status is not None:
+            continue
+        d, v = plan.key
+        for metric in ("response_confidence", "faithfulness"):
+            metrics.append(ValueDrift(column=column_name(metric, d, v), method="ks", threshold=config.drift_p_value))
+        metrics.append(
+            MeanValue(
+                column=column_name("attribution_confidence", d, v),
+                tests=[gte(Reference(relative=config.max_confidence_drop))],
+            )
+        )
+        if _present(plan.metrics.get("attribution_coverage_rate")):
+            metrics.append(
+                MeanValue(column=column_name("attribution_coverage_rate", d, v), tests=[gte(config.min_coverage)])
+            )
+        if _present(plan.metrics.get("low_confidence_claim_rate")):
+            metrics.append(
+                MeanValue(column=column_name("low_confidence_claim_rate", d, v), tests=[lte(config.max_low_confidence)])
+            )
+    return metrics
+
+
+def run_report(
+    current: pd.DataFrame, reference: pd.DataFrame, metrics: list, *, timestamp: datetime, tags=None, metadata=None
+):
+    """Run an Evidently report with tests over two frames of numeric columns; returns the snapshot."""
+    from evidently import DataDefinition, Dataset, Report
+
+    definition = DataDefinition(numerical_columns=list(current.columns))
+    with warnings.catch_warnings():
+        # All-NaN reference columns (rates that only the current window has) make numpy warn; they are expected.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return Report(metrics, include_tests=True).run(
+            current_data=Dataset.from_pandas(current, data_definition=definition),
+            reference_data=Dataset.from_pandas(reference, data_definition=definition),
+            timestamp=timestamp,
+            tags=tags or [],
+            metadata=metadata or {},
+        )
+
+
+def snapshot_results(snapshot) -> tuple[dict, dict]:
+    """(metric type, column) -> value, and (metric type, column) -> test passed, from an Evidently snapshot."""
+    data = snapshot.dict()
+    values = {(m["config"]["type"].rsplit(":", 1)[-1], m["config"].get("column")): m["value"] for m in data["metrics"]}
+    passed = {}
+    for test in data["tests"]:
+        params = test["metric_config"]["params"]
+        status = getattr(test["status"], "value", test["status"])
+        passed[(params["type"].rsplit(":", 1)[-1], params.get("column"))] = status == "SUCCESS"
+    return values, passed
+
+
+def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: DriftConfig, now) -> list[DriftCheckRow]:
+    d, v = plan.key
+    base = dict(
+        window_start=window[0],
+        window_end=window[1],
+        slice_dimension=d,
+        slice_value=v,
+        current_responses=len(plan.responses),
+        checked_at=now,
+        reference_responses=0 if plan.reference_responses is None else len(plan.reference_responses),
+        reference=plan.reference_label or ("not needed" if plan.status is None else plan.status.value),
+    )
+    checks = list(DRIFT_CHECKS) + [
+        c
+        for c, m in zip(_OPERATIONAL_CHECKS, ("attribution_coverage_rate", "low_confidence_claim_rate"), strict=True)
+        if _present(plan.metrics.get(m))
+    ]
+    if plan.status is not None:
+        return [DriftCheckRow(**base, check=c, status=plan.status, test="not run") for c in checks]
+    rows = []
+    for check, metric in (("confidence_drift", "response_confidence"), ("faithfulness_drift", "faithfulness")):
+        column = column_name(metric, d, v)
+        p_value = float(values[("ValueDrift", column)])
+        current, reference = _series(plan, metric), _series(plan, metric, reference=True)
+        # A drift toward better verdicts is not a regression: only a significant shift down alerts.
+        down = current.mean() < reference.mean()
+        if not passed[("ValueDrift", column)] and down:
+            status = CheckStatus.alert
+        elif down and p_value < INCONCLUSIVE_P_VALUE:
+            status = CheckStatus.inconclusive  # neither raises nor clears: a regression's noisier windows
+        else:
+            status = CheckStatus.ok
+        rows.append(
+            DriftCheckRow(
+                **base,
+                check=check,
+                status=status,
+                test=f"K-S p_value < {config.drift_p_value:g} (shift down)",
+                current_value=float(current.mean()),
+                reference_value=float(reference.mean()),
+                p_value=p_value,
+                threshold=config.drift_p_value,
+            )
+        )
+    column = column_name("attribution_confidence", d, v)
+    reference_mean = float(_series(plan, "attribution_confidence", reference=True).mean())
+    # In a window of a few dozen responses a 10% swing of the mean is ordinary noise: the drop alerts
+    # only when the K-S test agrees that the distribution moved.
+    if passed[("MeanValue", column)]:
+        status = CheckStatus.ok
+    elif rows[0].status == CheckStatus.alert:
+        status = CheckStatus.alert
+    else:
+        status = CheckStatus.inconclusive
+    rows.append(
+        DriftCheckRow(
+            **base,
+            check="mean_confidence_drop",
+            status=status,
+            test=f"mean attribution confidence >= reference - {config.max_confidence_drop:.0%} (and K-S agrees)",
+            current_value=float(values[("MeanValue", column)]),
+            reference_value=reference_mean,
+            threshold=reference_mean * (1 - config.max_confidence_drop),
+        )
+    )
+    for check, metric, test, threshold in (
+        ("attribution_coverage", "attribution_coverage_rate", "attribution coverage rate >=", config.min_coverage),
+        (
+            "low_confidence_claims",
+            "low_confidence_claim_rate",
+            "low-confidence claim rate <=",
+            config.max_low_confidence,
+        ),
+    ):
+        key = ("MeanValue", column_name(metric, d, v))
+        if key in passed:
+            rows.append(
+                DriftCheckRow(
+                    **base,
+                    check=check,
+                    status=CheckStatus.ok if passed[key] else CheckStatus.alert,
+                    test=f"{test} {threshold:g}",
+                    current_value=float(values[key]),
+                    threshold=threshold,
+                )
+            )
+    return rows
+
+
+def evaluate_window(
+    frames: LakeFrames,
+    window: tuple[datetime, datetime],
+    history: dict,
+    config: DriftConfig,
+    now: datetime | None = None,
+) -> WindowEvaluation:
+    """Check every slice of one window against the reference `history` gives it (see `record_baseline`)."""
+    now = now or datetime.now(UTC)
+    plans = _plans(frames, window[0], history, config)
+    evaluation = WindowEvaluation(window[0], window[1], plans={p.key: p for p in plans})
+    values, passed = {}, {}
+    metrics = _report_metrics(plans, config)
+    if metrics:
+        current, reference = _frames_for_report(plans)
+        evaluation.snapshot = run_report(current, reference, metrics, timestamp=window[0])
+        values, passed = snapshot_results(evaluation.snapshot)
+    for plan in plans:
+        evaluation.checks.extend(_check_rows(plan, values, passed, window, config, now))
+    return evaluation
+
+
+def record_baseline(evaluation: WindowEvaluation, history: dict, drifting: set[tuple[str, str]]) -> None:
+    """Add the window to the baseline of each slice that had enough responses and is not drifting.
+
+    `drifting` holds the slices with a drift alert still open after this window: while a regression
+    lasts, its windows stay out of the reference even when one of them happens to pass.
+    """
+    by_slice: dict[tuple[str, str], list[DriftCheckRow]] = {}
+    for row in evaluation.checks:
+        by_slice.setdefault((row.slice_dimension, row.slice_value), []).append(row)
+    for key, rows in by_slice.items():
+        eligible = (
+            all(r.status not in (CheckStatus.insufficient_data, CheckStatus.inconclusive) for r in rows)
+            and not any(r.status == CheckStatus.alert and r.check in DRIFT_CHECKS for r in rows)
+            and key not in drifting
+        )
+        for row in rows:
+            row.in_baseline = eligible
+        if eligible:
+            history.setdefault(key, []).append(evaluation.window_start)
