@@ -31,6 +31,8 @@ class CitationRow(CitationAuditResult):
     tenant: str
     risk_level: RiskLevel
     retriever_version: str | None = None
+    verifier: str = ""
+    verifier_version: str = ""
 
 
 class ClaimRow(ClaimCheck):
@@ -44,6 +46,8 @@ class ClaimRow(ClaimCheck):
     risk_level: RiskLevel
     retriever_version: str | None = None
     generator_model: str | None = None
+    verifier: str = ""
+    verifier_version: str = ""
 
 
 register_table("citations", CitationRow, time_column="event_time", key=("response_id", "citation_index"))

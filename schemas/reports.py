@@ -154,6 +154,9 @@ class CitationAuditReport(StrictModel):
 
     audit_results: list[CitationAuditResult]
     summary: CitationAuditSummary
+    verifier: str = ""
+    """Name of the verifier that judged claim support (the audit trail)."""
+    verifier_version: str = ""
 
 
 class ClaimCheck(StrictModel):
@@ -180,3 +183,6 @@ class ClaimAttributionReport(StrictModel):
     claims: list[ClaimCheck]
     attribution_coverage_rate: Confidence | None = None
     low_confidence_claim_rate: Confidence | None = None
+    verifier: str = ""
+    """Name of the verifier that checked the claims against their passages (the audit trail)."""
+    verifier_version: str = ""

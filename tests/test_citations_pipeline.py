@@ -50,6 +50,9 @@ def test_citations_and_claims_reach_the_lake_and_routing(tmp_path):
         ("swapped-low", 1, "[1]", "misattributed", "FAIL", "2"),
     ]
 
+    trail = con.execute("SELECT DISTINCT verifier, audited_at IS NOT NULL FROM citations").fetchall()
+    assert trail == [("heuristic", True)]
+
     claims = con.execute(
         "SELECT claim_index, missing_source, low_confidence, overconfident, verified_verdict "
         "FROM claims WHERE response_id = 'ok' ORDER BY claim_index"

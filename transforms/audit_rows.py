@@ -37,6 +37,8 @@ def citation_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
                     tenant=r.metadata.tenant,
                     risk_level=r.metadata.risk_level,
                     retriever_version=r.metadata.retriever_version,
+                    verifier=a.citations.verifier,
+                    verifier_version=a.citations.verifier_version,
                 )
             ),
         )
@@ -63,6 +65,8 @@ def claim_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
                     risk_level=r.metadata.risk_level,
                     retriever_version=r.metadata.retriever_version,
                     generator_model=r.metadata.generator_model,
+                    verifier=a.claims.verifier,
+                    verifier_version=a.claims.verifier_version,
                 )
             ),
         )

@@ -276,6 +276,8 @@ def audit_citations(response: LoggedResponse, verifier: Verifier) -> CitationAud
             critical_failures=list(dict.fromkeys(critical)),
             note="" if results else "no citations found in the response",
         ),
+        verifier=verifier.name,
+        verifier_version=str(verifier.version),
     )
 
 

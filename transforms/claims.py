@@ -143,6 +143,8 @@ def check_claims(
         claims=checks,
         attribution_coverage_rate=sum(not c.missing_source for c in checks) / n if n else None,
         low_confidence_claim_rate=sum(c.low_confidence for c in checks) / n if n else None,
+        verifier=verifier.name,
+        verifier_version=str(verifier.version),
     )
 
 
