@@ -83,6 +83,12 @@ class AuditOptions(PipelineOptions):
             help=f"Fixed event-time window size in seconds. Default {DEFAULT_WINDOW_SECONDS}.",
         )
         parser.add_argument(
+            "--allowed_lateness_seconds",
+            type=int,
+            default=0,
+            help="How long after a window closes its late responses are still audited (streaming). Default 0.",
+        )
+        parser.add_argument(
             "--confidence_threshold",
             type=float,
             default=DEFAULT_CONFIDENCE_THRESHOLD,
@@ -121,7 +127,9 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
     messages = source if source is not None else p | "ReadJsonl" >> ReadJsonlMessages(opts.input)
 
     parsed = messages | "ParseResponses" >> ParseResponses()
-    windowed = parsed[PARSED] | "WindowByEventTime" >> WindowByEventTime(opts.window_seconds)
+    windowed = parsed[PARSED] | "WindowByEventTime" >> WindowByEventTime(
+        opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds
+    )
     unique = windowed | "DropDuplicateResponses" >> DropDuplicateResponses()
     sampled = unique[PARSED] | "SampleResponses" >> SampleResponses(opts.sample_rate)
     verified = sampled | "VerifySentences" >> VerifySentences(

@@ -1,0 +1,316 @@
+"""Audit a Kafka topic continuously: responses in, the audit lake, a review queue and dead letters out.
+
+    groundwatch monitor --bootstrap-servers 127.0.0.1:39092 --topic rag.responses --lake ./groundwatch-lake \\
+        [--group-id groundwatch] [--window-seconds 60] [--sample-rate 1.0] [--until-caught-up] \\
+        [--review-topic rag.review] [--dead-letter-topic rag.dead-letters] \\
+        [--security-protocol SASL_SSL --sasl-mechanism PLAIN --sasl-username U --ssl-cafile ca.pem] \\
+        [any Beam option, e.g. --runner=FlinkRunner]
+
+Streaming (the default) runs on Beam's Prism runner (`--prism-location`, else `$GROUNDWATCH_PRISM`, else
+`~/.cache/groundwatch/bin/prism` as built by `scripts/build-prism.sh`): the Kafka source checkpoints every
+`--checkpoint-records` records or `--checkpoint-seconds` seconds, windows close as the watermark passes them,
+and each window's Parquet files appear in the lake. `--until-caught-up` reads from the group's committed
+offsets to the end offsets seen at start and exits, on the in-process FnApiRunner (catch-up, backfills).
+
+The consumer group's offsets are committed only after the rows the records produced are in the lake
+(`transforms.kafka_commit`); a crashed run restarts where the group's commits say and may re-audit a few
+responses, which the lake views count once. SASL and SSL passwords come only from the environment
+(`GROUNDWATCH_KAFKA_SASL_PASSWORD`, `GROUNDWATCH_KAFKA_SSL_PASSWORD`). The same graph runs on Flink or
+Dataflow by runner options only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from pipelines import audit
+from pipelines.judge_options import add_judge_arguments, judge_argv
+from transforms.kafka_commit import CommitOffsetsAfterLake
+from transforms.kafka_io import MESSAGES, PROGRESS, START_FROM, ReadKafkaMessages
+from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue
+from transforms.parse import ParseError, parse_message
+from transforms.sample import is_sampled
+from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
+from transforms.windows import DEFAULT_WINDOW_SECONDS
+
+__all__ = [
+    "ACCEPTS_PIPELINE_ARGS",
+    "MonitorOptions",
+    "add_arguments",
+    "build_monitor",
+    "connection_from_options",
+    "find_prism",
+    "lake_bound",
+    "main",
+    "run",
+]
+
+ACCEPTS_PIPELINE_ARGS = True
+DEFAULT_PRISM = os.path.join(os.path.expanduser("~"), ".cache", "groundwatch", "bin", "prism")
+
+
+class MonitorOptions(PipelineOptions):
+    """Kafka options of the monitor pipeline (the audit options come from `pipelines.audit.AuditOptions`)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument("--kafka_bootstrap_servers", help="Kafka bootstrap servers, host:port[,host:port].")
+        parser.add_argument(
+            "--kafka_topic", default="rag.responses", help="Topic of logged responses. Default rag.responses."
+        )
+        parser.add_argument("--kafka_group_id", default="groundwatch", help="Consumer group whose offsets are committed.")
+        parser.add_argument(
+            "--start_from",
+            default="committed",
+            choices=START_FROM,
+            help="committed (else earliest), earliest or latest. Default committed.",
+        )
+        parser.add_argument("--review_topic", default="rag.review", help="Review-queue topic; '' disables it.")
+        parser.add_argument("--dead_letter_topic", default="rag.dead-letters", help="Dead-letter topic; '' disables.")
+        parser.add_argument(
+            "--event_time",
+            default="kafka",
+            choices=("kafka", "message"),
+            help="Event time: kafka record timestamp or the message timestamp field.",
+        )
+        parser.add_argument(
+            "--max_out_of_order_seconds",
+            type=float,
+            default=5.0,
+            help="How far behind the latest event time the watermark stays. Default 5.",
+        )
+        parser.add_argument(
+            "--checkpoint_records", type=int, default=500, help="Records per source chunk. Default 500."
+        )
+        parser.add_argument(
+            "--checkpoint_seconds", type=float, default=1.0, help="Seconds per source chunk. Default 1."
+        )
+        parser.add_argument(
+            "--until_caught_up",
+            action="store_true",
+            default=False,
+            help="Read to the end offsets seen at start, then stop.",
+        )
+        parser.add_argument("--security_protocol", default=None, help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
+        parser.add_argument("--sasl_mechanism", default=None, help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...")
+        parser.add_argument(
+            "--sasl_username", default=None, help="SASL user (password: $GROUNDWATCH_KAFKA_SASL_PASSWORD)."
+        )
+        parser.add_argument("--ssl_cafile", default=None, help="CA bundle (PEM) to verify the brokers.")
+        parser.add_argument("--ssl_certfile", default=None, help="Client certificate (PEM) for mutual TLS.")
+        parser.add_argument(
+            "--ssl_keyfile", default=None, help="Client key (PEM); its password: $GROUNDWATCH_KAFKA_SSL_PASSWORD."
+        )
+
+
+def connection_from_options(opts: MonitorOptions, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The kafka-python connection settings; secrets from the environment only."""
+    env = os.environ if env is None else env
+    connection = {
+        "bootstrap_servers": opts.kafka_bootstrap_servers,
+        "security_protocol": opts.security_protocol,
+        "sasl_mechanism": opts.sasl_mechanism,
+        "sasl_plain_username": opts.sasl_username,
+        "sasl_plain_password": env.get("GROUNDWATCH_KAFKA_SASL_PASSWORD"),
+        "ssl_cafile": opts.ssl_cafile,
+        "ssl_certfile": opts.ssl_certfile,
+        "ssl_keyfile": opts.ssl_keyfile,
+        "ssl_password": env.get("GROUNDWATCH_KAFKA_SSL_PASSWORD"),
+    }
+    return {k: v for k, v in connection.items() if v}
+
+
+def lake_bound(raw: bytes, *, rate: float) -> bool:
+    """Whether a message will leave rows in the lake: everything but a valid response that is sampled out."""
+    try:
+        return is_sampled(_parsed_stub(parse_message(raw)), rate)
+    except ParseError:
+        return True
+
+
+def _parsed_stub(response):
+    from schemas import Origin, ParsedResponse
+
+    return ParsedResponse(response=response, origin=Origin(source="kafka:stub"))
+
+
+def validate(opts: MonitorOptions) -> None:
+    """Raise ValueError naming the flag when a Kafka option is unusable."""
+    if not opts.kafka_bootstrap_servers:
+        raise ValueError("--bootstrap-servers is required (host:port[,host:port])")
+    if not opts.kafka_topic:
+        raise ValueError("--topic is required")
+    if opts.checkpoint_records < 1 or opts.checkpoint_seconds <= 0:
+        raise ValueError("--checkpoint-records must be >= 1 and --checkpoint-seconds > 0")
+    if opts.max_out_of_order_seconds < 0:
+        raise ValueError("--max-out-of-order-seconds must be >= 0")
+
+
+def build_monitor(p: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    """Kafka -> the audit graph of `pipelines.audit` -> lake, review queue, dead-letter topic, offset commits."""
+    opts = options.view_as(MonitorOptions)
+    audit_opts = options.view_as(audit.AuditOptions)
+    validate(opts)
+    connection = connection_from_options(opts)
+    rate = audit_opts.sample_rate
+    read = p | "ReadFromKafka" >> ReadKafkaMessages(
+        connection,
+        [opts.kafka_topic],
+        group_id=opts.kafka_group_id,
+        bounded=opts.until_caught_up,
+        start_from=opts.start_from,
+        max_records=opts.checkpoint_records,
+        max_seconds=opts.checkpoint_seconds,
+        event_time=opts.event_time,
+        max_out_of_order_seconds=opts.max_out_of_order_seconds,
+        lake_bound=None if rate >= 1.0 else functools.partial(lake_bound, rate=rate),
+    )
+    outputs = audit.build_pipeline(p, options, source=read[MESSAGES])
+    outputs["commits"] = {"progress": read[PROGRESS], "lake_files": outputs["lake_files"]} | (
+        "CommitOffsets" >> CommitOffsetsAfterLake(connection, opts.kafka_group_id)
+    )
+    if opts.review_topic:
+        outputs["audited"] | "PublishReviewQueue" >> PublishReviewQueue(
+            connection, opts.review_topic, threshold=audit_opts.confidence_threshold
+        )
+    if opts.dead_letter_topic:
+        outputs["dead_letters"] | "PublishDeadLetters" >> PublishDeadLetters(connection, opts.dead_letter_topic)
+    return outputs
+
+
+def find_prism(explicit: str | None = None) -> str:
+    """The Prism binary: the flag, `$GROUNDWATCH_PRISM`, or the one `scripts/build-prism.sh` builds."""
+    for candidate in (explicit, os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM):
+        if candidate and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    raise ValueError(
+        f"no Prism binary: pass --prism-location or build it with scripts/build-prism.sh ({DEFAULT_PRISM})"
+    )
+
+
+def pipeline_options(argv: list[str]) -> PipelineOptions:
+    """Options from argv: FnApiRunner when bounded, Prism streaming otherwise, unless a runner is named."""
+    options = PipelineOptions(argv)
+    standard = options.view_as(StandardOptions)
+    if options.view_as(MonitorOptions).until_caught_up:
+        standard.runner = standard.runner or audit.DEFAULT_RUNNER
+    else:
+        standard.streaming = True
+        if standard.runner is None:
+            standard.runner = "PrismRunner"
+    if standard.runner == "PrismRunner":
+        from apache_beam.options.pipeline_options import PrismRunnerOptions
+
+        prism = options.view_as(PrismRunnerOptions)
+        prism.prism_location = find_prism(prism.prism_location)
+    return options
+
+
+def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCounts | None:
+    """Run until caught up (returns the counts) or forever (streaming; stop it with Ctrl-C or SIGTERM)."""
+    options = pipeline_options(argv)
+    audit.validate_options(options.view_as(audit.AuditOptions), need_input=False)
+    validate(options.view_as(MonitorOptions))
+    p = beam.Pipeline(options=options)
+    build_monitor(p, options)
+    result = p.run()
+    try:
+        result.wait_until_finish()
+    except KeyboardInterrupt:
+        result.cancel()
+        raise
+    counts = audit.counts_from_result(result)
+    out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
+    return counts
+
+
+_AUDIT_FLAGS = ("lake", "sample-rate", "window-seconds", "allowed-lateness-seconds", "confidence-threshold", "verifier")
+_KAFKA_FLAGS = (
+    "bootstrap-servers",
+    "topic",
+    "group-id",
+    "start-from",
+    "review-topic",
+    "dead-letter-topic",
+    "event-time",
+    "max-out-of-order-seconds",
+    "checkpoint-records",
+    "checkpoint-seconds",
+    "security-protocol",
+    "sasl-mechanism",
+    "sasl-username",
+    "ssl-cafile",
+    "ssl-certfile",
+    "ssl-keyfile",
+    "prism-location",
+)
+
+
+# Beam's own options already use these names; the pipeline options carry a kafka_ prefix.
+_RENAMED = {"bootstrap_servers": "kafka_bootstrap_servers", "topic": "kafka_topic", "group_id": "kafka_group_id"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `groundwatch monitor` flags; anything else is passed to Beam as a pipeline option."""
+    parser.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers, host:port[,...].")
+    parser.add_argument("--topic", default="rag.responses", help="Topic of logged responses. Default rag.responses.")
+    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    parser.add_argument("--group-id", default="groundwatch", help="Consumer group. Default groundwatch.")
+    parser.add_argument("--start-from", default="committed", choices=START_FROM, help="Default committed.")
+    parser.add_argument("--window-seconds", type=int, default=DEFAULT_WINDOW_SECONDS, help="Window size. Default 60.")
+    parser.add_argument(
+        "--allowed-lateness-seconds",
+        type=int,
+        default=3600,
+        help="Late responses still audited this long after their window. Default 3600.",
+    )
+    parser.add_argument("--sample-rate", type=float, default=1.0, help="Fraction audited (high risk always).")
+    parser.add_argument("--confidence-threshold", type=float, default=DEFAULT_CONFIDENCE_THRESHOLD, help="Default 0.7.")
+    parser.add_argument("--verifier", default="heuristic", help="Sentence verifier. Default heuristic.")
+    parser.add_argument("--until-caught-up", action="store_true", help="Read to the current end, then stop.")
+    parser.add_argument("--review-topic", default="rag.review", help="Review-queue topic ('' disables).")
+    parser.add_argument("--dead-letter-topic", default="rag.dead-letters", help="Dead-letter topic ('' disables).")
+    parser.add_argument("--event-time", default="kafka", choices=("kafka", "message"), help="Default kafka.")
+    parser.add_argument("--max-out-of-order-seconds", type=float, default=5.0, help="Watermark slack. Default 5.")
+    parser.add_argument("--checkpoint-records", type=int, default=500, help="Records per chunk. Default 500.")
+    parser.add_argument("--checkpoint-seconds", type=float, default=1.0, help="Seconds per chunk. Default 1.")
+    parser.add_argument("--security-protocol", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
+    parser.add_argument("--sasl-mechanism", help="e.g. PLAIN or SCRAM-SHA-512.")
+    parser.add_argument("--sasl-username", help="SASL user; the password only from $GROUNDWATCH_KAFKA_SASL_PASSWORD.")
+    parser.add_argument("--ssl-cafile", help="CA bundle (PEM).")
+    parser.add_argument("--ssl-certfile", help="Client certificate (PEM).")
+    parser.add_argument("--ssl-keyfile", help="Client key (PEM); password from $GROUNDWATCH_KAFKA_SSL_PASSWORD.")
+    parser.add_argument("--prism-location", help="Prism binary. Default ~/.cache/groundwatch/bin/prism.")
+    add_judge_arguments(parser)
+
+
+def to_argv(args: argparse.Namespace) -> list[str]:
+    """The pipeline argv for parsed CLI arguments plus the Beam options passed through."""
+    argv = []
+    for flag in _AUDIT_FLAGS + _KAFKA_FLAGS:
+        value = getattr(args, flag.replace("-", "_"), None)
+        if value is not None:
+            name = flag.replace("-", "_")
+            argv.append(f"--{_RENAMED.get(name, name)}={value}")
+    if args.until_caught_up:
+        argv.append("--until_caught_up")
+    return argv + judge_argv(args) + list(getattr(args, "extra_args", []) or [])
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        counts = run(to_argv(args))
+    except ValueError as e:
+        print(f"groundwatch monitor: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0 if counts is None or counts.adds_up else 1

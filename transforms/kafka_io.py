@@ -1,0 +1,364 @@
+"""Read a Kafka topic into Beam as raw messages, with a splittable DoFn over (topic, partition) on kafka-python.
+
+    messages = p | "ReadFromKafka" >> ReadKafkaMessages(
+        {"bootstrap_servers": "127.0.0.1:39092"}, ["rag.responses"], group_id="groundwatch", bounded=True)
+    messages[MESSAGES]   # (raw_bytes, Origin("kafka:<topic>", partition, offset)), timestamped by event time
+    messages[PROGRESS]   # ReadProgress: which offsets of a partition one chunk covered (for committing offsets)
+
+Each (topic, partition) is one element whose restriction is an `OffsetRange`:
+
+- bounded: from the group's committed offset (or earliest/latest when it has none) to the end offset
+  snapshotted when the restriction is made; the read ends there. Runs on the FnApiRunner (catch-up,
+  backfills, tests).
+- unbounded: to the end of time. The DoFn reads at most `max_records` records or `max_seconds` seconds,
+  then checkpoints with `defer_remainder` so the runner passes the chunk downstream and resumes later.
+
+Offsets have gaps (compaction, transaction markers, aborted transactions under read_committed): when the
+consumer's position passes the restriction's stop with no record left below it, the stop itself is claimed,
+which is what `OffsetRestrictionTracker.check_done` needs. Event time is the Kafka record timestamp, or the
+message's own `timestamp` field (`event_time="message"`); the watermark follows the latest event time read
+minus `max_out_of_order_seconds`, and advances to the wall clock minus that bound while a partition is idle.
+
+Consumers are built lazily once per DoFn instance and re-assigned per restriction, never per element.
+The connection is a plain dict of kafka-python client settings (bootstrap_servers, security_protocol,
+sasl_*, ssl_*), passed through as is, so any cluster works.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
+from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
+from apache_beam.metrics import Metrics
+from apache_beam.transforms.core import RestrictionProvider
+from apache_beam.transforms.window import TimestampedValue
+from apache_beam.utils.timestamp import Duration, Timestamp
+
+from schemas import Origin
+
+__all__ = [
+    "CLIENT_SETTINGS",
+    "MESSAGES",
+    "PROGRESS",
+    "START_FROM",
+    "ReadKafkaMessages",
+    "ReadProgress",
+    "client_config",
+    "kafka_source",
+    "message_event_time",
+    "resolve_start_offset",
+]
+
+MESSAGES = "messages"
+PROGRESS = "progress"
+START_FROM = ("committed", "earliest", "latest")
+UNBOUNDED_STOP = 2**63 - 1
+CLIENT_SETTINGS = (
+    "bootstrap_servers",
+    "client_id",
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_plain_username",
+    "sasl_plain_password",
+    "sasl_kerberos_service_name",
+    "sasl_kerberos_domain_name",
+    "ssl_cafile",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_password",
+    "ssl_check_hostname",
+    "ssl_crlfile",
+    "request_timeout_ms",
+)
+"""The kafka-python settings a connection dict may carry; they reach consumers, producers and admin clients."""
+
+
+def client_config(connection: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection dict checked against the settings every kafka-python client accepts."""
+    unknown = sorted(set(connection) - set(CLIENT_SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown Kafka connection settings: {', '.join(unknown)}")
+    if not connection.get("bootstrap_servers"):
+        raise ValueError("the Kafka connection needs bootstrap_servers (host:port[,host:port...])")
+    return {k: v for k, v in connection.items() if v is not None}
+
+
+def kafka_source(topic: str) -> str:
+    """The `Origin.source` of a message read from `topic`."""
+    return f"kafka:{topic}"
+
+
+@dataclass(frozen=True)
+class ReadProgress:
+    """One chunk of a partition read: offsets [start, next) are covered; `offsets` are the records in it
+    that must reach the lake before the group may commit past them."""
+
+    topic: str
+    partition: int
+    start: int
+    next: int
+    offsets: tuple[int, ...] = field(default=())
+
+
+def message_event_time(raw: bytes, fallback_s: float) -> float:
+    """The message's own `timestamp` (ISO 8601 with a zone, or epoch ms) in epoch seconds, else `fallback_s`."""
+    try:
+        value = json.loads(raw).get("timestamp")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value / 1000.0
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return when.timestamp() if when.tzinfo is not None else fallback_s
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
+        return fallback_s
+
+
+def resolve_start_offset(committed: int | None, earliest: int, latest: int, start_from: str) -> int:
+    """Where a partition's read starts: the committed offset when asked for and present, else earliest or latest."""
+    if start_from not in START_FROM:
+        raise ValueError(f"start_from must be one of {START_FROM}, got {start_from!r}")
+    if start_from == "committed" and committed is not None:
+        # Retention may have deleted what the group last committed; start at what still exists.
+        return min(max(committed, earliest), latest)
+    return latest if start_from == "latest" else earliest
+
+
+def _consumer(connection: Mapping[str, Any], group_id: str | None, **extra):
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(
+        group_id=group_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        **client_config(connection),
+        **extra,
+    )
+
+
+class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
+    """Read one partition's restriction: emit records, a progress record per chunk, and advance the watermark.
+
+    The DoFn is its own restriction provider (offset ranges bounded by the end offset seen when the range is
+    made, or unbounded); the bounded and unbounded subclasses differ only in how `process` is declared.
+    """
+
+    def __init__(self, connection, *, group_id, start_from, bounded, max_records, max_seconds, event_time,
+                 out_of_order_s, lake_bound):  # fmt: skip
+        self._connection = dict(connection)
+        self._group_id = group_id
+        self._start_from = start_from
+        self._bounded = bounded
+        self._max_records = max_records
+        self._max_seconds = max_seconds
+        self._event_time = event_time
+        self._out_of_order_s = out_of_order_s
+        self._lake_bound = lake_bound
+        self._reader = None
+        self._offsets_client = None
+        self._read = Metrics.counter("groundwatch.kafka", "records_read")
+
+    def __getstate__(self):
+        return {**self.__dict__, "_reader": None, "_offsets_client": None}
+
+    # -- restrictions -----------------------------------------------------------------------------------------
+    def initial_restriction(self, element):
+        from kafka import TopicPartition
+
+        tp = TopicPartition(*element)
+        if self._offsets_client is None:
+            self._offsets_client = _consumer(self._connection, self._group_id)
+        client = self._offsets_client
+        earliest = client.beginning_offsets([tp])[tp]
+        latest = client.end_offsets([tp])[tp]
+        committed = client.committed(tp) if self._group_id else None
+        start = resolve_start_offset(committed, earliest, latest, self._start_from)
+        return OffsetRange(start, latest if self._bounded else UNBOUNDED_STOP)
+
+    def create_tracker(self, restriction):
+        return OffsetRestrictionTracker(restriction)
+
+    def restriction_size(self, element, restriction):
+        return 0 if restriction.stop == UNBOUNDED_STOP else restriction.size()
+
+    def truncate(self, element, restriction):
+        return None  # on drain, read nothing more
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    def teardown(self):
+        for client in (self._reader, self._offsets_client):
+            if client is not None:
+                client.close()
+        self._reader = self._offsets_client = None
+
+    def _position_reader(self, tp, offset):
+        if self._reader is None:
+            self._reader = _consumer(self._connection, None, max_poll_records=min(self._max_records, 500))
+        self._reader.assign([tp])
+        self._reader.seek(tp, offset)
+        return self._reader
+
+    def read(self, element, tracker, watermark):
+        from kafka import TopicPartition
+
+        topic, partition = element
+        tp, source = TopicPartition(topic, partition), kafka_source(topic)
+        restriction = tracker.current_restriction()
+        reader = self._position_reader(tp, restriction.start)
+        started, records, lake_offsets, latest_event = time.monotonic(), 0, [], None
+        finished = False
+        while records < self._max_records and time.monotonic() - started < self._max_seconds:
+            batch = reader.poll(timeout_ms=200, max_records=self._max_records - records).get(tp, [])
+            for record in batch:
+                if not tracker.try_claim(record.offset):
+                    finished = True
+                    break
+                raw = record.value if record.value is not None else b""
+                event_s = record.timestamp / 1000.0
+                if self._event_time == "message":
+                    event_s = message_event_time(raw, event_s)
+                latest_event = event_s if latest_event is None else max(latest_event, event_s)
+                records += 1
+                if self._lake_bound is None or self._lake_bound(raw):
+                    lake_offsets.append(record.offset)
+                yield TimestampedValue((raw, Origin(source=source, partition=partition, offset=record.offset)), event_s)
+            if finished:
+                break
+            position = reader.position(tp)
+            if position >= restriction.stop:
+                tracker.try_claim(restriction.stop)  # a gap up to the stop: nothing left to read
+                finished = True
+                break
+            if not batch and not self._bounded:
+                break  # idle: checkpoint now rather than hold the bundle open
+        self._read.inc(records)
+        next_offset = restriction.stop if finished else reader.position(tp)
+        if next_offset > restriction.start or lake_offsets:
+            progress = ReadProgress(topic, partition, restriction.start, next_offset, tuple(lake_offsets))
+            yield beam.pvalue.TaggedOutput(PROGRESS, progress)
+        self._advance_watermark(watermark, latest_event, idle=records == 0)
+        if not finished:
+            # Resume right away after a full chunk; after an idle poll, wait a little.
+            tracker.defer_remainder(Duration(seconds=0 if records else 1))
+
+    def _advance_watermark(self, watermark, latest_event: float | None, *, idle: bool) -> None:
+        if self._bounded:
+            return
+        candidates = [time.time() - self._out_of_order_s] if idle else []
+        if latest_event is not None:
+            candidates.append(latest_event - self._out_of_order_s)
+        if not candidates:
+            return
+        proposed = Timestamp.of(max(candidates))
+        current = watermark.current_watermark()
+        if current is None or proposed > current:
+            watermark.set_watermark(proposed)
+
+
+# The DoFn is its own restriction provider (RestrictionParam without one); its watermark is set by hand.
+_OWN_RESTRICTIONS = beam.DoFn.RestrictionParam()
+_MANUAL_WATERMARK = beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())
+
+
+class _BoundedReadFn(_ReadPartitionFn):
+    def process(
+        self,
+        element,
+        tracker=_OWN_RESTRICTIONS,
+        watermark=_MANUAL_WATERMARK,
+    ):
+        yield from self.read(element, tracker, watermark)
+
+
+class _UnboundedReadFn(_ReadPartitionFn):
+    @beam.DoFn.unbounded_per_element()
+    def process(
+        self,
+        element,
+        tracker=_OWN_RESTRICTIONS,
+        watermark=_MANUAL_WATERMARK,
+    ):
+        yield from self.read(element, tracker, watermark)
+
+
+class _ListPartitionsFn(beam.DoFn):
+    def __init__(self, connection: Mapping[str, Any], topics: list[str]):
+        self._connection = dict(connection)
+        self._topics = list(topics)
+
+    def process(self, _):
+        client = _consumer(self._connection, None)
+        try:
+            for topic in self._topics:
+                partitions = client.partitions_for_topic(topic)
+                if not partitions:
+                    raise ValueError(f"Kafka topic {topic!r} does not exist or has no partitions")
+                for partition in sorted(partitions):
+                    yield topic, partition
+        finally:
+            client.close()
+
+
+class ReadKafkaMessages(beam.PTransform):
+    """Raw messages of Kafka topics as `(bytes, Origin)`, plus the `ReadProgress` of each chunk read.
+
+    Returns a tagged result: `[MESSAGES]` and `[PROGRESS]`. `lake_bound(raw) -> bool` says which records
+    will produce lake rows (default: all); only those hold back the offset commit.
+    """
+
+    def __init__(
+        self,
+        connection: Mapping[str, Any],
+        topics: list[str],
+        *,
+        group_id: str | None = None,
+        bounded: bool = True,
+        start_from: str = "committed",
+        max_records: int = 500,
+        max_seconds: float = 1.0,
+        event_time: str = "kafka",
+        max_out_of_order_seconds: float = 5.0,
+        lake_bound: Callable[[bytes], bool] | None = None,
+    ):
+        super().__init__()
+        client_config(connection)
+        if not topics:
+            raise ValueError("at least one Kafka topic is needed")
+        if start_from not in START_FROM:
+            raise ValueError(f"start_from must be one of {START_FROM}, got {start_from!r}")
+        if start_from == "committed" and not group_id:
+            raise ValueError("start_from='committed' needs a group_id")
+        if event_time not in ("kafka", "message"):
+            raise ValueError(f"event_time must be 'kafka' or 'message', got {event_time!r}")
+        if max_records < 1 or max_seconds <= 0 or max_out_of_order_seconds < 0:
+            raise ValueError("max_records >= 1, max_seconds > 0 and max_out_of_order_seconds >= 0 are required")
+        self._connection = dict(connection)
+        self._topics = list(topics)
+        self._group_id = group_id
+        self._bounded = bounded
+        self._start_from = start_from
+        self._read_args = dict(
+            bounded=bounded,
+            max_records=max_records,
+            max_seconds=max_seconds,
+            event_time=event_time,
+            out_of_order_s=max_out_of_order_seconds,
+            lake_bound=lake_bound,
+        )
+
+    def expand(self, pbegin):
+        fn_class = _BoundedReadFn if self._bounded else _UnboundedReadFn
+        read_fn = fn_class(self._connection, group_id=self._group_id, start_from=self._start_from, **self._read_args)
+        return (
+            pbegin
+            | "Impulse" >> beam.Impulse()
+            | "ListPartitions" >> beam.ParDo(_ListPartitionsFn(self._connection, self._topics))
+            | "Reshuffle" >> beam.Reshuffle()
+            | "ReadPartitions" >> beam.ParDo(read_fn).with_outputs(PROGRESS, main=MESSAGES)
+        )
