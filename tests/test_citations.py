@@ -16,7 +16,7 @@ from schemas import (
     VerificationStatus,
 )
 from transforms.citation_markers import parse_citations, resolve_citation
-from transforms.citations import audit_citations
+from transforms.citations import audit_citations, validate_citation_report
 from transforms.quotes import find_quotes, match_quote
 from transforms.verifiers import make_verifier
 
@@ -208,3 +208,29 @@ def test_no_citations_gives_an_empty_report_with_a_note(verifier):
     report = audit_citations(lease("The lease term is 24 months."), verifier)
     assert report.audit_results == [] and report.summary.total_citations == 0
     assert report.summary.note == "no citations found in the response"
+
+
+def test_reports_follow_the_harness_rules_on_the_sample_traffic(verifier):
+    from importlib import resources
+
+    lines = (resources.files("pipelines") / "data" / "sample_traffic.jsonl").read_bytes().splitlines()
+    checked = 0
+    for line in lines:
+        try:
+            response = LoggedResponse.model_validate_json(line)
+        except ValueError:
+            continue  # the sample's deliberately malformed lines
+        report = audit_citations(response, verifier)
+        assert validate_citation_report(report, response) == [], response.response_id
+        checked += 1
+    assert checked > 250
+
+
+def test_validator_catches_a_tampered_report(verifier):
+    response = lease()
+    report = audit_citations(response, verifier)
+    first = report.audit_results[0].model_copy(update={"source_text_excerpt": "The lease is 99 years."})
+    tampered = report.model_copy(update={"audit_results": [first, *report.audit_results[1:2]]})
+    errors = validate_citation_report(tampered, response)
+    assert any("do not match" in e for e in errors)
+    assert any("[doc_alpha]: source_text_excerpt is not a substring" in e for e in errors)

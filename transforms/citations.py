@@ -47,7 +47,15 @@ from transforms.quotes import QuoteFound, match_quote
 from transforms.textmatch import tokenize
 from transforms.verifier import Verifier
 
-__all__ = ["SUPPORT_FOR_VERDICT", "AuditCitationsStep", "audit_citation", "audit_citations", "judge_support"]
+__all__ = [
+    "SUPPORT_FOR_VERDICT",
+    "AuditCitationsStep",
+    "CitationReportInvalid",
+    "audit_citation",
+    "audit_citations",
+    "judge_support",
+    "validate_citation_report",
+]
 
 SUPPORT_FOR_VERDICT = {
     AttributionVerdict.fully_grounded: ClaimSupportLevel.SUPPORTS,
@@ -281,6 +289,36 @@ def audit_citations(response: LoggedResponse, verifier: Verifier) -> CitationAud
     )
 
 
+def validate_citation_report(report: CitationAuditReport, response: LoggedResponse) -> list[str]:
+    """What is wrong with a citation report, by spec 002's harness rules; empty when it is valid.
+
+    Every cited id of the response is reported and nothing else; every excerpt of an existing source is
+    a non-empty substring of that passage (enums and the summary's arithmetic are checked by the models).
+    """
+    errors = []
+    expected = sorted(r.citation_id for r in parse_citations(response))
+    got = sorted(r.citation_id for r in report.audit_results)
+    if got != expected:
+        errors.append(f"citation ids {got} do not match the response's citations {expected}")
+    passages = response.passages_by_id
+    for r in report.audit_results:
+        if r.source_exists != (r.doc_id in passages):
+            errors.append(f"{r.citation_id}: source_exists={r.source_exists} but doc_id {r.doc_id!r} says otherwise")
+        if r.source_exists and passages.get(r.doc_id) and passages[r.doc_id].content.strip():
+            if not r.source_text_excerpt or r.source_text_excerpt not in passages[r.doc_id].content:
+                errors.append(f"{r.citation_id}: source_text_excerpt is not a substring of passage {r.doc_id!r}")
+        if r.verification_status is VerificationStatus.fabricated and r.overall_verdict is not OverallVerdict.FAIL:
+            errors.append(f"{r.citation_id}: a fabricated citation must FAIL")
+    fabricated = {r.citation_id for r in report.audit_results if r.verification_status is VerificationStatus.fabricated}
+    if fabricated != set(report.summary.critical_failures):
+        errors.append(f"critical_failures {report.summary.critical_failures} must be the fabricated citations")
+    return errors
+
+
+class CitationReportInvalid(ValueError):
+    """A citation report broke the harness rules; the response goes to the dead letters with the reasons."""
+
+
 class AuditCitationsStep:
     """The pipeline's audit step: adds the citation audit to an AuditedResponse.
 
@@ -303,4 +341,7 @@ class AuditCitationsStep:
 
             self._verifier = make_verifier(self._name, **self._config)
         report = audit_citations(audited.parsed.response, self._verifier)
+        errors = validate_citation_report(report, audited.parsed.response)
+        if errors:
+            raise CitationReportInvalid("; ".join(errors))
         return audited.model_copy(update={"citations": report})
