@@ -127,6 +127,23 @@ def confusion_lines(m: dict, *, markdown: bool = False) -> list[str]:
     return lines
 
 
+_GRANULARITY_ADVICE = {"binary": "read binBA", "derived": "read compat"}
+
+
+def granularity_note(records) -> str:
+    """Which sources carry coarse labels, and which score means something for them (golden README)."""
+    kinds: dict[str, set[str]] = {}
+    for r in records:
+        kinds.setdefault(r.source, set()).add(r.granularity)
+    parts = [
+        f"{source} {kind} ({_GRANULARITY_ADVICE[kind]})"
+        for source, found in sorted(kinds.items())
+        for kind in sorted(found)
+        if kind in _GRANULARITY_ADVICE
+    ]
+    return "label granularity: " + "; ".join(parts) if parts else ""
+
+
 def _threshold_lines(run, args) -> tuple[list[str], dict]:
     points = threshold_sweep(run.sentences)
     current = threshold_sweep(run.sentences, thresholds=[args.threshold])[0]
@@ -200,6 +217,9 @@ def main(args: argparse.Namespace) -> int:
         f"verifier {args.verifier} {version} on {args.golden}: "
         f"{len(records)} records ({len(rejected)} rejected lines){speed_text}"
     )
+    granularity = granularity_note(records)
+    if granularity:
+        print(granularity)
     print("\nSENTENCES (positive = fully_grounded)")
     print("\n".join(metrics_table(summary["sentences"])))
     print()
@@ -228,6 +248,7 @@ def main(args: argparse.Namespace) -> int:
                 "golden": str(args.golden),
                 "records": len(records),
                 "config": config,
+                "granularity": granularity,
             },
         )
         print(f"\nreport written to {path}")

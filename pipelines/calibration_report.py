@@ -126,6 +126,7 @@ def write_report(
         "binBA = balanced accuracy of fully grounded vs the rest; AUC = ROC-AUC of the grounded score; "
         "spanF1 = token F1 of unsupported spans on the records that carry human spans.",
         "",
+        *([f"{header['granularity']}.", ""] if header.get("granularity") else []),
         "## Sentences",
         "",
         *metrics_table(summary["sentences"], markdown=True),
