@@ -19,12 +19,22 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from transforms.contradiction import find_contradictions
 from transforms.quantities import Quantity, extract_quantities, same_value, time_gaps
 from transforms.sentences import sentence_spans
-from transforms.textmatch import ANTONYMS, Token, citation_marker_spans, is_negation, tokenize, word_weight
+from transforms.textmatch import (
+    NEGATION_STEMS,
+    Token,
+    citation_marker_spans,
+    stem,
+    tokenize,
+    word_weight,
+)
+from transforms.textmatch import (
+    WORD_PATTERN as _WORD,
+)
 
 __all__ = [
-    "Contradiction",
     "EvidenceIndex",
     "SentenceAnalysis",
     "Source",
@@ -36,6 +46,7 @@ _WINDOW = 40  # words per piece when an evidence "sentence" is a long run withou
 _QUANTITY_WEIGHT = 1.5
 _PREFIX = 5  # a shared 5-letter prefix of two long words is weak support ("acquisition" / "acquired")
 _MAX_SOURCES = 3
+_SLOPE, _MIDPOINT = 4.0, 1.26
 
 
 @dataclass
@@ -44,9 +55,17 @@ class _EvSentence:
     text: str  # the whole passage
     start: int
     end: int
+    stem_list: list
     stems: frozenset
-    negations: int
     quantities: list
+    _negations: int | None = None
+
+    @property
+    def negations(self) -> int:
+        """How many negation cues the sentence has (counted on first use: only the best match needs it)."""
+        if self._negations is None:
+            self._negations = sum(1 for st in self.stem_list if st in NEGATION_STEMS or st.endswith("n't"))
+        return self._negations
 
 
 @dataclass
@@ -55,10 +74,20 @@ class EvidenceIndex:
 
     sentences: list
     postings: dict
-    prefixes: dict
     quantities: list  # (Quantity, sentence id)
-    bigrams: set
+    exact: dict  # (kind, unit, value) -> sentence ids, for the common case of an exactly equal quantity
     _gaps: dict | None = None
+    _bigrams: set | None = None
+    _prefixes: dict | None = None
+
+    def prefixed(self, word_stem: str) -> set:
+        """Evidence sentences with a long word sharing the first _PREFIX letters (index built on first use)."""
+        if self._prefixes is None:
+            self._prefixes = {}
+            for st, sids in self.postings.items():
+                if len(st) > _PREFIX + 1:
+                    self._prefixes.setdefault(st[:_PREFIX], set()).update(sids)
+        return self._prefixes.get(word_stem[:_PREFIX], set())
 
     def gaps(self) -> dict:
         """Durations between two evidence times or dates (computed on first use), to evidence sentence pairs."""
@@ -67,41 +96,48 @@ class EvidenceIndex:
             self._gaps = time_gaps(timed)
         return self._gaps
 
+    @property
+    def bigrams(self) -> set:
+        """Adjacent stem pairs of the evidence (built on first use: only unsupported spans need them)."""
+        if self._bigrams is None:
+            self._bigrams = {pair for s in self.sentences for pair in zip(s.stem_list, s.stem_list[1:], strict=False)}
+        return self._bigrams
 
-def _pieces(tokens: Sequence, spans: list[tuple[int, int]]):
-    """Group passage tokens by sentence, cutting sentences longer than _WINDOW words into windows."""
-    i = 0
-    for start, end in spans:
-        group = []
-        while i < len(tokens) and tokens[i].start < end:
-            if tokens[i].start >= start:
-                group.append(tokens[i])
-            i += 1
-        for k in range(0, len(group), _WINDOW):
-            chunk = group[k : k + _WINDOW]
-            if chunk:
-                yield (chunk[0].start if k else start), (chunk[-1].end if k + _WINDOW < len(group) else end), chunk
+
+def _key(q: Quantity) -> tuple:
+    return (q.kind, q.unit, q.value)
 
 
 def index_evidence(passages: Sequence[tuple[str, str]]) -> EvidenceIndex:
     """Index (doc_id, content) passages for `analyse_sentence`."""
-    sentences, postings, prefixes, quantities, bigrams = [], {}, {}, [], set()
+    sentences, postings, quantities, exact = [], {}, [], {}
     for doc_id, text in passages:
-        tokens = tokenize(text)
-        for a, b in zip(tokens, tokens[1:], strict=False):
-            bigrams.add((a.stem, b.stem))
         qs = extract_quantities(text)
-        for start, end, chunk in _pieces(tokens, sentence_spans(text)):
-            sid = len(sentences)
-            stems = frozenset(t.stem for t in chunk)
-            sq = [q for q in qs if start <= q.start < end]
-            sentences.append(_EvSentence(doc_id, text, start, end, stems, sum(map(is_negation, chunk)), sq))
-            for s in stems:
-                postings.setdefault(s, []).append(sid)
-                if len(s) > _PREFIX + 1:
-                    prefixes.setdefault(s[:_PREFIX], set()).add(sid)
-            quantities.extend((q, sid) for q in sq)
-    return EvidenceIndex(sentences, postings, prefixes, quantities, bigrams)
+        for start, end in sentence_spans(text):
+            words = _WORD.findall(text, start, end)
+            cuts = [(start, end, words)]
+            if len(words) > _WINDOW:  # a long run without full stops: cut into windows of words
+                ms = list(_WORD.finditer(text, start, end))
+                cuts = [
+                    (
+                        ms[k].start() if k else start,
+                        ms[k + _WINDOW - 1].end() if k + _WINDOW < len(ms) else end,
+                        [m.group() for m in ms[k : k + _WINDOW]],
+                    )
+                    for k in range(0, len(ms), _WINDOW)
+                ]
+            for cs, ce, ws in cuts:
+                sid = len(sentences)
+                stem_list = list(map(stem, ws))
+                stems = frozenset(stem_list)
+                sq = [q for q in qs if cs <= q.start < ce]
+                sentences.append(_EvSentence(doc_id, text, cs, ce, stem_list, stems, sq))
+                for st in stems:
+                    postings.setdefault(st, []).append(sid)
+                for q in sq:
+                    quantities.append((q, sid))
+                    exact.setdefault(_key(q), set()).add(sid)
+    return EvidenceIndex(sentences, postings, quantities, exact)
 
 
 @dataclass
@@ -111,16 +147,6 @@ class Source:
     doc_id: str
     excerpt: str
     parts: list = field(default_factory=list)
-
-
-@dataclass
-class Contradiction:
-    """Evidence that states a different value, the opposite polarity or an antonym of the claim."""
-
-    doc_id: str
-    excerpt: str
-    reason: str
-    strength: float
 
 
 @dataclass
@@ -135,6 +161,7 @@ class SentenceAnalysis:
     derived: list = field(default_factory=list)
     grounded_probability: float = 0.0
     notes: list = field(default_factory=list)
+    features: dict = field(default_factory=dict)
 
     def provenance_notes(self) -> str:
         """Which part came from which passage, and how derived values were computed."""
@@ -166,7 +193,9 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         ids = [i for i, t in enumerate(tokens) if q.start <= t.start < q.end]
         for i in ids:
             in_quantity[i] = True
-        support = {sid for eq, sid in ev.quantities if same_value(q, eq)}
+        support = set(ev.exact.get(_key(q), ()))
+        if not support and (q.kind in ("date", "year") or q.kind == "number" and q.value):
+            support = {sid for eq, sid in ev.quantities if same_value(q, eq)}
         item = _Item(q.text, _QUANTITY_WEIGHT, support, ids, quantity=q)
         if not support and q.kind == "duration":
             pairs = ev.gaps().get(float(q.value))
@@ -180,7 +209,7 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
             continue
         support = set(ev.postings.get(t.stem, ()))
         if not support and len(t.stem) > _PREFIX + 1:
-            support = set(ev.prefixes.get(t.stem[:_PREFIX], ()))
+            support = set(ev.prefixed(t.stem))
             w_support = 0.7
         else:
             w_support = 1.0
@@ -188,13 +217,14 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
     return tokens, items, quantities
 
 
-def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int], float]:
+def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int], dict[int, float]]:
     """Pick up to _MAX_SOURCES evidence sentences that together support the most claim weight."""
     gain: dict[int, float] = {}
-    for it in items:
+    members: dict[int, list[int]] = {}
+    for k, it in enumerate(items):
         for sid in it.support:
             gain[sid] = gain.get(sid, 0.0) + it.weight
-    best_single = max(gain.values(), default=0.0) / total if total else 0.0
+            members.setdefault(sid, []).append(k)
     candidates = sorted(gain, key=gain.get, reverse=True)[:12]
     picked, covered = [], set()
     for _ in range(_MAX_SOURCES):
@@ -202,14 +232,14 @@ def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int]
         for sid in candidates:
             if sid in picked:
                 continue
-            g = sum(it.weight for k, it in enumerate(items) if k not in covered and sid in it.support)
+            g = sum(items[k].weight for k in members[sid] if k not in covered)
             if g > best_gain:
                 best, best_gain = sid, g
         if best is None or best_gain < max(0.34, 0.08 * total):
             break
         picked.append(best)
-        covered |= {k for k, it in enumerate(items) if best in it.support}
-    return picked, covered, best_single
+        covered.update(members[best])
+    return picked, covered, gain
 
 
 def _token_spans(sentence: str, tokens: list[Token], unsupported: set[int], ev: EvidenceIndex) -> list[str]:
@@ -248,64 +278,52 @@ def _token_spans(sentence: str, tokens: list[Token], unsupported: set[int], ev: 
     return out
 
 
-def _compatible(a: Quantity, b: Quantity) -> bool:
-    if a.kind == "date" and b.kind == "date":
-        return any(x is not None and y is not None and x != y for x, y in zip(a.value, b.value, strict=True))
-    if {a.kind, b.kind} <= {"year", "date"} and a.kind != b.kind:
-        return False
-    return a.kind == b.kind and a.unit == b.unit
+def _probability(f: dict) -> float:
+    """Probability that the claim is fully grounded, from the alignment features (weights set on labeled dev data)."""
+    z = (
+        f["coverage"]
+        + f["local"]
+        + 0.7 * f["bigram"]
+        + f["cbigram"]
+        - 2.5 * f["novel"]
+        - 0.6 * f["bad_quantities"]
+        - 0.4 * f["bad_names"]
+    )
+    lexical = 1.0 / (1.0 + math.exp(-_SLOPE * (z - _MIDPOINT)))
+    return lexical * (1.0 - 0.9 * f["contra"])
 
 
-def _contradictions(tokens, items, ev, gain_of, total) -> list[Contradiction]:
-    found = []
-    for it in items:
-        q = it.quantity
-        if q is None or it.support:
-            continue
-        near = {
-            tokens[i].stem
-            for i in range(len(tokens))
-            if not tokens[i].stop and i not in it.token_ids and abs(i - (it.token_ids[0] if it.token_ids else 0)) <= 5
-        }
-        for eq, sid in ev.quantities:
-            if not _compatible(q, eq):
-                continue
-            s = ev.sentences[sid]
-            align = gain_of.get(sid, 0.0) / total if total else 0.0
-            local = near & s.stems
-            if align >= 0.5 or (local and (q.unit or align >= 0.25)):
-                excerpt = _excerpt(s)
-                found.append(
-                    Contradiction(
-                        s.doc_id, excerpt, f"{q.text!r} but the evidence says {eq.text!r}", min(1.0, 0.5 + align)
-                    )
-                )
-                break
-    if not gain_of:
-        return found
-    best = max(gain_of, key=gain_of.get)
-    align = gain_of[best] / total if total else 0.0
-    s = ev.sentences[best]
-    claim_neg = sum(map(is_negation, tokens))
-    if align >= 0.6 and (claim_neg % 2) != (s.negations % 2):
-        found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
-    if align >= 0.5:
-        claim_stems = {t.stem for t in tokens}
-        for t in tokens:
-            opposite = ANTONYMS.get(t.stem)
-            if opposite and t.stem not in s.stems and opposite & s.stems and not opposite & claim_stems:
-                found.append(
-                    Contradiction(
-                        s.doc_id, _excerpt(s), f"{t.text!r} where the evidence says the opposite", 0.7 * align
-                    )
-                )
-                break
-    return found
+def _local_coverage(items, gain_of, ev, total) -> float:
+    """Claim weight supported by the best evidence sentence and its neighbours in the same passage."""
+    best = 0.0
+    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:3]:
+        doc = ev.sentences[sid].doc_id
+        near = {x for x in (sid - 1, sid, sid + 1) if 0 <= x < len(ev.sentences) and ev.sentences[x].doc_id == doc}
+        best = max(best, sum(it.weight for it in items if it.support & near) / total)
+    return best
 
 
-def _probability(coverage: float, best_single: float, n_bad_quantities: int) -> float:
-    z = 9.0 * (coverage - 0.75) + 3.0 * (best_single - 0.5) - 2.0 * n_bad_quantities
-    return 1.0 / (1.0 + math.exp(-z))
+def _content_bigrams(tokens, ev) -> float:
+    """Share of adjacent content-word pairs of the claim (function words skipped) found adjacent in the evidence."""
+    content = [t.stem for t in tokens if not t.stop]
+    pairs = list(zip(content, content[1:], strict=False))
+    if not pairs:
+        return 1.0
+    found = 0
+    for a, b in pairs:
+        sids = set(ev.postings.get(a, ())) & set(ev.postings.get(b, ()))
+        found += any(_near(ev.sentences[sid].stem_list, a, b) for sid in sids)
+    return found / len(pairs)
+
+
+def _near(stem_list, a, b, gap=3) -> bool:
+    pos = [i for i, x in enumerate(stem_list) if x == a]
+    return any(b in stem_list[max(0, i - gap) : i + gap + 1] for i in pos)
+
+
+def _is_name(tokens, item) -> bool:
+    t = tokens[item.token_ids[0]]
+    return t.capital and t.start > 0
 
 
 def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
@@ -317,7 +335,8 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         out.notes.append("no factual content words to check")
         out.grounded_probability = 0.5
         return out
-    picked, covered, best_single = _greedy_cover(items, total)
+    picked, covered, gain_of = _greedy_cover(items, total)
+    best_single = max(gain_of.values(), default=0.0) / total
     # A derived value needs both of its evidence sentences among the sources.
     for k, it in enumerate(items):
         if it.pair and k in covered:
@@ -328,10 +347,6 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
             out.derived.append(
                 f"{it.label!r} computed as the gap between a time or date in {a.doc_id} and one in {b.doc_id}"
             )
-    gain_of: dict[int, float] = {}
-    for it in items:
-        for sid in it.support:
-            gain_of[sid] = gain_of.get(sid, 0.0) + it.weight
     for sid in picked:
         s = ev.sentences[sid]
         parts = [it.label for k, it in enumerate(items) if k in covered and sid in it.support and not it.pair]
@@ -341,7 +356,20 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
     out.best_single = best_single
     unsupported_tokens = {i for k, it in enumerate(items) if k not in covered for i in it.token_ids}
     out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, ev)
-    out.contradictions = _contradictions(tokens, items, ev, gain_of, total)
+    out.contradictions = find_contradictions(tokens, items, ev, gain_of, total)
     bad_quantities = sum(1 for k, it in enumerate(items) if it.quantity is not None and k not in covered)
-    out.grounded_probability = _probability(out.coverage, best_single, bad_quantities)
+    pairs = list(zip(tokens, tokens[1:], strict=False))
+    out.features = {
+        "coverage": out.coverage,
+        "local": _local_coverage(items, gain_of, ev, total),
+        "bigram": sum((x.stem, y.stem) in ev.bigrams for x, y in pairs) / max(1, len(pairs)),
+        "cbigram": _content_bigrams(tokens, ev),
+        "novel": sum(it.weight for it in items if not it.support) / total,
+        "bad_quantities": bad_quantities,
+        "bad_names": sum(
+            it.weight for k, it in enumerate(items) if k not in covered and it.quantity is None and _is_name(tokens, it)
+        ),
+        "contra": max((c.strength for c in out.contradictions), default=0.0),
+    }
+    out.grounded_probability = _probability(out.features)
     return out

@@ -34,12 +34,13 @@ def grounded_score(verdict: SentenceVerdict) -> float:
 
 
 def _verdict_of(a: SentenceAnalysis) -> tuple[AttributionVerdict, float]:
-    if a.contradictions:
-        strength = max(c.strength for c in a.contradictions)
-        return AttributionVerdict.contradicted, round(min(0.99, 0.55 + 0.4 * strength), 4)
     p = a.grounded_probability
+    if a.contradictions and p < 0.5:
+        return AttributionVerdict.contradicted, round(1.0 - p, 4)
     if p >= 0.5:
         return AttributionVerdict.fully_grounded, round(p, 4)
+    if a.contradictions:
+        return AttributionVerdict.contradicted, round(1.0 - p, 4)
     if a.coverage < 0.25 or not a.sources:
         return AttributionVerdict.ungrounded, round(1.0 - p, 4)
     return AttributionVerdict.partially_grounded, round(1.0 - p, 4)
@@ -69,7 +70,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "1"
+    version = "2"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])

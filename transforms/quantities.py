@@ -41,8 +41,12 @@ _DATE_PATTERNS = [
     re.compile(r"\b(?P<year>1\d{3}|20\d{2})-(?P<mon>[01]\d)-(?P<day>[0-3]\d)\b"),
     re.compile(r"\b(?P<mon>[01]?\d)/(?P<day>[0-3]?\d)/(?P<year>1\d{3}|20\d{2})\b"),
     re.compile(rf"\b{_MONTH_RE}\s+{_DAY}\b(?![:\d])"),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH_RE}\b"),
     re.compile(rf"\b{_MONTH_RE},?\s+{_YEAR}\b"),
 ]
+_AGE = re.compile(r"[\s-]+old\b")
+_ANY_MONTH = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)")
+_AMPM = re.compile(r"\d\s*[ap]\.?m\b", re.IGNORECASE)
 _TIME = re.compile(
     r"\b(?P<h>[01]?\d|2[0-3])(?::(?P<m>[0-5]\d))(?::[0-5]\d)?\s*(?P<ap>[ap]\.?\s?m\b\.?)?"
     r"|\b(?P<h2>1[0-2]|0?[1-9])\s*(?P<ap2>[ap]\.?m\b\.?)",
@@ -137,7 +141,11 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
     """Dates, times, durations and numbers (with unit and scale) in `text`, in order of position."""
     found: list[Quantity] = []
     spans: list[tuple[int, int]] = []
-    for pattern in _DATE_PATTERNS:
+    has_month = _ANY_MONTH.search(text) is not None
+    has_sep = "-" in text or "/" in text
+    for i, pattern in enumerate(_DATE_PATTERNS):
+        if not (has_month if i not in (2, 3) else has_sep):
+            continue
         for m in pattern.finditer(text):
             if _taken(spans, m.start(), m.end()):
                 continue
@@ -150,7 +158,7 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             year = int(gd["year"]) if gd.get("year") else None
             found.append(Quantity("date", (year, month, day), "", m.start(), m.end(), m.group()))
             spans.append(m.span())
-    for m in _TIME.finditer(text):
+    for m in _TIME.finditer(text) if ":" in text or _AMPM.search(text) else ():
         if _taken(spans, m.start(), m.end()):
             continue
         hour = int(m.group("h") or m.group("h2"))
@@ -173,6 +181,8 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             unit = m.group("cur")
         start = m.start("cur") if m.group("cur") else m.start("num")
         kind = "number"
+        if unit.startswith("dur:") and _AGE.match(text, end):  # "24 year old" is an age, not a span of time
+            unit, end = "", m.end("num")
         if unit.startswith("dur:"):
             kind, value, unit = "duration", value * _DURATION[unit[4:]], ""
         elif not unit and m.group("num").isdigit() and 1000 <= value <= 2099 and len(m.group("num")) == 4:
@@ -186,6 +196,8 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
         unit, scale = _unit(m.group("unit"))
         end = m.end("unit") if m.group("unit") and unit != "?" else m.end("num")
         unit = "" if unit == "?" else unit
+        if unit.startswith("dur:") and _AGE.match(text, end):
+            unit, end = "", m.end("num")
         if unit.startswith("dur:"):
             found.append(Quantity("duration", value * _DURATION[unit[4:]], "", m.start(), end, text[m.start() : end]))
         else:
@@ -202,7 +214,10 @@ def _close(a: float, b: float) -> bool:
 def same_value(claim: Quantity, ev: Quantity) -> bool:
     """Whether an evidence quantity states the claim's value (a less specific claim date or a rounding counts)."""
     if claim.kind == "date" and ev.kind == "date":
-        return all(c is None or c == e for c, e in zip(claim.value, ev.value, strict=True))
+        (cy, cm, cd), (ey, em, ed) = claim.value, ev.value
+        # Evidence often leaves out the year of a day it names ("died on May 7"): the day and month must match.
+        year_ok = cy is None or cy == ey or (ey is None and cd is not None and cd == ed)
+        return year_ok and (cm is None or cm == em) and (cd is None or cd == ed)
     if claim.kind == "year":
         return (ev.kind == "year" and _close(claim.value, ev.value)) or (
             ev.kind == "date" and ev.value[0] == claim.value

@@ -35,16 +35,15 @@ _END = re.compile(
 )
 _SEMICOLON = re.compile(r";(?=\s)")
 _BULLET = re.compile(r"[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219]|\d{1,3}[.)]|[a-z]\))[ \t]+")
-_WORD_BEFORE = re.compile(r"(\S+)$")
 _WORDS = re.compile(r"[^\W_]+")
 
 
 def _is_abbreviation(head: str, tail: str) -> bool:
     """Whether the full stop ending `head` belongs to an abbreviation, an initial or a dotted acronym."""
-    m = _WORD_BEFORE.search(head)
-    if not m:
+    parts = head.rsplit(None, 1)
+    if not parts:
         return False
-    word = m.group(1).lstrip("\"'(\u201c\u2018[").rstrip(".")
+    word = parts[-1].lstrip("\"'(\u201c\u2018[").rstrip(".")
     low = word.lower()
     if low in _ABBREVIATIONS:
         return True
@@ -52,6 +51,8 @@ def _is_abbreviation(head: str, tail: str) -> bool:
         return bool(re.match(r"\s*\d", tail))
     if len(word) == 1 and word.isupper():  # an initial: "J. K. Rowling", "George W. Bush"
         return True
+    if "." not in word:
+        return False
     # Dotted acronyms (U.S.A., Ph.D.), but not a.m./p.m. followed by a capital: those end sentences often.
     return bool(re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word)) and low not in ("a.m", "p.m")
 
@@ -73,6 +74,9 @@ def _split_line(text: str, start: int, end: int) -> list[tuple[int, int]]:
     spans.append((cut, end))
     out = []
     for s, e in spans:
+        if ";" not in text[s:e]:
+            out.append((s, e))
+            continue
         depth, pieces, piece_start = 0, [], s
         for i in range(s, e):
             ch = text[i]

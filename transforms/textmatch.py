@@ -19,16 +19,19 @@ from typing import NamedTuple
 __all__ = [
     "ANTONYMS",
     "NEGATION_CUES",
+    "NEGATION_STEMS",
     "STOPWORDS",
     "Token",
     "citation_marker_spans",
+    "WORD_PATTERN",
     "is_negation",
+    "is_negation_word",
     "stem",
     "tokenize",
     "word_weight",
 ]
 
-_WORD = re.compile(r"[^\W_]+(?:['\u2019][a-zA-Z]{1,2}\b)?")
+WORD_PATTERN = _WORD = re.compile(r"[^\W_]+(?:['\u2019][a-zA-Z]{1,2}\b)?")
 # Inline citation markers: [1], [2, 3], [doc_alpha], [12-14]; not claims, so never matched as words.
 _CITATION = re.compile(r"\s?\[(?:[\w.:\-]+(?:\s*[,;]\s*[\w.:\-]+)*)\]")
 
@@ -110,6 +113,7 @@ for _a, _b in _ANTONYM_PAIRS:
     for _x, _y in ((stem(_a), stem(_b)), (stem(_b), stem(_a))):
         ANTONYMS[_x] = ANTONYMS.get(_x, frozenset()) | {_y}
 
+NEGATION_STEMS = frozenset(stem(w) for w in NEGATION_CUES)
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
 _STOP_STEMS = frozenset(stem(w) for w in STOPWORDS) | STOPWORDS
 
@@ -146,10 +150,15 @@ def citation_marker_spans(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _CITATION.finditer(text)]
 
 
-def is_negation(token: Token) -> bool:
-    """Whether a token negates its clause ("not", "never", "didn't", ...)."""
-    low = token.text.lower().replace("\u2019", "'")
+def is_negation_word(word: str) -> bool:
+    """Whether a word negates its clause ("not", "never", "didn't", ...)."""
+    low = word.lower().replace("\u2019", "'")
     return low in NEGATION_CUES or low.endswith("n't")
+
+
+def is_negation(token: Token) -> bool:
+    """Whether a token negates its clause."""
+    return is_negation_word(token.text)
 
 
 def word_weight(token: Token) -> float:

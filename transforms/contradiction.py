@@ -1,0 +1,106 @@
+"""Contradiction cues for the heuristic verifier: a different value, a flipped negation, an antonym, a swapped name.
+
+Each cue needs an evidence sentence that is clearly about the same thing (it
+covers much of the claim's weight), so that "3.1 mmol/L" is contradicted by
+"potassium at 4.2 mmol/L" but not by an unrelated number elsewhere::
+
+    find_contradictions(tokens, items, evidence_index, gain_of, total)   # called by analyse_sentence
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from transforms.quantities import Quantity
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, word_weight
+
+__all__ = ["Contradiction", "find_contradictions"]
+
+SUBSTITUTION_ALIGNMENT = 0.6
+
+
+@dataclass
+class Contradiction:
+    """Evidence that states a different value, the opposite polarity or an antonym of the claim."""
+
+    doc_id: str
+    excerpt: str
+    reason: str
+    strength: float
+
+
+def _compatible(a: Quantity, b: Quantity) -> bool:
+    """Whether two quantities measure the same kind of thing, so that different values conflict."""
+    if a.kind == "date" and b.kind == "date":
+        return any(x is not None and y is not None and x != y for x, y in zip(a.value, b.value, strict=True))
+    if {a.kind, b.kind} <= {"year", "date"} and a.kind != b.kind:
+        return False
+    return a.kind == b.kind and a.unit == b.unit
+
+
+def _excerpt(s) -> str:
+    return s.text[s.start : s.end]
+
+
+def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:
+    found = []
+    for it in items:
+        q = it.quantity
+        if q is None or it.support:
+            continue
+        first = it.token_ids[0] if it.token_ids else 0
+        near = {t.stem for i, t in enumerate(tokens) if not t.stop and i not in it.token_ids and abs(i - first) <= 5}
+        for eq, sid in ev.quantities:
+            if not _compatible(q, eq):
+                continue
+            s = ev.sentences[sid]
+            align = gain_of.get(sid, 0.0) / total
+            if align >= 0.5 or (near & s.stems and (q.unit or align >= 0.25)):
+                reason = f"{q.text!r} but the evidence says {eq.text!r}"
+                found.append(Contradiction(s.doc_id, _excerpt(s), reason, min(1.0, 0.5 + align)))
+                break
+    return found
+
+
+def _substitutions(tokens, s, align: float) -> list[Contradiction]:
+    """Words of the claim put in place of different words of an aligned evidence sentence ("Concept" -> "Evolution")."""
+    claim = [t.stem for t in tokens]
+    matcher = SequenceMatcher(None, claim, s.stem_list, autojunk=False)
+    claim_stems = set(claim)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "replace" or i2 - i1 > 6 or j2 - j1 > 6 or i1 == 0 or i2 == len(claim):
+            continue
+        # Only names: a common word put in place of another is far more often a paraphrase than a contradiction.
+        new = [t for t in tokens[i1:i2] if t.stem not in s.stems and t.capital and t.start > 0 and not t.stop]
+        dropped = [x for x in s.stem_list[j1:j2] if x not in claim_stems and x not in NEGATION_STEMS and len(x) > 2]
+        if sum(word_weight(t) for t in new) >= 0.9 and dropped:
+            said = " ".join(t.text for t in tokens[i1:i2])
+            return [Contradiction(s.doc_id, _excerpt(s), f"{said!r} where the evidence has other words", 0.75 * align)]
+    return []
+
+
+def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:
+    """Contradiction cues of one sentence against indexed evidence (see `transforms.alignment`)."""
+    if not total:
+        return []
+    found = _quantity_conflicts(tokens, items, ev, gain_of, total)
+    if not gain_of:
+        return found
+    best = max(gain_of, key=gain_of.get)
+    align = gain_of[best] / total
+    s = ev.sentences[best]
+    claim_neg = sum(1 for t in tokens if t.stem in NEGATION_STEMS or t.stem.endswith("n't"))
+    if align >= 0.6 and (claim_neg % 2) != (s.negations % 2):
+        found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
+    if align >= 0.5:
+        claim_stems = {t.stem for t in tokens}
+        for t in tokens:
+            opposite = ANTONYMS.get(t.stem)
+            if opposite and t.stem not in s.stems and opposite & s.stems and not opposite & claim_stems:
+                reason = f"{t.text!r} where the evidence says the opposite"
+                found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))
+                break
+    if align >= SUBSTITUTION_ALIGNMENT and not found:
+        found.extend(_substitutions(tokens, s, align))
+    return found
