@@ -16,6 +16,7 @@ invented one is caught as fabricated.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -105,14 +106,18 @@ def _explicit_by_ref(citations: Sequence[LoggedCitation] | None) -> dict[str, Lo
 
 def _sentence_of(position: int, spans: list[tuple[int, int]], answer: str) -> int | None:
     """The sentence a marker belongs to: the one containing it, or the previous one if it opens a sentence."""
-    for i, (start, end) in enumerate(spans):
-        if start <= position < end:
-            if i > 0 and not strip_markers(answer[start:position]).strip():
-                return i - 1
-            return i
-        if position < start:
-            return i - 1 if i > 0 else 0
-    return len(spans) - 1 if spans else None
+    if not spans:
+        return None
+    # The last sentence starting at or before the marker (binary search: answers can be long).
+    i = bisect.bisect_right([start for start, _ in spans], position) - 1
+    if i < 0:
+        return 0
+    start, end = spans[i]
+    if position >= end:
+        return i  # in the gap after sentence i
+    if i > 0 and not strip_markers(answer[start:position]).strip():
+        return i - 1
+    return i
 
 
 def _same_claim(citation: LoggedCitation, sentence: str) -> bool:

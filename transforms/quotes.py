@@ -35,7 +35,8 @@ _QUOTE_CHARS = str.maketrans(
         "\u2033": '"',
     }
 )
-_MIN_SIMILARITY_ANCHOR = 3
+_ANCHOR_WORDS = 3
+_MAX_CANDIDATES = 200
 
 
 class QuotedSpan(NamedTuple):
@@ -92,21 +93,31 @@ def normalize_with_map(text: str) -> tuple[str, list[int]]:
 
 
 def _closest(passage: str, quote: str) -> QuoteFound:
-    """The passage window of the quote's length that resembles it most, anchored on shared character runs."""
+    """The passage window of the quote's length that resembles it most.
+
+    Candidate windows are anchored where one of the quote's longest words occurs in the passage, so the
+    cost grows with the number of anchors, not with passage length times quote length.
+    """
     norm_p, map_p = normalize_with_map(passage)
     norm_q, _ = normalize_with_map(quote)
     if not norm_p or not norm_q:
         return QuoteFound(QuoteMatch.none, None, None, 0.0)
-    matcher = SequenceMatcher(None, norm_p, norm_q, autojunk=False)
+    words = sorted({m.group() for m in re.finditer(r"\w{3,}", norm_q)}, key=len, reverse=True)[:_ANCHOR_WORDS]
+    starts: set[int] = set()
+    for word in words:
+        offset = norm_q.find(word)
+        at = norm_p.find(word)
+        while at >= 0 and len(starts) < _MAX_CANDIDATES:
+            starts.add(max(0, at - offset))
+            at = norm_p.find(word, at + 1)
     best = (0.0, None, None)
-    starts = {max(0, a - b) for a, b, size in matcher.get_matching_blocks() if size >= _MIN_SIMILARITY_ANCHOR}
     for start in sorted(starts):
         end = min(len(norm_p), start + len(norm_q))
         ratio = SequenceMatcher(None, norm_p[start:end], norm_q, autojunk=False).ratio()
         if ratio > best[0]:
             best = (ratio, start, end)
     ratio, start, end = best
-    if start is None:
+    if start is None or end <= start:
         return QuoteFound(QuoteMatch.none, None, None, 0.0)
     return QuoteFound(QuoteMatch.none, map_p[start], map_p[end - 1] + 1, round(ratio, 4))
 
