@@ -163,6 +163,7 @@ class OpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as two writes; do not wait for an ACK
 
             def log_message(self, *args: object) -> None:  # keep test output clean
                 pass
