@@ -17,6 +17,7 @@ from schemas import (
 )
 from transforms.citation_markers import parse_citations, resolve_citation
 from transforms.citations import audit_citations, validate_citation_report
+from transforms.fidelity import fidelity_issues
 from transforms.quotes import find_quotes, match_quote
 from transforms.verifiers import make_verifier
 
@@ -234,3 +235,13 @@ def test_validator_catches_a_tampered_report(verifier):
     errors = validate_citation_report(tampered, response)
     assert any("do not match" in e for e in errors)
     assert any("[doc_alpha]: source_text_excerpt is not a substring" in e for e in errors)
+
+
+def test_fidelity_cues_must_bear_on_the_shared_content():
+    # A hedge elsewhere in the source sentence is not this claim's hedge.
+    assert fidelity_issues("The museum opens at 9 am.", "The museum opens at 9 am, and visitors may bring food.") == []
+    assert fidelity_issues("The museum opens at 9 am.", "Could a museum open at 9 am?")[0].kind == "hedge_dropped"
+    # The negated occurrence of a word that also appears plainly earlier is the one reported.
+    (flip,) = fidelity_issues("Aspirin helps, but aspirin does not help children.", "Aspirin helps children.")
+    assert flip.kind == "negation_flipped" and '"not ... help"' in flip.note
+    assert fidelity_issues("The trial enrolled 120 patients.", "The trial enrolled 120 patients in May.") == []

@@ -23,7 +23,7 @@ from transforms.textmatch import Token, is_negation, tokenize
 __all__ = ["FidelityIssue", "align", "fidelity_issues"]
 
 HEDGES = frozenset(
-    """may might could can possibly possible likely unlikely probably perhaps suggest suggests suggested
+    """may might could possibly possible likely unlikely probably perhaps suggest suggests suggested
     suggesting appear appears appeared seem seems seemed potentially reportedly allegedly preliminary
     uncertain unclear tentatively""".split()
 )
@@ -37,6 +37,7 @@ LIMITED = frozenset(
 UNIVERSAL = frozenset("all every each always entire entirely everyone everybody everything universally whole".split())
 _MIN_ALIGNMENT = 0.5
 _NEGATION_REACH = 3
+_CUE_REACH = 3
 
 
 class FidelityIssue(NamedTuple):
@@ -71,9 +72,15 @@ def _phrase(tokens: tuple[Token, ...], index: int) -> str:
     return " ".join(t.text for t in tokens[index : index + 2])
 
 
+def _governs(tokens: tuple[Token, ...], index: int, shared: set[str]) -> bool:
+    """Whether a hedge or quantifier at `index` bears on shared content (a shared word right after it)."""
+    return any(t.stem in shared for t in tokens[index + 1 : index + 1 + _CUE_REACH])
+
+
 def _hedge(claim_toks, source_toks) -> FidelityIssue | None:
     claim_words, source_words = _lower_words(claim_toks), _lower_words(source_toks)
-    hedges = [i for i, w in enumerate(source_words) if w in HEDGES]
+    shared = _content(claim_toks) & _content(source_toks)
+    hedges = [i for i, w in enumerate(source_words) if w in HEDGES and _governs(source_toks, i, shared)]
     if not hedges or any(w in HEDGES for w in claim_words):
         return None
     source_phrase = _phrase(source_toks, hedges[0])
@@ -88,10 +95,11 @@ def _hedge(claim_toks, source_toks) -> FidelityIssue | None:
 
 
 def _scope(claim_toks, source_toks) -> FidelityIssue | None:
-    claim_words, source_words = set(_lower_words(claim_toks)), _lower_words(source_toks)
-    limited = [w for w in source_words if w in LIMITED]
-    universal = sorted(claim_words & UNIVERSAL)
-    if limited and universal and not claim_words & set(limited):
+    claim_words, source_words = _lower_words(claim_toks), _lower_words(source_toks)
+    shared = _content(claim_toks) & _content(source_toks)
+    limited = [w for i, w in enumerate(source_words) if w in LIMITED and _governs(source_toks, i, shared)]
+    universal = [w for i, w in enumerate(claim_words) if w in UNIVERSAL and _governs(claim_toks, i, shared)]
+    if limited and universal and not set(claim_words) & set(limited):
         note = f'scope widened: the source says "{limited[0]}", the claim says "{universal[0]}"'
         return FidelityIssue("scope_widened", note)
     return None
@@ -113,8 +121,14 @@ def _negation(claim_toks, source_toks) -> FidelityIssue | None:
         return None
     # Name the first flipped word in reading order, with the negation before it.
     side_toks, side = (claim_toks, "the claim") if flipped & in_claim else (source_toks, "the source")
-    i = next(i for i, t in enumerate(side_toks) if t.stem in flipped)
-    cue = next(t.text for t in reversed(side_toks[max(0, i - _NEGATION_REACH) : i]) if is_negation(t))
+    # The first occurrence that is negated: the same word may also occur earlier without a negation.
+    i, cue = next(
+        (i, neg.text)
+        for i, t in enumerate(side_toks)
+        if t.stem in flipped
+        for neg in reversed(side_toks[max(0, i - _NEGATION_REACH) : i])
+        if is_negation(neg)
+    )
     other = "the source does not" if side == "the claim" else "the claim does not"
     return FidelityIssue("negation_flipped", f'negation flipped: {side} says "{cue} ... {side_toks[i].text}", {other}')
 
