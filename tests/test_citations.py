@@ -245,3 +245,6 @@ def test_fidelity_cues_must_bear_on_the_shared_content():
     (flip,) = fidelity_issues("Aspirin helps, but aspirin does not help children.", "Aspirin helps children.")
     assert flip.kind == "negation_flipped" and '"not ... help"' in flip.note
     assert fidelity_issues("The trial enrolled 120 patients.", "The trial enrolled 120 patients in May.") == []
+    # A negation the claim shares with the source is no flip; "May" the month is no hedge.
+    assert fidelity_issues("Alcohol is not allowed.", "Pets are welcome. Alcohol is not allowed on site.") == []
+    assert fidelity_issues("The final was played in 1986.", "The final was played in May 1986.") == []

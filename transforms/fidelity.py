@@ -34,7 +34,7 @@ LIMITED = frozenset(
     """some several many few most certain part partly partially occasionally sometimes often frequently
     usually majority minority subset select numerous""".split()
 )
-UNIVERSAL = frozenset("all every each always entire entirely everyone everybody everything universally whole".split())
+UNIVERSAL = frozenset("all every always entire entirely everyone everybody everything universally".split())
 _MIN_ALIGNMENT = 0.5
 _NEGATION_REACH = 3
 _CUE_REACH = 3
@@ -77,10 +77,23 @@ def _governs(tokens: tuple[Token, ...], index: int, shared: set[str]) -> bool:
     return any(t.stem in shared for t in tokens[index + 1 : index + 1 + _CUE_REACH])
 
 
+def _is_month(tokens: tuple[Token, ...], index: int) -> bool:
+    """ "May" the month, not the modal: capitalised inside a sentence, or next to a number."""
+    t = tokens[index]
+    if t.text.lower() != "may":
+        return False
+    near_number = any(n.text[:1].isdigit() for n in tokens[max(0, index - 1) : index + 2] if n is not t)
+    return near_number or (t.text == "May" and index > 0)
+
+
 def _hedge(claim_toks, source_toks) -> FidelityIssue | None:
     claim_words, source_words = _lower_words(claim_toks), _lower_words(source_toks)
     shared = _content(claim_toks) & _content(source_toks)
-    hedges = [i for i, w in enumerate(source_words) if w in HEDGES and _governs(source_toks, i, shared)]
+    hedges = [
+        i
+        for i, w in enumerate(source_words)
+        if w in HEDGES and _governs(source_toks, i, shared) and not _is_month(source_toks, i)
+    ]
     if not hedges or any(w in HEDGES for w in claim_words):
         return None
     source_phrase = _phrase(source_toks, hedges[0])
@@ -113,10 +126,11 @@ def _negated_stems(tokens: tuple[Token, ...], shared: set[str]) -> set[str]:
     return negated
 
 
-def _negation(claim_toks, source_toks) -> FidelityIssue | None:
+def _negation(claim_toks, source_toks, passage_toks=()) -> FidelityIssue | None:
     shared = _content(claim_toks) & _content(source_toks)
     in_claim, in_source = _negated_stems(claim_toks, shared), _negated_stems(source_toks, shared)
-    flipped = in_claim ^ in_source
+    # A claim's negation the passage states elsewhere (another sentence) is not a flip.
+    flipped = (in_claim - in_source - _negated_stems(passage_toks, in_claim)) | (in_source - in_claim)
     if not flipped:
         return None
     # Name the first flipped word in reading order, with the negation before it.
@@ -144,7 +158,7 @@ def _numbers(claim: str, source_sentence: str, passage: str) -> list[FidelityIss
         rivals = [
             e
             for e in in_sentence
-            if (e.kind == q.kind or {e.kind, q.kind} <= {"number", "year"})
+            if (e.kind == q.kind or {e.kind, q.kind} == {"date", "year"})
             and e.unit == q.unit
             and not any(same_value(c, e) for c in claim_quantities)
         ]
@@ -160,5 +174,6 @@ def fidelity_issues(claim: str, passage: str) -> list[FidelityIssue]:
     if share < _MIN_ALIGNMENT:
         return []
     claim_toks, source_toks = tokenize(claim), tokenize(sentence)
-    issues = [check(claim_toks, source_toks) for check in (_hedge, _scope, _negation)]
+    issues = [_hedge(claim_toks, source_toks), _scope(claim_toks, source_toks)]
+    issues.append(_negation(claim_toks, source_toks, tokenize(passage)))
     return [i for i in issues if i is not None] + _numbers(claim, sentence, passage)
