@@ -294,7 +294,7 @@ def run_report(
         warnings.simplefilter("ignore", RuntimeWarning)
         return Report(metrics, include_tests=True).run(
             current_data=Dataset.from_pandas(current, data_definition=definition),
-            reference_data=Dataset.from_pandas(reference, data_definition=definition),
+            reference_data=None if reference is None else Dataset.from_pandas(reference, data_definition=definition),
             timestamp=timestamp,
             tags=tags or [],
             metadata=metadata or {},

@@ -1,0 +1,58 @@
+"""`groundwatch ui`: the Evidently UI on the lake's workspace, on 127.0.0.1, telemetry off.
+
+    groundwatch ui [--lake ./groundwatch-lake] [--port 8000]
+
+Serves `<lake>/evidently` (created by `groundwatch drift`, or `groundwatch demo`): open
+http://127.0.0.1:PORT and the `groundwatch` project. It runs Evidently's own server
+(`python -m evidently ui`) with DO_NOT_TRACK=1 and stops it on Ctrl-C. Exit code 2 when the lake
+has no workspace yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+from dashboards.workspace import workspace_path
+
+__all__ = ["DEFAULT_LAKE", "DEFAULT_PORT", "add_arguments", "main", "ui_command", "ui_environment"]
+
+DEFAULT_LAKE = "groundwatch-lake"
+DEFAULT_PORT = 8000
+
+
+def ui_command(lake_dir: str, port: int) -> list[str]:
+    """The command that serves the lake's workspace on 127.0.0.1:port."""
+    return [
+        sys.executable, "-m", "evidently.cli", "ui",
+        "--workspace", workspace_path(lake_dir), "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+
+
+def ui_environment() -> dict[str, str]:
+    """The environment of the UI server: telemetry off."""
+    return {**os.environ, "DO_NOT_TRACK": "1", "EVIDENTLY_DISABLE_TELEMETRY": "1"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", default=DEFAULT_LAKE, help=f"Audit lake folder. Default {DEFAULT_LAKE}.")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"Port on 127.0.0.1. Default {DEFAULT_PORT}.")
+
+
+def main(args: argparse.Namespace) -> int:
+    if not os.path.isdir(workspace_path(args.lake)):
+        print(
+            f"groundwatch ui: no Evidently workspace in {args.lake!r}; run `groundwatch drift --lake {args.lake}` first",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"groundwatch ui: http://127.0.0.1:{args.port}  (workspace {workspace_path(args.lake)}; Ctrl-C stops)")
+    process = subprocess.Popen(ui_command(args.lake, args.port), env=ui_environment())
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait(timeout=15)
+        return 0
