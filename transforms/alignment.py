@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from transforms.contradiction import find_contradictions
+from transforms.contradiction import Contradiction, find_contradictions, replaced_and_added
 from transforms.quantities import Quantity, extract_quantities, same_value, time_gaps
 from transforms.sentences import sentence_spans
 from transforms.textmatch import (
@@ -47,6 +47,7 @@ _QUANTITY_WEIGHT = 1.5
 _PREFIX = 5  # a shared 5-letter prefix of two long words is weak support ("acquisition" / "acquired")
 _MAX_SOURCES = 3
 _SLOPE, _MIDPOINT = 4.0, 1.26
+_SLOT_ALIGNMENT = 0.5
 
 
 @dataclass
@@ -372,4 +373,12 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         "contra": max((c.strength for c in out.contradictions), default=0.0),
     }
     out.grounded_probability = _probability(out.features)
+    if out.grounded_probability < 0.5 and not out.contradictions and out.features["local"] >= _SLOT_ALIGNMENT:
+        # Not grounded, and about the same thing as an evidence sentence: if the claim mostly puts its own words in
+        # place of that sentence's words (rather than adding words), the evidence says otherwise.
+        best = ev.sentences[max(gain_of, key=gain_of.get)]
+        replaced, added, example = replaced_and_added(tokens, best)
+        if replaced >= 0.9 and replaced >= 0.5 * added:
+            reason = f"{example!r} where the aligned evidence sentence says something else"
+            out.contradictions.append(Contradiction(best.doc_id, _excerpt(best), reason, 0.3))
     return out

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from transforms.quantities import Quantity
-from transforms.textmatch import ANTONYMS, NEGATION_STEMS, word_weight
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, word_weight
 
-__all__ = ["Contradiction", "find_contradictions"]
+__all__ = ["Contradiction", "find_contradictions", "replaced_and_added"]
 
 SUBSTITUTION_ALIGNMENT = 0.6
 
@@ -78,6 +78,32 @@ def _substitutions(tokens, s, align: float) -> list[Contradiction]:
             said = " ".join(t.text for t in tokens[i1:i2])
             return [Contradiction(s.doc_id, _excerpt(s), f"{said!r} where the evidence has other words", 0.75 * align)]
     return []
+
+
+def replaced_and_added(tokens, s) -> tuple[float, float, str]:
+    """Claim weight that replaces other words of an aligned evidence sentence, and weight it simply adds.
+
+    A replacement means the evidence says something else in that slot (a conflict); an addition means the
+    evidence says nothing about it (unsupported). Returns both weights and the first replacing phrase.
+    """
+    claim = [t.stem for t in tokens]
+    claim_stems = set(claim)
+    replaced = added = 0.0
+    example = ""
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, claim, s.stem_list, autojunk=False).get_opcodes():
+        if op not in ("replace", "delete"):
+            continue
+        new = sum(word_weight(t) for t in tokens[i1:i2] if t.stem not in s.stems)
+        other = (
+            [x for x in s.stem_list[j1:j2] if x not in claim_stems and x not in STOP_STEMS] if op == "replace" else []
+        )
+        if other and 0 < i1 and i2 < len(claim):
+            replaced += new
+            if new and not example:
+                example = " ".join(t.text for t in tokens[i1:i2])
+        else:
+            added += new
+    return replaced, added, example
 
 
 def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:

@@ -21,6 +21,7 @@ __all__ = [
     "NEGATION_CUES",
     "NEGATION_STEMS",
     "STOPWORDS",
+    "STOP_STEMS",
     "Token",
     "citation_marker_spans",
     "WORD_PATTERN",
@@ -115,7 +116,7 @@ for _a, _b in _ANTONYM_PAIRS:
 
 NEGATION_STEMS = frozenset(stem(w) for w in NEGATION_CUES)
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
-_STOP_STEMS = frozenset(stem(w) for w in STOPWORDS) | STOPWORDS
+STOP_STEMS = _STOP_STEMS = frozenset(stem(w) for w in STOPWORDS) | STOPWORDS
 
 
 class Token(NamedTuple):
