@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="only the first N valid records")
     parser.add_argument("--no-citations", action="store_true", help="skip the per-citation labels")
     parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=200,
+        help="bootstrap resamples for the overall intervals (0: none; default 200)",
+    )
+    parser.add_argument(
         "--min-balanced-accuracy", type=float, help="exit 1 when overall binary balanced accuracy is lower"
     )
 
@@ -125,6 +131,13 @@ def confusion_lines(m: dict, *, markdown: bool = False) -> list[str]:
         else:
             lines.append(f"{label:<20}" + " ".join(f"{c:>12}" for c in row) + f"{rtxt:>8}")
     return lines
+
+
+def interval_line(intervals: dict, resamples: int) -> str:
+    """The overall bootstrap intervals as one line."""
+    names = {"accuracy": "strict", "binary_balanced_accuracy": "binBA", "roc_auc": "AUC"}
+    parts = [f"{names[k]} [{v[0]:.3f}, {v[1]:.3f}]" for k, v in intervals.items() if v is not None]
+    return f"95% bootstrap intervals, overall ({resamples} resamples): " + ", ".join(parts)
 
 
 _GRANULARITY_ADVICE = {"binary": "read binBA", "derived": "read compat"}
@@ -184,6 +197,9 @@ def main(args: argparse.Namespace) -> int:
         if value is not None and not 0.0 < value <= 1.0:
             print(f"groundwatch calibrate: --{name.replace('_', '-')} must be in (0, 1], got {value}", file=sys.stderr)
             return 2
+    if args.bootstrap < 0:
+        print(f"groundwatch calibrate: --bootstrap must be >= 0, got {args.bootstrap}", file=sys.stderr)
+        return 2
     try:
         records, rejected = load_golden(args.golden)
     except OSError as exc:
@@ -208,7 +224,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
 
     run = score_golden(records, verifier, with_citations=not args.no_citations)
-    summary = summarize(run)
+    summary = summarize(run, resamples=args.bootstrap)
     threshold_text, threshold_info = _threshold_lines(run, args)
     version = getattr(verifier, "version", "?")
     speed = summary["sentences_per_second"]
@@ -222,6 +238,8 @@ def main(args: argparse.Namespace) -> int:
         print(granularity)
     print("\nSENTENCES (positive = fully_grounded)")
     print("\n".join(metrics_table(summary["sentences"])))
+    if summary["intervals"]:
+        print(interval_line(summary["intervals"], args.bootstrap))
     print()
     print("\n".join(confusion_lines(summary["sentences"]["overall"])))
     print()
@@ -249,6 +267,7 @@ def main(args: argparse.Namespace) -> int:
                 "records": len(records),
                 "config": config,
                 "granularity": granularity,
+                "bootstrap": args.bootstrap,
             },
         )
         print(f"\nreport written to {path}")

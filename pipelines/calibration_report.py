@@ -94,7 +94,7 @@ def write_report(
     header: dict,
 ) -> Path:
     """Write report.md, reliability.png, roc.png and metrics.json into `directory`; returns report.md's path."""
-    from pipelines.calibrate import confusion_lines, metrics_table
+    from pipelines.calibrate import confusion_lines, interval_line, metrics_table
 
     directory.mkdir(parents=True, exist_ok=True)
     sentence_groups = _groups(run.sentences)
@@ -131,6 +131,7 @@ def write_report(
         "",
         *metrics_table(summary["sentences"], markdown=True),
         "",
+        *([interval_line(summary["intervals"], header.get("bootstrap", 0)) + ".", ""] if summary["intervals"] else []),
         "Confusion matrix (all sources):",
         "",
         *confusion_lines(overall, markdown=True),

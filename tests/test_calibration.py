@@ -26,6 +26,7 @@ from schemas import SentenceVerdict
 from transforms.calibration import (
     SENTENCE_LABELS,
     Scored,
+    bootstrap_intervals,
     classification_metrics,
     positive_score,
     recommend_threshold,
@@ -183,6 +184,7 @@ def test_calibrate_command_prints_and_writes_the_hand_computed_figures(tmp_path,
     assert payload["threshold"]["in_use"]["precision"] == 4 / 5
 
     text = (report / "report.md").read_text()
+    assert "95% bootstrap intervals" in text
     assert "| overall | 8 | 0.625 |" in text and "![roc](roc.png)" in text and "line 5:" in text
     for png in ("reliability.png", "roc.png"):
         assert (report / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -196,3 +198,13 @@ def test_calibrate_gates_on_balanced_accuracy_and_rejects_bad_usage(tmp_path):
     assert groundwatch(args + ["--target-recall", "1.5"]) == 2
     assert groundwatch(["calibrate", "--golden", str(tmp_path / "missing.jsonl")]) == 2
     assert groundwatch(["calibrate", "--golden", str(FIXTURE), "--verifier", "no-such-verifier"]) == 2
+
+
+def test_bootstrap_intervals_are_reproducible_and_degenerate_when_every_item_agrees():
+    first = bootstrap_intervals(ITEMS, positive=FG, resamples=300, seed=7)
+    assert first == bootstrap_intervals(ITEMS, positive=FG, resamples=300, seed=7)
+    lo, hi = first["accuracy"]
+    assert 0.0 <= lo <= 5 / 8 <= hi <= 1.0
+    perfect = [Scored(gold=FG, predicted=FG, score=0.9), Scored(gold=UG, predicted=UG, score=0.1)] * 5
+    assert bootstrap_intervals(perfect, positive=FG, resamples=50)["accuracy"] == (1.0, 1.0)
+    assert bootstrap_intervals([], positive=FG)["roc_auc"] is None

@@ -18,6 +18,7 @@ sweep use that score; the threshold sweep also mirrors the pipeline's flag rule
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ __all__ = [
     "ThresholdPoint",
     "accuracy",
     "balanced_accuracy",
+    "bootstrap_intervals",
     "classification_metrics",
     "cohen_kappa",
     "confusion_matrix",
@@ -275,6 +277,41 @@ def recommend_threshold(
         return max(ok, key=lambda p: (p.recall or 0.0, -p.threshold), default=None)
     ok = [p for p in points if p.recall is not None and p.recall >= target_recall]
     return min(ok, key=lambda p: (p.flagged, p.threshold), default=None)
+
+
+def bootstrap_intervals(
+    items: Sequence[Scored], *, positive: str, resamples: int = 200, seed: int = 0, level: float = 0.95
+) -> dict[str, tuple[float, float] | None]:
+    """Percentile bootstrap intervals of strict accuracy, binary balanced accuracy and ROC-AUC.
+
+    Resampling the labeled items shows how much of a difference between two verifier versions is noise:
+    on a few hundred records, a few points of balanced accuracy often are.
+    """
+    rng = random.Random(seed)
+    draws: dict[str, list[float]] = {"accuracy": [], "binary_balanced_accuracy": [], "roc_auc": []}
+    n = len(items)
+    for _ in range(resamples if n else 0):
+        sample = [items[rng.randrange(n)] for _ in range(n)]
+        gold_pos = [it.gold == positive for it in sample]
+        values = {
+            "accuracy": accuracy([it.gold for it in sample], [it.predicted for it in sample]),
+            "binary_balanced_accuracy": balanced_accuracy(gold_pos, [it.predicted == positive for it in sample]),
+            "roc_auc": roc_auc(gold_pos, [it.score for it in sample]),
+        }
+        for name, value in values.items():
+            if value is not None:
+                draws[name].append(value)
+    tail = (1.0 - level) / 2.0
+    out: dict[str, tuple[float, float] | None] = {}
+    for name, values in draws.items():
+        values.sort()
+        if len(values) < 2:
+            out[name] = None
+            continue
+        lo = values[int(tail * (len(values) - 1))]
+        hi = values[int(round((1.0 - tail) * (len(values) - 1)))]
+        out[name] = (lo, hi)
+    return out
 
 
 def classification_metrics(items: Sequence[Scored], labels: Sequence[str], *, positive: str) -> dict:

@@ -25,6 +25,7 @@ from transforms.calibration import (
     CITATION_LABELS,
     SENTENCE_LABELS,
     Scored,
+    bootstrap_intervals,
     classification_metrics,
     positive_score,
     span_token_f1,
@@ -187,8 +188,11 @@ def _by_source(items: Sequence[Scored]) -> dict[str, list[Scored]]:
     return dict(sorted(groups.items()))
 
 
-def summarize(run: GoldenRun) -> dict:
-    """Metrics overall and per source for sentences, unsupported spans and citations."""
+def summarize(run: GoldenRun, *, resamples: int = 200) -> dict:
+    """Metrics overall and per source for sentences, unsupported spans and citations.
+
+    The overall sentence block also carries bootstrap intervals (`resamples` of them; 0 for none).
+    """
 
     def sentence_block(items: Sequence[Scored], source: str | None) -> dict:
         metrics = classification_metrics(items, SENTENCE_LABELS, positive="fully_grounded")
@@ -201,6 +205,9 @@ def summarize(run: GoldenRun) -> dict:
             "per_source": {s: sentence_block(items, s) for s, items in _by_source(run.sentences).items()},
         },
         "citations": None,
+        "intervals": bootstrap_intervals(run.sentences, positive="fully_grounded", resamples=resamples)
+        if resamples
+        else None,
         "seconds": run.seconds,
         "sentences_per_second": len(run.sentences) / run.seconds if run.seconds else None,
     }
