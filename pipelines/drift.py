@@ -21,6 +21,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -82,6 +83,10 @@ def run_drift(
 ) -> DriftOutcome:
     """Check every window of the lake not checked yet (all of them with `recompute`) and record the outcome."""
     now = now or datetime.now(UTC)
+    if recompute:
+        # Start over: earlier conclusions (and their snapshots) would otherwise sit beside the new ones.
+        for folder in ("drift_checks", "alerts", "evidently"):
+            shutil.rmtree(os.path.join(lake_dir, folder), ignore_errors=True)
     frames = load_lake_frames(lake_dir)
     checked = set() if recompute or not len(frames.drift_checks) else set(frames.drift_checks["window_start"])
     history = {} if recompute else eligible_history(frames, config)
@@ -176,7 +181,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--clear-after", type=int, default=2, help="Consecutive passing windows that clear an alert. Default 2."
     )
-    parser.add_argument("--recompute", action="store_true", help="Check every window again, ignoring earlier runs.")
+    parser.add_argument(
+        "--recompute", action="store_true", help="Forget earlier drift runs (checks, alerts, snapshots); check all again."
+    )
     parser.add_argument("--no-workspace", action="store_true", help="Do not add snapshots to the Evidently workspace.")
     parser.add_argument(
         "--kafka-bootstrap",
