@@ -212,13 +212,14 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         restriction = tracker.current_restriction()
         reader = self._position_reader(tp, restriction.start)
         started, records, lake_offsets, latest_event = time.monotonic(), 0, [], None
-        finished = False
+        last, finished, caught_up = restriction.start - 1, False, False
         while records < self._max_records and time.monotonic() - started < self._max_seconds:
             batch = reader.poll(timeout_ms=200, max_records=self._max_records - records).get(tp, [])
             for record in batch:
                 if not tracker.try_claim(record.offset):
                     finished = True
                     break
+                last = record.offset
                 raw = record.value if record.value is not None else b""
                 event_s = record.timestamp / 1000.0
                 if self._event_time == "message":
@@ -235,14 +236,22 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
                 tracker.try_claim(restriction.stop)  # a gap up to the stop: nothing left to read
                 finished = True
                 break
+            if position - 1 > last:
+                # Offsets below the position that held no record (transaction markers, compacted away,
+                # aborted): claim them so the next chunk starts at the position and the ledger sees no hole.
+                tracker.try_claim(position - 1)
+                last = position - 1
             if not batch and not self._bounded:
-                break  # idle: checkpoint now rather than hold the bundle open
+                # An empty poll may only mean the fetch is still starting; idle means caught up with the log.
+                caught_up = position >= reader.end_offsets([tp])[tp]
+                if caught_up:
+                    break  # checkpoint now rather than hold the bundle open
         self._read.inc(records)
-        next_offset = restriction.stop if finished else reader.position(tp)
+        next_offset = restriction.stop if finished else last + 1
         if next_offset > restriction.start or lake_offsets:
             progress = ReadProgress(topic, partition, restriction.start, next_offset, tuple(lake_offsets))
             yield beam.pvalue.TaggedOutput(PROGRESS, progress)
-        self._advance_watermark(watermark, latest_event, idle=records == 0)
+        self._advance_watermark(watermark, latest_event, idle=caught_up and records == 0)
         if not finished:
             # Resume right away after a full chunk; after an idle poll, wait a little.
             tracker.defer_remainder(Duration(seconds=0 if records else 1))
