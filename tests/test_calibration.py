@@ -208,3 +208,13 @@ def test_bootstrap_intervals_are_reproducible_and_degenerate_when_every_item_agr
     perfect = [Scored(gold=FG, predicted=FG, score=0.9), Scored(gold=UG, predicted=UG, score=0.1)] * 5
     assert bootstrap_intervals(perfect, positive=FG, resamples=50)["accuracy"] == (1.0, 1.0)
     assert bootstrap_intervals([], positive=FG)["roc_auc"] is None
+
+
+def test_calibrate_runs_the_real_heuristic_and_its_figures_agree_with_its_confusion_matrix(tmp_path, capsys):
+    report = tmp_path / "heuristic"
+    assert groundwatch(["calibrate", "--golden", str(FIXTURE), "--report", str(report), "--bootstrap", "0"]) == 0
+    overall = json.loads((report / "metrics.json").read_text())["summary"]["sentences"]["overall"]
+    matrix = overall["confusion_matrix"]
+    assert sum(map(sum, matrix)) == 8
+    assert overall["accuracy"] == pytest.approx(sum(matrix[i][i] for i in range(4)) / 8)
+    assert "heuristic" in capsys.readouterr().out
