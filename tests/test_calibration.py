@@ -218,3 +218,20 @@ def test_calibrate_runs_the_real_heuristic_and_its_figures_agree_with_its_confus
     assert sum(map(sum, matrix)) == 8
     assert overall["accuracy"] == pytest.approx(sum(matrix[i][i] for i in range(4)) / 8)
     assert "heuristic" in capsys.readouterr().out
+
+
+def test_minimal_records_of_your_own_traffic_are_enough(tmp_path):
+    own = tmp_path / "labeled.jsonl"
+    own.write_text(
+        json.dumps(
+            {
+                "answer": "The refund window is 30 days.",
+                "evidence": [{"doc_id": "policy", "content": "Refunds are accepted within 30 days."}],
+                "label": "fully_grounded",
+            }
+        )
+        + "\n"
+    )
+    (record,), rejected = load_golden(own)
+    assert rejected == [] and (record.source, record.acceptable, record.id) == ("unknown", (FG,), "line-1")
+    assert groundwatch(["calibrate", "--golden", str(own), "--bootstrap", "0"]) == 0
