@@ -1,7 +1,7 @@
 """Lake rows of the citation audit and the claim checks, one builder per table (listed in `transforms.lake`).
 
-    citation_rows(audited)   # [("citations", {...}), ...]  one per audited citation
-    claim_rows(audited)      # [("claims", {...}), ...]     one per logged claim
+`citation_rows(audited)` gives one `("citations", row)` pair per audited citation, `claim_rows(audited)`
+one `("claims", row)` pair per logged claim; both give nothing when their stage did not run.
 """
 
 from __future__ import annotations
