@@ -1,0 +1,80 @@
+"""Offsets: the commit ledger (pure), and gaps in a real topic (transaction markers, an aborted transaction).
+
+A transactional producer leaves a control record after each commit or abort, and read_committed skips the
+aborted records: the log's offsets then have holes the source must step over and still finish its range.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
+from apache_beam.testing.util import assert_that, equal_to
+from kafka_fixtures import kafka_bootstrap, new_topic  # noqa: F401
+
+from transforms.kafka_commit import committable_position, new_ledger, record_chunk, record_durable
+from transforms.kafka_io import MESSAGES, PROGRESS, ReadKafkaMessages, ReadProgress, resolve_start_offset
+
+
+def _chunk(start, next_offset, offsets):
+    return ReadProgress("t", 0, start, next_offset, tuple(offsets))
+
+
+def test_ledger_commits_only_through_durable_chunks_in_order():
+    ledger = new_ledger()
+    record_chunk(ledger, _chunk(0, 3, [0, 1, 2]))
+    record_chunk(ledger, _chunk(3, 6, [3, 5]))  # offset 4 sampled out: nothing to wait for
+    assert committable_position(ledger) == 0
+    record_durable(ledger, [0, 1, 3, 5])
+    assert committable_position(ledger) == 0  # offset 2 still missing holds everything after it
+    record_durable(ledger, [2])
+    assert committable_position(ledger) == 6
+
+
+def test_ledger_waits_for_a_missing_chunk_and_forgets_redeliveries():
+    ledger = new_ledger()
+    record_chunk(ledger, _chunk(10, 12, [10, 11]))
+    record_chunk(ledger, _chunk(15, 17, [15, 16]))  # 12..14 not reported yet
+    record_durable(ledger, [10, 11, 15, 16])
+    assert committable_position(ledger) == 12
+    record_chunk(ledger, _chunk(12, 15, []))  # a gap chunk: markers only
+    assert committable_position(ledger) == 17
+    record_durable(ledger, [11, 16])  # redelivered rows of committed offsets
+    assert committable_position(ledger) == 17 and not ledger["durable"]
+
+
+def test_start_offset_prefers_commits_within_what_still_exists():
+    assert resolve_start_offset(None, 5, 20, "committed") == 5
+    assert resolve_start_offset(12, 5, 20, "committed") == 12
+    assert resolve_start_offset(2, 5, 20, "committed") == 5  # retention deleted it
+    assert resolve_start_offset(12, 5, 20, "latest") == 20
+    assert resolve_start_offset(12, 5, 20, "earliest") == 5
+    with pytest.raises(ValueError):
+        resolve_start_offset(None, 0, 0, "newest")
+
+
+@pytest.mark.kafka
+def test_bounded_read_steps_over_transaction_markers_and_aborted_records(kafka_bootstrap, new_topic):  # noqa: F811
+    from kafka import KafkaProducer
+
+    topic = new_topic()
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, transactional_id=f"tx-{topic}")
+    producer.init_transactions()
+    for batch, commit in (([b"a0", b"a1", b"a2"], True), ([b"x0", b"x1"], False), ([b"b0", b"b1"], True)):
+        producer.begin_transaction()
+        for value in batch:
+            producer.send(topic, value)
+        producer.flush()
+        producer.commit_transaction() if commit else producer.abort_transaction()
+    producer.close()
+    # Offsets: a0 a1 a2 =0..2, marker 3, x0 x1 = 4..5 (aborted), marker 6, b0 b1 = 7..8, marker 9; end = 10.
+
+    with BeamPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        read = p | ReadKafkaMessages(
+            {"bootstrap_servers": kafka_bootstrap}, [topic], start_from="earliest", bounded=True, max_records=2
+        )
+        offsets = read[MESSAGES] | "Offsets" >> beam.Map(lambda m: (m[0], m[1].offset))
+        assert_that(offsets, equal_to([(b"a0", 0), (b"a1", 1), (b"a2", 2), (b"b0", 7), (b"b1", 8)]), label="Records")
+        covered = read[PROGRESS] | "Covered" >> beam.FlatMap(lambda c: range(c.start, c.next))
+        assert_that(covered, equal_to(list(range(10))), label="ChunksChainToTheEnd")
