@@ -28,7 +28,13 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from pipelines.judge_options import add_judge_arguments, add_judge_pipeline_options, judge_argv, judge_verifier_config
+from pipelines.judge_options import (
+    add_judge_arguments,
+    add_judge_pipeline_options,
+    apply_judge_reports,
+    judge_argv,
+    judge_verifier_config,
+)
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
 from transforms.citations import AuditCitationsStep
 from transforms.claims import AuditClaimsStep
@@ -140,6 +146,7 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
     for label, stage, step in audit_steps(opts):
         result = audited | label >> ApplyAuditStep(step, stage=stage)
         audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
+    audited = apply_judge_reports(opts, audited)  # the judge's citation / claim audit, if --judge-tasks asks
     scored = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold)
 
     # Dead letters are windowed by when they were received, so they flatten with the audited rows

@@ -14,7 +14,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_judge_arguments", "add_judge_pipeline_options", "judge_argv", "judge_verifier_config"]
+__all__ = [
+    "add_judge_arguments",
+    "add_judge_pipeline_options",
+    "apply_judge_reports",
+    "judge_argv",
+    "judge_tasks",
+    "judge_verifier_config",
+]
 
 # (flag, verifier option, type, default, help); None defaults leave the JudgeConfig default in force.
 _FLAGS: list[tuple[str, str, Any, Any, str]] = [
@@ -38,6 +45,7 @@ _FLAGS: list[tuple[str, str, Any, Any, str]] = [
         None,
         "json_schema (default), json_object or text; json_schema falls back by itself on a 400.",
     ),
+    ("judge-tasks", "tasks", str, None, "What the judge does: sentences,citations,claims (any of). Default sentences."),
     (
         "cascade-band",
         "band",
@@ -87,3 +95,27 @@ def judge_verifier_config(opts: Any) -> dict[str, Any]:
     if getattr(opts, "judge_redact", False):
         config["redact"] = True
     return config
+
+
+def judge_tasks(value: str | None) -> list[str]:
+    """The `--judge-tasks` list, checked; sentences by default."""
+    tasks = [t.strip() for t in (value or "sentences").split(",") if t.strip()]
+    unknown = [t for t in tasks if t not in ("sentences", "citations", "claims")]
+    if unknown or not tasks:
+        raise ValueError(f"--judge-tasks takes sentences, citations and/or claims, got {value!r}")
+    return tasks
+
+
+def apply_judge_reports(opts: Any, audited):
+    """`audited` with the judge's citation audit and claim checks applied, if `--judge-tasks` asks for them."""
+    tasks = [t for t in judge_tasks(getattr(opts, "judge_tasks", None)) if t != "sentences"]
+    if not tasks:
+        return audited
+    from transforms.judge.reports import JudgeReports
+    from transforms.judge.verifier import judge_config_from
+
+    options = judge_verifier_config(opts)
+    options.pop("band", None)
+    options.pop("tasks", None)
+    config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
+    return audited | "JudgeReports" >> JudgeReports(tasks, config)

@@ -38,8 +38,8 @@ def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
                 f" (evidence {_ids(s.supporting_evidence_ids)})"
             )
     if audited.judge_status in ("judge_validation_failed", "judge_error"):
-        # The judge could not settle these sentences; they kept the heuristic verdict, which a human must confirm.
-        reasons.append(f"{audited.judge_status}: judge verdicts unusable, heuristic verdicts kept (see judge_calls)")
+        # The judge could not settle some sentences, citations or claims: they kept the offline verdict, for a human.
+        reasons.append(f"{audited.judge_status}: judge verdicts unusable, offline verdicts kept (see judge_calls)")
     if INSUFFICIENT_EVIDENCE in report.critical_flags and audited.parsed.response.answer.strip():
         reasons.append("answer given with no usable evidence (INSUFFICIENT_EVIDENCE)")
     if audited.citations is not None:
