@@ -124,7 +124,7 @@ def _same_claim(citation: LoggedCitation, sentence: str) -> bool:
     """Whether an explicit citation is about this sentence (no claim_text: any sentence that cites it)."""
     if not citation.claim_text:
         return True
-    return " ".join(citation.claim_text.split()).lower() in strip_markers(sentence).lower()
+    return strip_markers(citation.claim_text).lower() in strip_markers(sentence).lower()
 
 
 def _content_words(text: str) -> int:
