@@ -266,5 +266,62 @@ def test_claim_check_task_requires_every_claim_once():
 
 
 def test_each_task_prompt_has_its_own_version():
-    versions = {prompt_version(t) for t in Task}
-    assert len(versions) == 3 and all(v.startswith(t.value) for v, t in zip(sorted(versions), sorted(Task)))
+    versions = {t: prompt_version(t) for t in Task}
+    assert len(set(versions.values())) == 3
+    assert all(v.startswith(f"{t.value}-") and len(v) == len(t.value) + 13 for t, v in versions.items())
+
+
+def test_the_reply_schema_is_strict_mode_ready():
+    from transforms.judge.schema import reply_json_schema
+
+    def objects(node):
+        if isinstance(node, dict):
+            if "properties" in node:
+                yield node
+            for value in node.values():
+                yield from objects(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from objects(value)
+
+    for task in Task:
+        found = list(objects(reply_json_schema(task)))
+        assert found
+        for node in found:
+            assert node["additionalProperties"] is False and node["required"] == list(node["properties"])
+            assert all("default" not in p for p in node["properties"].values())
+
+
+def test_the_endpoint_name_never_carries_credentials():
+    from transforms.judge.config import endpoint_name
+
+    assert endpoint_name("https://user:sk-secret@llm.example.com:8443/openai/v1/?api-key=sk-q") == (
+        "https://llm.example.com:8443/openai/v1"
+    )
+
+
+def test_the_key_comes_from_the_environment_in_order(monkeypatch):
+    from transforms.judge.client import resolve_api_key
+
+    monkeypatch.delenv("GROUNDWATCH_JUDGE_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    assert resolve_api_key(("GROUNDWATCH_JUDGE_API_KEY", "OPENAI_API_KEY")) == "sk-openai"
+    monkeypatch.setenv("GROUNDWATCH_JUDGE_API_KEY", "sk-groundwatch")
+    assert resolve_api_key(("GROUNDWATCH_JUDGE_API_KEY", "OPENAI_API_KEY")) == "sk-groundwatch"
+    assert "sk-" not in repr(JudgeConfig(base_url="http://127.0.0.1:1/v1", model="m"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mail ann.lee@example.org today", "mail [EMAIL] today"),
+        ("call +1 (555) 123-4567 or 555.123.4567", "call [PHONE] or [PHONE]"),
+        ("SSN 123-45-6789, card 4111 1111 1111 1111", "SSN [ID], card [ID]"),
+        ("MRN1234567 and account 12345678", "[ID] and account [ID]"),
+        ("50 mg on March 3, 2024 at 8:15 PM; potassium 4.2 mmol/L; 2019-2024", None),
+    ],
+)
+def test_redaction_masks_personal_data_and_leaves_clinical_figures(text, expected):
+    from transforms.judge.redact import redact_text
+
+    assert redact_text(text) == (text if expected is None else expected)
