@@ -1,9 +1,10 @@
 """The citation audit on a lease record of the project's sample traffic, mutated one way at a time.
 
-`LEASE` is a record like those in `pipelines/data/sample_traffic.jsonl`; each
+`LEASE_ANSWER` is a record like those in `pipelines/data/sample_traffic.jsonl`; each
 test changes one thing (a number, a hedge, a quantifier, a negation, an id, a
 quote character, the order of two citations) and checks what the audit says.
-The verifier is the real offline heuristic.
+The verifier is the real offline heuristic; the faithful claims stay close to their passages'
+wording, so these tests exercise the citation logic rather than the verifier's handling of paraphrase.
 """
 
 import pytest
@@ -30,7 +31,7 @@ GAMMA = "The tenant paid a security deposit of $3,000 at signing. This clause su
 DELTA = "A late payment may incur a penalty of 5 percent of the outstanding balance."
 EPSILON = "Some obligations survive the end of the lease. Subletting is not allowed without the landlord's consent."
 LEASE_ANSWER = (
-    "The lease runs for 24 months starting October 2, 2025 [doc_alpha]. "
+    "The lease term is 24 months, beginning on October 2, 2025 [doc_alpha]. "
     "A security deposit of $3,000 was paid at signing [doc_gamma]. "
     "The contract is governed by the laws of Delaware [doc_beta]."
 )
@@ -154,7 +155,7 @@ def test_quote_matching_helpers():
 
 def test_swapped_citations_are_misattributed_and_name_the_right_passage(verifier):
     answer = (
-        "The lease runs for 24 months starting October 2, 2025 [doc_gamma]. "
+        "The lease term is 24 months, beginning on October 2, 2025 [doc_gamma]. "
         "A security deposit of $3,000 was paid at signing [doc_alpha]."
     )
     first, second = audit_citations(lease(answer), verifier).audit_results
