@@ -1,13 +1,15 @@
 """Benchmark the LLM judge on the demo traffic against a local OpenAI-compatible server with fixed latency.
 
-    python scripts/bench_judge.py [--latency 0.25] [--traffic pipelines/data/sample_traffic.jsonl]
+    python scripts/bench_judge.py [--latency 0.25] [--window-seconds 60] [--traffic FILE.jsonl]
 
-Runs `groundwatch audit` (Beam FnApiRunner, default 60 s windows) five ways: heuristic only (baseline),
-`openai` without batching (one answer per call), `openai` with batching (8 answers per call), and
-`cascade` with and without batching. For each it prints judge calls, calls and tokens per audited
-response, sentences sent to the judge, wall time and audited responses per second, then the factor by
-which the cascade cuts judge calls and tokens. The server is `tests/openai_server.py` answering every
-call with a valid verdict after `--latency` seconds; tokens are its estimate (characters / 4).
+Runs `groundwatch audit` (Beam FnApiRunner, 60 s windows unless `--window-seconds`) five ways:
+heuristic only (baseline), `openai` without batching (one answer per call), `openai` with batching
+(8 answers per call), and `cascade` with and without batching. For each it prints judge calls, calls
+and tokens per audited response, sentences sent to the judge, wall time and audited responses per
+second, then the factor by which the cascade cuts judge calls and tokens. The server is
+`tests/openai_server.py`, answering every call with a valid verdict after `--latency` seconds; tokens
+are its estimate (characters / 4).
+Batches never span event-time windows, so sparse traffic in short windows fills calls only partly.
 """
 
 from __future__ import annotations
@@ -35,11 +37,12 @@ RUNS = [
 ]
 
 
-def bench(traffic: str, latency: float, concurrency: int, band: str) -> list[dict]:
+def bench(traffic: str, latency: float, concurrency: int, band: str, window_seconds: int) -> list[dict]:
     results = []
     for label, verifier, per_call in RUNS:
         with OpenAIServer(latency_s=latency) as server, tempfile.TemporaryDirectory() as lake:
             argv = [f"--input={traffic}", f"--lake={lake}", f"--verifier={verifier}", "--runner=FnApiRunner"]
+            argv.append(f"--window_seconds={window_seconds}")
             if verifier != "heuristic":
                 argv += [
                     f"--judge_base_url={server.base_url}",
@@ -78,9 +81,15 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.25, help="Seconds the server takes per reply. Default 0.25.")
     parser.add_argument("--concurrency", type=int, default=4, help="--judge-max-concurrency. Default 4.")
     parser.add_argument("--band", default="0.5,0.8", help="--cascade-band. Default 0.5,0.8.")
+    parser.add_argument(
+        "--window-seconds", type=int, default=60, help="Event-time window; batches never span windows. Default 60."
+    )
     args = parser.parse_args()
-    results = bench(args.traffic, args.latency, args.concurrency, args.band)
-    print(f"traffic {args.traffic}; reply latency {args.latency}s; concurrency {args.concurrency}; band {args.band}")
+    results = bench(args.traffic, args.latency, args.concurrency, args.band, args.window_seconds)
+    print(
+        f"traffic {args.traffic}; reply latency {args.latency}s; concurrency {args.concurrency}; "
+        f"band {args.band}; window {args.window_seconds}s"
+    )
     print()
     print(
         "| run | audited | judge calls | calls/response | tokens/response | sentences judged | wall s | responses/s |"
