@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from audit_messages import message, raw
 from openai_server import OpenAIServer, Scripted
 
@@ -71,3 +74,20 @@ def test_replay_reports_items_that_still_fail(tmp_path, capsys):
     assert "still failing validation 1" in capsys.readouterr().out
     statuses = connect_lake(str(lake)).execute("SELECT status, count(*) FROM judge_calls GROUP BY 1").fetchall()
     assert statuses == [("judge_validation_failed", 6)]
+
+
+def test_calibrate_runs_the_judge_and_the_cascade_given_an_endpoint(tmp_path, monkeypatch):
+    """`groundwatch calibrate --verifier openai|cascade` against the local server, endpoint from the environment."""
+    fixture = Path(__file__).parent / "data" / "calibration_golden.jsonl"
+    with OpenAIServer() as server:
+        monkeypatch.setenv("GROUNDWATCH_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("GROUNDWATCH_JUDGE_MODEL", "scripted-judge")
+        for verifier in ("openai", "cascade"):
+            before = len(server.requests)
+            report = tmp_path / verifier
+            args = ["calibrate", "--golden", str(fixture), "--verifier", verifier, "--no-citations"]
+            assert groundwatch([*args, "--report", str(report), "--bootstrap", "0"]) == 0
+            metrics = json.loads((report / "metrics.json").read_text())
+            assert sum(map(sum, metrics["summary"]["sentences"]["overall"]["confusion_matrix"])) == 8
+            calls = len(server.requests) - before
+            assert (calls == 8) if verifier == "openai" else (calls < 8)
