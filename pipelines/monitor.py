@@ -66,7 +66,7 @@ class MonitorOptions(PipelineOptions):
         parser.add_argument(
             "--kafka_topic", default="rag.responses", help="Topic of logged responses. Default rag.responses."
         )
-        parser.add_argument("--kafka_group_id", default="groundwatch", help="Consumer group whose offsets are committed.")
+        parser.add_argument("--kafka_group_id", default="groundwatch", help="Consumer group to commit.")
         parser.add_argument(
             "--start_from",
             default="committed",

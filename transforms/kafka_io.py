@@ -142,6 +142,20 @@ def _consumer(connection: Mapping[str, Any], group_id: str | None, **extra):
     )
 
 
+class _CheckpointOnlyTracker(OffsetRestrictionTracker):
+    """Splits only to checkpoint (fraction 0): a partition is read by one reader, in order.
+
+    Runners also ask SDFs for fractional splits to spread work; for a Kafka partition that would hand an
+    unbounded range's far half (offsets that do not exist yet) to a second reader, and break the chain of
+    chunks the offset ledger commits by. Parallelism comes from partitions instead.
+    """
+
+    def try_split(self, fraction_of_remainder):
+        if fraction_of_remainder != 0:
+            return None
+        return super().try_split(fraction_of_remainder)
+
+
 class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     """Read one partition's restriction: emit records, a progress record per chunk, and advance the watermark.
 
@@ -182,7 +196,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         return OffsetRange(start, latest if self._bounded else UNBOUNDED_STOP)
 
     def create_tracker(self, restriction):
-        return OffsetRestrictionTracker(restriction)
+        return _CheckpointOnlyTracker(restriction)
 
     def restriction_size(self, element, restriction):
         return 0 if restriction.stop == UNBOUNDED_STOP else restriction.size()
@@ -243,18 +257,28 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
                 last = position - 1
             if not batch and not self._bounded:
                 # An empty poll may only mean the fetch is still starting; idle means caught up with the log.
-                caught_up = position >= reader.end_offsets([tp])[tp]
-                if caught_up:
-                    break  # checkpoint now rather than hold the bundle open
+                caught_up = self._caught_up(reader, tp, position)
+                if caught_up is not False:
+                    break  # caught up, or the broker is away: checkpoint rather than hold the bundle open
         self._read.inc(records)
         next_offset = restriction.stop if finished else last + 1
         if next_offset > restriction.start or lake_offsets:
             progress = ReadProgress(topic, partition, restriction.start, next_offset, tuple(lake_offsets))
             yield beam.pvalue.TaggedOutput(PROGRESS, progress)
-        self._advance_watermark(watermark, latest_event, idle=caught_up and records == 0)
+        self._advance_watermark(watermark, latest_event, idle=caught_up is True and records == 0)
         if not finished:
             # Resume right away after a full chunk; after an idle poll, wait a little.
             tracker.defer_remainder(Duration(seconds=0 if records else 1))
+
+    @staticmethod
+    def _caught_up(reader, tp, position: int) -> bool | None:
+        """Whether the reader is at the end of the partition; None when the broker does not answer."""
+        from kafka.errors import KafkaError
+
+        try:
+            return position >= reader.end_offsets([tp], timeout_ms=5000)[tp]
+        except KafkaError:
+            return None  # a broker restart: the consumer reconnects by itself, try again after a checkpoint
 
     def _advance_watermark(self, watermark, latest_event: float | None, *, idle: bool) -> None:
         if self._bounded:

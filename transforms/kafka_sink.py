@@ -88,12 +88,18 @@ class _ProduceFn(beam.DoFn):
         self._sent = Metrics.counter("groundwatch.kafka", f"published_{topic}")
 
     def setup(self):
+        self._producer = self._new_producer()
+
+    def _new_producer(self):
         from kafka import KafkaProducer
 
-        self._producer = KafkaProducer(acks="all", retries=10, linger_ms=5, **client_config(self._connection))
+        return KafkaProducer(acks="all", retries=10, linger_ms=5, **client_config(self._connection))
 
     def process(self, message: KafkaMessage):
         key, value, headers = message
+        if self._producer is None or getattr(self._producer, "_closed", False):
+            # A runner may reuse this DoFn after a failed bundle tore its producer down.
+            self._producer = self._new_producer()
         self._producer.send(self._topic, value=value, key=key, headers=headers)
         self._sent.inc()
 
