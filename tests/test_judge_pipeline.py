@@ -7,6 +7,7 @@ Every test points the real `openai` client at a real HTTP server on 127.0.0.1
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 import apache_beam as beam
 import pyarrow.parquet as pq
@@ -202,3 +203,22 @@ def test_no_evidence_never_reaches_the_judge(evidence):
     with OpenAIServer() as server:
         check([response], config(server), [("r-0", None, (), (), False)])
         assert server.requests == []
+
+
+def test_outside_beam_the_judge_verifier_reports_its_status_to_routing():
+    from transforms.audit import audit_response
+    from transforms.verifiers import make_verifier
+
+    now = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    with OpenAIServer() as server:
+        server.script(*[Scripted(content="not an audit")] * 3)
+        verifier = make_verifier("openai", base_url=server.base_url, model="scripted-judge")
+        failed = audit_response(parsed("r-1"), verifier=verifier, window_start=now, window_end=now, now=now)
+        judged = audit_response(parsed("r-2"), verifier=verifier, window_start=now, window_end=now, now=now)
+    assert (failed.judge_status, len(failed.judge_calls), set(failed.decided_by)) == (
+        "judge_validation_failed",
+        3,
+        {"heuristic"},
+    )
+    assert any(r.startswith("judge_validation_failed") for r in failed.review.reasons)
+    assert (judged.judge_status, len(judged.judge_calls), set(judged.decided_by)) == ("judged", 1, {"openai"})

@@ -77,6 +77,9 @@ def verify_response(
         report=report,
         decided_by=decided_by,
         audited_at=now,
+        # Judge-backed verifiers report how their last judge call ended; the others have no such attributes.
+        judge_status=getattr(verifier, "judge_status", None),
+        judge_calls=list(getattr(verifier, "judge_calls", [])),
     )
 
 

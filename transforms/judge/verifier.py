@@ -189,6 +189,16 @@ class JudgeVerifier(Verifier):
         self.last = JudgePlan(indexes, outcome)
         return verdicts
 
+    @property
+    def judge_status(self) -> str | None:
+        """How the judge call for the last answer ended; None when no sentence went to the judge."""
+        return None if self.last is None or self.last.outcome is None else self.last.outcome.status
+
+    @property
+    def judge_calls(self) -> list:
+        """The judge_calls rows of the last answer."""
+        return [] if self.last is None or self.last.outcome is None else list(self.last.outcome.calls)
+
     def decided_by(self, verdicts: Sequence[SentenceVerdict]) -> list[str]:
         if len(self._decided_by) == len(verdicts):
             return list(self._decided_by)
