@@ -16,6 +16,7 @@ gap between two evidence times or dates.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,7 +51,7 @@ _SLOPE, _MIDPOINT = 4.0, 1.26
 _SLOT_ALIGNMENT = 0.5
 
 
-@dataclass
+@dataclass(slots=True)
 class _EvSentence:
     doc_id: str
     text: str  # the whole passage
@@ -60,6 +61,16 @@ class _EvSentence:
     stems: frozenset
     quantities: list
     _negations: int | None = None
+    _positions: dict | None = None
+
+    @property
+    def positions(self) -> dict:
+        """Where each stem occurs in the sentence (built on first use)."""
+        if self._positions is None:
+            self._positions = {}
+            for i, st in enumerate(self.stem_list):
+                self._positions.setdefault(st, []).append(i)
+        return self._positions
 
     @property
     def negations(self) -> int:
@@ -85,10 +96,13 @@ class EvidenceIndex:
         """Evidence sentences with a long word sharing the first _PREFIX letters (index built on first use)."""
         if self._prefixes is None:
             self._prefixes = {}
-            for st, sids in self.postings.items():
+            for st in self.postings:
                 if len(st) > _PREFIX + 1:
-                    self._prefixes.setdefault(st[:_PREFIX], set()).update(sids)
-        return self._prefixes.get(word_stem[:_PREFIX], set())
+                    self._prefixes.setdefault(st[:_PREFIX], []).append(st)
+        found = set()
+        for st in self._prefixes.get(word_stem[:_PREFIX], ()):
+            found.update(self.postings[st])
+        return found
 
     def gaps(self) -> dict:
         """Durations between two evidence times or dates (computed on first use), to evidence sentence pairs."""
@@ -101,7 +115,9 @@ class EvidenceIndex:
     def bigrams(self) -> set:
         """Adjacent stem pairs of the evidence (built on first use: only unsupported spans need them)."""
         if self._bigrams is None:
-            self._bigrams = {pair for s in self.sentences for pair in zip(s.stem_list, s.stem_list[1:], strict=False)}
+            self._bigrams = set()
+            for s in self.sentences:
+                self._bigrams.update(zip(s.stem_list, s.stem_list[1:]))  # noqa: B905 (pairs of one list)
         return self._bigrams
 
 
@@ -111,7 +127,7 @@ def _key(q: Quantity) -> tuple:
 
 def index_evidence(passages: Sequence[tuple[str, str]]) -> EvidenceIndex:
     """Index (doc_id, content) passages for `analyse_sentence`."""
-    sentences, postings, quantities, exact = [], {}, [], {}
+    sentences, postings, quantities, exact = [], defaultdict(list), [], {}
     for doc_id, text in passages:
         qs = extract_quantities(text)
         for start, end in sentence_spans(text):
@@ -131,10 +147,10 @@ def index_evidence(passages: Sequence[tuple[str, str]]) -> EvidenceIndex:
                 sid = len(sentences)
                 stem_list = list(map(stem, ws))
                 stems = frozenset(stem_list)
-                sq = [q for q in qs if cs <= q.start < ce]
+                sq = [q for q in qs if cs <= q.start < ce] if qs else []
                 sentences.append(_EvSentence(doc_id, text, cs, ce, stem_list, stems, sq))
                 for st in stems:
-                    postings.setdefault(st, []).append(sid)
+                    postings[st].append(sid)
                 for q in sq:
                     quantities.append((q, sid))
                     exact.setdefault(_key(q), set()).add(sid)
@@ -187,14 +203,17 @@ class _Item:
 
 def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], list[Quantity]]:
     markers = citation_marker_spans(sentence)
-    tokens = [t for t in tokenize(sentence) if not any(s <= t.start < e for s, e in markers)]
-    quantities = [q for q in extract_quantities(sentence) if not any(s <= q.start < e for s, e in markers)]
+    tokens = list(tokenize(sentence))
+    quantities = list(extract_quantities(sentence))
+    if markers:
+        tokens = [t for t in tokens if not any(s <= t.start < e for s, e in markers)]
+        quantities = [q for q in quantities if not any(s <= q.start < e for s, e in markers)]
     items, in_quantity = [], {}
     for q in quantities:
         ids = [i for i, t in enumerate(tokens) if q.start <= t.start < q.end]
         for i in ids:
             in_quantity[i] = True
-        support = set(ev.exact.get(_key(q), ()))
+        support = ev.exact.get(_key(q), ())
         if not support and (q.kind in ("date", "year") or q.kind == "number" and q.value):
             support = {sid for eq, sid in ev.quantities if same_value(q, eq)}
         item = _Item(q.text, _QUANTITY_WEIGHT, support, ids, quantity=q)
@@ -208,9 +227,9 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         w = word_weight(t)
         if i in in_quantity or w == 0.0:
             continue
-        support = set(ev.postings.get(t.stem, ()))
+        support = ev.postings.get(t.stem, ())
         if not support and len(t.stem) > _PREFIX + 1:
-            support = set(ev.prefixed(t.stem))
+            support = ev.prefixed(t.stem)
             w_support = 0.7
         else:
             w_support = 1.0
@@ -300,7 +319,7 @@ def _local_coverage(items, gain_of, ev, total) -> float:
     for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:3]:
         doc = ev.sentences[sid].doc_id
         near = {x for x in (sid - 1, sid, sid + 1) if 0 <= x < len(ev.sentences) and ev.sentences[x].doc_id == doc}
-        best = max(best, sum(it.weight for it in items if it.support & near) / total)
+        best = max(best, sum(it.weight for it in items if not near.isdisjoint(it.support)) / total)
     return best
 
 
@@ -312,14 +331,15 @@ def _content_bigrams(tokens, ev) -> float:
         return 1.0
     found = 0
     for a, b in pairs:
-        sids = set(ev.postings.get(a, ())) & set(ev.postings.get(b, ()))
-        found += any(_near(ev.sentences[sid].stem_list, a, b) for sid in sids)
+        pa, pb = ev.postings.get(a), ev.postings.get(b)
+        if not pa or not pb:
+            continue
+        for sid in set(pa).intersection(pb):
+            pos = ev.sentences[sid].positions
+            if any(abs(i - j) <= 3 for i in pos[a] for j in pos[b]):
+                found += 1
+                break
     return found / len(pairs)
-
-
-def _near(stem_list, a, b, gap=3) -> bool:
-    pos = [i for i, x in enumerate(stem_list) if x == a]
-    return any(b in stem_list[max(0, i - gap) : i + gap + 1] for i in pos)
 
 
 def _is_name(tokens, item) -> bool:

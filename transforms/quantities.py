@@ -92,9 +92,12 @@ _NUMBER_WORDS = {
 _NUMBER_WORDS.update(zip("thirty forty fifty sixty seventy eighty ninety".split(), range(30, 100, 10), strict=True))
 _NUMBER_WORDS.update({"hundred": 100, "thousand": 1000, "dozen": 12})
 _NUM = re.compile(
-    r"(?P<cur>[$€£¥])?\s?(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w.]*\d)"
+    r"(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w.]*\d)"
     r"(?:\s?(?P<unit>%|[a-zA-Zµ]+(?:/[a-zA-Z]+)?))?"
 )
+_DIGITS = re.compile(r"\d+")
+_MARGIN = 24  # characters around digits that a date, time or unit can reach ("September 30", "12 milligrams")
+_CURRENCY_BEFORE = re.compile(r"([$€£¥])\s?$")
 _WORDNUM = re.compile(
     r"\b(?P<num>" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b"
     r"(?:[\s-](?P<unit>[a-zA-Z]+))?",
@@ -132,6 +135,38 @@ def _unit(raw: str | None) -> tuple[str, float]:
     return "?", 1.0
 
 
+def _digit_windows(text: str) -> list[tuple[int, int]]:
+    """Stretches of text around digits: every pattern but number words needs a digit, so only these are scanned."""
+    windows: list[tuple[int, int]] = []
+    for m in _DIGITS.finditer(text):
+        start, end = max(0, m.start() - _MARGIN), m.end() + _MARGIN
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+    return windows
+
+
+def _finditer(pattern: re.Pattern, text: str, windows: list[tuple[int, int]]):
+    for start, end in windows:
+        yield from pattern.finditer(text, start, end)
+
+
+def _number_words(text: str):
+    """Matches of number words ("five", "twenty"), found with str.find: much faster than one regex over the text."""
+    low = text.lower()
+    starts = set()
+    for word in _NUMBER_WORDS:
+        i = low.find(word)
+        while i >= 0:
+            starts.add(i)
+            i = low.find(word, i + 1)
+    for i in sorted(starts):
+        m = _WORDNUM.match(text, i)
+        if m:
+            yield m
+
+
 def _taken(spans: list[tuple[int, int]], start: int, end: int) -> bool:
     return any(s < end and start < e for s, e in spans)
 
@@ -141,12 +176,13 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
     """Dates, times, durations and numbers (with unit and scale) in `text`, in order of position."""
     found: list[Quantity] = []
     spans: list[tuple[int, int]] = []
-    has_month = _ANY_MONTH.search(text) is not None
+    windows = _digit_windows(text)
+    has_month = windows and _ANY_MONTH.search(text) is not None
     has_sep = "-" in text or "/" in text
     for i, pattern in enumerate(_DATE_PATTERNS):
         if not (has_month if i not in (2, 3) else has_sep):
             continue
-        for m in pattern.finditer(text):
+        for m in _finditer(pattern, text, windows):
             if _taken(spans, m.start(), m.end()):
                 continue
             gd = m.groupdict()
@@ -158,7 +194,7 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             year = int(gd["year"]) if gd.get("year") else None
             found.append(Quantity("date", (year, month, day), "", m.start(), m.end(), m.group()))
             spans.append(m.span())
-    for m in _TIME.finditer(text) if ":" in text or _AMPM.search(text) else ():
+    for m in _finditer(_TIME, text, windows) if ":" in text or _AMPM.search(text) else ():
         if _taken(spans, m.start(), m.end()):
             continue
         hour = int(m.group("h") or m.group("h2"))
@@ -170,16 +206,17 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             hour = 0
         found.append(Quantity("time", hour * 60 + minute, "", m.start(), m.end(), m.group().strip()))
         spans.append(m.span())
-    for m in _NUM.finditer(text):
+    for m in _finditer(_NUM, text, windows):
         if _taken(spans, m.start("num"), m.end("num")):
             continue
         value = float(m.group("num").replace(",", ""))
         unit, scale = _unit(m.group("unit"))
         end = m.end("unit") if m.group("unit") and unit != "?" else m.end("num")
         unit = "" if unit == "?" else unit
-        if m.group("cur"):
-            unit = m.group("cur")
-        start = m.start("cur") if m.group("cur") else m.start("num")
+        start = m.start("num")
+        currency = _CURRENCY_BEFORE.search(text, max(0, start - 2), start)
+        if currency:
+            unit, start = currency.group(1), currency.start()
         kind = "number"
         if unit.startswith("dur:") and _AGE.match(text, end):  # "24 year old" is an age, not a span of time
             unit, end = "", m.end("num")
@@ -189,7 +226,7 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             kind = "year"
         found.append(Quantity(kind, value * scale, unit, start, end, text[start:end]))
         spans.append((start, end))
-    for m in _WORDNUM.finditer(text):
+    for m in _number_words(text):
         if _taken(spans, m.start(), m.end()) or m.group("num").lower() == "one":
             continue
         value = float(_NUMBER_WORDS[m.group("num").lower()])

@@ -96,11 +96,9 @@ def _split_line(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
+    piece = text[start:end]
+    stripped = piece.lstrip()
+    return start + len(piece) - len(stripped), start + len(piece.rstrip())
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
