@@ -124,25 +124,30 @@ def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
 def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -> dict[str, beam.PCollection]:
     """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`.
 
-    Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows),
-    `rows` (`(table, row)` pairs) and `lake_files` (paths written).
+    Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
+    and `lake_files` (paths written).
     """
     opts = options.view_as(AuditOptions)
     validate_options(opts, need_input=source is None)
     threshold = opts.confidence_threshold
+    streaming = bool(options.view_as(StandardOptions).streaming)
     messages = source if source is not None else p | "ReadJsonl" >> ReadJsonlMessages(opts.input)
 
-    parsed = messages | "ParseResponses" >> ParseResponses()
-    windowed = parsed[PARSED] | "WindowByEventTime" >> WindowByEventTime(
-        opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds
-    )
-    unique = windowed | "DropDuplicateResponses" >> DropDuplicateResponses()
-    sampled = unique[PARSED] | "SampleResponses" >> SampleResponses(opts.sample_rate)
+    # A bounded run has all its input: duplicates are dropped across the whole run while parsing (no shuffle
+    # of responses, and a repeat hours later is still caught); a stream drops them per window.
+    parsed = messages | "ParseResponses" >> ParseResponses(drop_duplicates=not streaming)
+    window = WindowByEventTime(opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds)
+    windowed = parsed[PARSED] | "WindowByEventTime" >> window
+    dead = [parsed[DEAD_LETTERS]]
+    if streaming:
+        unique = windowed | "DropDuplicateResponses" >> DropDuplicateResponses()
+        windowed, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]
+    sampled = windowed | "SampleResponses" >> SampleResponses(opts.sample_rate)
     verified = sampled | "VerifySentences" >> VerifySentences(
         opts.verifier, threshold=threshold, verifier_config=judge_verifier_config(opts)
     )
     audited = verified[AUDITED]
-    dead = [parsed[DEAD_LETTERS], unique[DEAD_LETTERS], verified[DEAD_LETTERS]]
+    dead = [*dead, verified[DEAD_LETTERS]]
     for label, stage, step in audit_steps(opts):
         result = audited | label >> ApplyAuditStep(step, stage=stage)
         audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
@@ -160,9 +165,10 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
         scored | "ToLakeRows" >> beam.FlatMap(to_lake_rows),
         scored | "WindowMetrics" >> WindowMetrics(),
         dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
-    ) | "FlattenRows" >> beam.Flatten()
-    lake_files = rows | "WriteAuditLake" >> WriteAuditLake(opts.lake)
-    return {"audited": scored, "dead_letters": dead_letters, "rows": rows, "lake_files": lake_files}
+    )
+    # Streaming writes each window as it closes; a bounded run writes one file per table and hour.
+    lake_files = rows | "WriteAuditLake" >> WriteAuditLake(opts.lake, per_window=streaming)
+    return {"audited": scored, "dead_letters": dead_letters, "lake_files": lake_files}
 
 
 def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:

@@ -8,7 +8,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
-from audit_messages import BAD_MESSAGES, at, message, raw
+from audit_messages import ANSWER, BAD_MESSAGES, at, message, raw
 from pydantic import ValidationError
 
 from schemas import LoggedResponse
@@ -122,4 +122,27 @@ def test_duplicates_keep_the_first_read_copy_and_dead_letter_the_rest():
             unique[DEAD_LETTERS] | beam.Map(lambda d: (d.stage, d.raw_payload, d.origin_offset, "line 1" in d.error)),
             equal_to([("dedupe", again, 7, True)]),
             label="CheckDuplicate",
+        )
+
+
+def test_bounded_parse_drops_duplicates_across_the_whole_input():
+    copies = [(raw(message("dup", answer=f"Copy {n}.")), at(n)) for n in (7, 1, 4)]
+    inputs = [*copies, (raw(message("single")), at(2)), (b"{broken", at(3))]
+    with BeamPipeline(runner="FnApiRunner") as p:
+        result = p | beam.Create(inputs) | ParseResponses(drop_duplicates=True, clock=lambda: FIXED_NOW)
+        assert_that(
+            result[PARSED] | beam.Map(lambda r: (r.response.response_id, r.response.answer, r.raw)),
+            equal_to([("dup", "Copy 1.", None), ("single", ANSWER, None)]),
+            label="CheckKept",
+        )
+        assert_that(
+            result[DEAD_LETTERS] | beam.Map(lambda d: (d.stage, d.origin_offset, d.error.split(":")[0])),
+            equal_to(
+                [
+                    ("dedupe", 7, "duplicate_response_id"),
+                    ("dedupe", 4, "duplicate_response_id"),
+                    ("parse", 3, "malformed_json"),
+                ]
+            ),
+            label="CheckDeadLetters",
         )

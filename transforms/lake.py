@@ -17,12 +17,13 @@ one-row-each. Nothing is held in process-global state: any runner works.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from datetime import UTC
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
@@ -162,13 +163,19 @@ def _stem(*parts: str) -> str:
     return "part-" + digest.hexdigest()[:24]
 
 
+@functools.cache
+def _schema(table: str) -> pa.Schema:
+    # Deriving the Arrow schema walks the row model; tables are registered at import, so cache it.
+    return TABLES[table].schema
+
+
 def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]]) -> str:
     """Write rows as `<folder>/<file_stem>.parquet`: whole to a hidden temp file, then renamed into place."""
     os.makedirs(folder, exist_ok=True)
     final = os.path.join(folder, f"{file_stem}.parquet")
     # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
     temp = os.path.join(folder, f".{file_stem}.{uuid.uuid4().hex}.tmp")
-    table_data = pa.Table.from_pylist(list(rows), schema=TABLES[table].schema)
+    table_data = pa.Table.from_pylist(list(rows), schema=_schema(table))
     try:
         pq.write_table(table_data, temp, compression="zstd")
         os.replace(temp, final)
@@ -208,11 +215,27 @@ def _window_label(window: Any) -> str:
     return "global"
 
 
+def _compact(row: dict) -> dict:
+    # Datetimes would each be pickled on the way through the shuffle; epoch microseconds encode natively
+    # and Arrow reads them back into the same timestamp columns.
+    return {k: (_micros(v) if isinstance(v, datetime) else v) for k, v in row.items()}
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(value: datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
 class _KeyByPartitionDoFn(beam.DoFn):
     def process(self, element, window=beam.DoFn.WindowParam):
         table, row = element
         date, hour = partition_of(table, row)
-        yield (table, date, hour, _window_label(window)), row
+        yield (table, date, hour, _window_label(window)), _compact(row)
 
 
 class _WritePartitionDoFn(beam.DoFn):
@@ -231,21 +254,35 @@ class _WritePartitionDoFn(beam.DoFn):
 
 
 class WriteAuditLake(beam.PTransform):
-    """Write `(table, row dict)` pairs into the lake, one Parquet file per (table, partition, window).
+    """Write `(table, row dict)` pairs (one PCollection, or a tuple of them) into the lake, one Parquet
+    file per (table, partition, window).
+
+    With `per_window=False` (bounded runs) the windows are merged first: one file per (table, partition).
 
     Returns the paths of the files written.
     """
 
-    def __init__(self, lake_dir: str):
+    def __init__(self, lake_dir: str, *, per_window: bool = True):
         super().__init__()
         if not lake_dir:
             raise ValueError("lake directory must be a non-empty path")
         self._lake_dir = os.path.abspath(lake_dir)
+        self._per_window = per_window
 
     def expand(self, rows):
+        # Several row collections may come in: each is keyed (and made compact) where it is produced, so
+        # only compact rows are encoded where they meet.
+        inputs = list(rows) if isinstance(rows, (tuple, list)) else [rows]
+        keyed = []
+        for i, part in enumerate(inputs):
+            suffix = str(i) if len(inputs) > 1 else ""
+            if not self._per_window:
+                # Bounded input: one group per (table, partition) for the whole run, so files are few and large.
+                part = part | f"OneGroupPerPartition{suffix}" >> beam.WindowInto(beam_window.GlobalWindows())
+            keyed.append(part | f"KeyByPartition{suffix}" >> beam.ParDo(_KeyByPartitionDoFn()))
+        merged = keyed[0] if len(keyed) == 1 else keyed | "FlattenPartitions" >> beam.Flatten()
         return (
-            rows
-            | "KeyByPartition" >> beam.ParDo(_KeyByPartitionDoFn())
+            merged
             | "GroupByPartition" >> beam.GroupByKey()
             | "WriteParquet" >> beam.ParDo(_WritePartitionDoFn(self._lake_dir))
         )

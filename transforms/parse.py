@@ -7,9 +7,12 @@ The input is `(raw_bytes, Origin)`. `parse_message` is the plain function
     parsed[PARSED]        # ParsedResponse, valid against the input contract
     parsed[DEAD_LETTERS]  # DeadLetterRow: reason, original bytes, origin
 
-`DropDuplicateResponses` keeps one response per `response_id` within a window
-(the one read first, by origin) and dead-letters the others, so that
-read = audited + sampled out + dead-lettered always holds. Every rejection
+Duplicates: a response id carried by several messages is audited once, from
+the message read first (smallest origin), and the other copies are
+dead-lettered (`duplicate_response_id`), so that read = audited + sampled out +
+dead-lettered always holds. Bounded runs decide over the whole input
+(`ParseResponses(drop_duplicates=True)`); streaming runs per window
+(`DropDuplicateResponses`). Every rejection
 increments a counter named for its reason in the `groundwatch.dead_letters`
 namespace; `groundwatch/read` counts every message that enters.
 """
@@ -17,6 +20,7 @@ namespace; `groundwatch/read` counts every message that enters.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -38,6 +42,7 @@ __all__ = [
     "dead_letter_row",
     "input_flags",
     "parse_message",
+    "response_id_of",
     "summarize_validation_error",
 ]
 
@@ -140,13 +145,45 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _origin_key(origin: Origin) -> tuple:
+    return (
+        origin.source,
+        -1 if origin.partition is None else origin.partition,
+        -1 if origin.offset is None else origin.offset,
+    )
+
+
+def _describe(origin: Origin) -> str:
+    if origin.offset is None:
+        return origin.source
+    if origin.source.startswith("file:"):
+        return f"{origin.source} line {origin.offset}"
+    return f"{origin.source} partition {origin.partition} offset {origin.offset}"
+
+
+def response_id_of(raw: bytes) -> str | None:
+    """The top-level `response_id` of a JSON message, or None; a cheap look that validates nothing else."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, TypeError):
+        return None
+    value = obj.get("response_id") if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _duplicate_dead_letter(raw: bytes, origin: Origin, response_id: str, first: str, now: datetime) -> DeadLetterRow:
+    Metrics.counter(DEAD_LETTER_NAMESPACE, "duplicate_response_id").inc()
+    error = f"duplicate_response_id: {response_id!r} was already read at {first}; this copy was not audited"
+    return dead_letter_row(raw, origin, stage="dedupe", error=error, received_at=now)
+
+
 class _ParseDoFn(beam.DoFn):
-    def __init__(self, clock: Callable[[], datetime]):
-        self._clock = clock
+    def __init__(self, clock: Callable[[], datetime], keep_raw: bool):
+        self._clock, self._keep_raw = clock, keep_raw
         self._read = Metrics.counter(METRICS_NAMESPACE, "read")
         self._parsed = Metrics.counter(METRICS_NAMESPACE, "parsed")
 
-    def process(self, element):
+    def process(self, element, first_copies=None):
         raw, origin = element
         self._read.inc()
         try:
@@ -158,35 +195,84 @@ class _ParseDoFn(beam.DoFn):
             )
             yield beam.pvalue.TaggedOutput(DEAD_LETTERS, row)
             return
+        first = first_copies.get(response.response_id) if first_copies else None
+        if first is not None and first[0] != _origin_key(origin):
+            dead = _duplicate_dead_letter(raw, origin, response.response_id, first[1], self._clock())
+            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, dead)
+            return
         self._parsed.inc()
-        yield ParsedResponse(response=response, origin=origin, input_flags=input_flags(response), raw=bytes(raw))
+        kept_raw = bytes(raw) if self._keep_raw else None
+        yield ParsedResponse(response=response, origin=origin, input_flags=input_flags(response), raw=kept_raw)
+
+
+class _FirstCopyFn(beam.CombineFn):
+    """(copies seen, smallest origin key, that origin's description) of one response id."""
+
+    def create_accumulator(self):
+        return (0, None, "")
+
+    def add_input(self, acc, origin_key_and_text):
+        key, text = origin_key_and_text
+        count, best, best_text = acc
+        return (count + 1, key, text) if best is None or key < best else (count + 1, best, best_text)
+
+    def merge_accumulators(self, accumulators):
+        count, best, best_text = 0, None, ""
+        for c, key, text in accumulators:
+            count += c
+            if key is not None and (best is None or key < best):
+                best, best_text = key, text
+        return (count, best, best_text)
+
+    def extract_output(self, acc):
+        return acc
+
+
+class _RepeatedIds(beam.PTransform):
+    """`(response_id, (first origin key, its description))` for every id that more than one message carries."""
+
+    def expand(self, messages):
+        return (
+            messages
+            | "PeekResponseId" >> beam.FlatMap(_peek_id)
+            | "FirstCopy" >> beam.CombinePerKey(_FirstCopyFn())
+            | "SeenMoreThanOnce" >> beam.FlatMap(lambda kv: [(kv[0], (kv[1][1], kv[1][2]))] if kv[1][0] > 1 else [])
+        )
+
+
+def _peek_id(element):
+    raw, origin = element
+    response_id = response_id_of(raw)
+    if response_id is not None:
+        yield response_id, (_origin_key(origin), _describe(origin))
 
 
 class ParseResponses(beam.PTransform):
     """Validate `(raw_bytes, Origin)` messages against the input contract; invalid ones become dead letters.
 
     Returns a tagged result: `[PARSED]` ParsedResponses and `[DEAD_LETTERS]` DeadLetterRows.
+
+    With `drop_duplicates=True` (bounded input only: it needs all messages before deciding) a response id
+    carried by several messages is parsed from the first one by origin (source, partition, offset); the
+    others become `duplicate_response_id` dead letters. The ids are peeked cheaply first and only repeated
+    ones reach the parse step as a side input, so no response is shuffled for it. Streaming input uses
+    `DropDuplicateResponses` per window instead.
     """
 
-    def __init__(self, *, clock: Callable[[], datetime] = _utc_now):
+    def __init__(self, *, clock: Callable[[], datetime] = _utc_now, drop_duplicates: bool = False):
         super().__init__()
         self._clock = clock
+        self._drop_duplicates = drop_duplicates
 
     def expand(self, messages):
-        return messages | "Parse" >> beam.ParDo(_ParseDoFn(self._clock)).with_outputs(DEAD_LETTERS, main=PARSED)
-
-
-def _origin_order(parsed: ParsedResponse) -> tuple:
-    o = parsed.origin
-    return (o.source, -1 if o.partition is None else o.partition, -1 if o.offset is None else o.offset)
-
-
-def _describe(origin: Origin) -> str:
-    if origin.offset is None:
-        return origin.source
-    if origin.source.startswith("file:"):
-        return f"{origin.source} line {origin.offset}"
-    return f"{origin.source} partition {origin.partition} offset {origin.offset}"
+        # Raw bytes ride along only when a later per-window dedupe may need them for a dead letter.
+        parse = _ParseDoFn(self._clock, keep_raw=not self._drop_duplicates)
+        if not self._drop_duplicates:
+            return messages | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTERS, main=PARSED)
+        repeated = messages | "RepeatedIds" >> _RepeatedIds()
+        return messages | "Parse" >> beam.ParDo(parse, first_copies=beam.pvalue.AsDict(repeated)).with_outputs(
+            DEAD_LETTERS, main=PARSED
+        )
 
 
 class _KeepFirstDoFn(beam.DoFn):
@@ -195,16 +281,14 @@ class _KeepFirstDoFn(beam.DoFn):
 
     def process(self, element):
         response_id, copies = element
-        first, *others = sorted(copies, key=_origin_order)
+        first, *others = sorted(copies, key=lambda p: _origin_key(p.origin))
         # The raw bytes were kept only for this step; downstream stages do not need them.
         yield first.model_copy(update={"raw": None})
         where = _describe(first.origin)
         for dup in others:
-            Metrics.counter(DEAD_LETTER_NAMESPACE, "duplicate_response_id").inc()
             raw = dup.raw if dup.raw is not None else dup.response.model_dump_json().encode("utf-8")
-            error = f"duplicate_response_id: {response_id!r} was already read at {where}; this copy was not audited"
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, dead_letter_row(raw, dup.origin, stage="dedupe", error=error, received_at=self._clock())
+                DEAD_LETTERS, _duplicate_dead_letter(raw, dup.origin, response_id, where, self._clock())
             )
 
 
@@ -213,7 +297,7 @@ class DropDuplicateResponses(beam.PTransform):
 
     At-least-once producers repeat messages; auditing a response twice would count it twice in every
     rate. The copy kept is the one with the smallest origin (source, partition, offset), so reruns agree.
-    Returns a tagged result like `ParseResponses`.
+    Returns a tagged result like `ParseResponses`. (Bounded runs use `ParseResponses(drop_duplicates=True)`.)
     """
 
     def __init__(self, *, clock: Callable[[], datetime] = _utc_now):
