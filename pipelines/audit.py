@@ -157,7 +157,13 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
     # Dead letters are windowed by when they were received, so they flatten with the audited rows
     # and reach the lake in bounded and streaming runs alike.
     windowed_dead = [
-        d | f"WindowDeadLetters{i}" >> WindowByEventTime(opts.window_seconds, time_of=lambda row: row.received_at)
+        d
+        | f"WindowDeadLetters{i}"
+        >> WindowByEventTime(
+            opts.window_seconds,
+            allowed_lateness_seconds=opts.allowed_lateness_seconds,  # same windowing as the rows it joins
+            time_of=lambda row: row.received_at,
+        )
         for i, d in enumerate(dead)
     ]
     dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()

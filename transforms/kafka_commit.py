@@ -195,5 +195,8 @@ class CommitOffsetsAfterLake(beam.PTransform):
         return (
             (chunks, durable)
             | "FlattenLedgerEvents" >> beam.Flatten()
-            | "CommitWhenDurable" >> beam.ParDo(_CommitFn(self._connection, self._group_id))
+            | "CommitWhenDurable"
+            >> beam.ParDo(_CommitFn(self._connection, self._group_id)).with_input_types(
+                tuple[tuple[str, int], tuple[str, Any]]  # a deterministic key coder for the state
+            )
         )
