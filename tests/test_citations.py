@@ -249,3 +249,31 @@ def test_fidelity_cues_must_bear_on_the_shared_content():
     # A negation the claim shares with the source is no flip; "May" the month is no hedge.
     assert fidelity_issues("Alcohol is not allowed.", "Pets are welcome. Alcohol is not allowed on site.") == []
     assert fidelity_issues("The final was played in 1986.", "The final was played in May 1986.") == []
+
+
+_ATOMS = ["[1]", "[2, 3]", "[doc_a]", "[9]", "[sic]", "[", "]", '"', "\u201c", "\u201d", "May", "not", "all", "some"]
+_ATOMS += ["50 mg", "March 3, 2024", ". ", "\n- ", ";", "[1-3]", "[x](http://a)", "patient", "\u00ab", "[[1]]", "?"]
+
+
+def test_odd_answers_never_crash_the_audit_and_always_give_valid_reports(verifier):
+    import random
+
+    rng = random.Random(4)
+
+    def text(n):
+        return "".join(rng.choice(_ATOMS) + (" " if rng.random() < 0.6 else "") for _ in range(n))
+
+    for i in range(300):
+        ids = rng.choice([["1", "2", "3"], ["doc_a", "doc_b"], ["a"], []])
+        citations = None
+        if rng.random() < 0.3:
+            cited = rng.choice([*ids, "zz"])
+            citations = [{"citation_id": rng.choice(["[1]", "c1"]), "doc_id": cited, "quote": text(3)}]
+        response = LoggedResponse(
+            response_id=f"odd-{i}",
+            timestamp="2026-11-29T09:00:00Z",
+            answer=text(rng.randint(0, 40)),
+            evidence=[{"doc_id": d, "content": text(rng.randint(0, 30))} for d in ids],
+            citations=citations,
+        )
+        assert validate_citation_report(audit_citations(response, verifier), response) == [], response.answer
