@@ -25,7 +25,16 @@ def response(claims):
         response_id="med-000001",
         timestamp="2026-11-29T09:00:00Z",
         answer="The patient was started on amoxicillin. The chart lists an allergy to penicillin.",
-        evidence=[{"doc_id": "kb-1", "content": KB_1}, {"doc_id": "kb-2", "content": KB_2}],
+        evidence=[
+            {
+                "doc_id": "kb-1",
+                "content": KB_1,
+                "chunk_index": 3,
+                "source_uri": "ehr://notes/kb-1",
+                "retrieval_timestamp": "2026-11-29T08:59:58Z",
+            },
+            {"doc_id": "kb-2", "content": KB_2},  # no provenance
+        ],
         claims=claims,
     )
 
@@ -167,3 +176,9 @@ def test_pipeline_step_adds_the_report_and_pickles_without_its_verifier(verifier
     assert clone._verifier is None and clone(audited).claims == out.claims
     with pytest.raises(ValueError):
         AuditClaimsStep(threshold=1.5)
+
+
+def test_cited_passages_without_provenance_are_reported(verifier):
+    claim = {"claim_text": "The chart lists an allergy to penicillin", "source_doc_ids": ["kb-2"], "confidence": "HIGH"}
+    check = one(check_claims(response([claim]), verifier))
+    assert any(i.startswith("cited passages without full provenance") and i.endswith("kb-2") for i in check.issues)

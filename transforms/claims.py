@@ -12,7 +12,8 @@ The checks: at least one source id (else `missing_source`, and an issue when
 the generator did not flag it); every cited id in the evidence
 (`unknown_source_ids`); a confidence given; a claim under the threshold
 carries a `low_confidence_reason`; an `attribution_span` is a real span of a
-cited passage. Per response: attribution coverage (claims with at least one
+cited passage; every cited passage carries its provenance (chunk index, retrieval
+timestamp, source URI). Per response: attribution coverage (claims with at least one
 valid source id) and the low-confidence rate (claims under the threshold):
 the two rates monitoring alerts on (coverage under 95%, low confidence over 10%).
 """
@@ -96,6 +97,12 @@ def check_claim(
     missing_reason = low and not (claim.low_confidence_reason or "").strip()
     if missing_reason:
         issues.append(f"confidence {score:.2f} is under {threshold:.2f} and no low_confidence_reason is given")
+    bare = [p.doc_id for p in known if p.chunk_index is None or p.retrieval_timestamp is None or not p.source_uri]
+    if bare:
+        # Spec 004 asks for full provenance of every cited source; a gap is reported, not routed.
+        issues.append(
+            f"cited passages without full provenance (chunk_index, retrieval_timestamp, source_uri): {', '.join(bare)}"
+        )
     if claim.attribution_span and known:
         if all(match_quote(claim.attribution_span, p.content).match is QuoteMatch.none for p in known):
             issues.append("attribution_span is not a span of any cited passage")
