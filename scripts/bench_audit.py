@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Benchmark the audit: the verifier alone (sentences/s, one core) and the whole pipeline (responses/s).
+
+    python scripts/bench_audit.py [--responses 5000] [--verifier heuristic] [-- extra Beam options]
+
+Generates N synthetic responses with 5 answer sentences and 5 evidence passages
+each (`pipelines.traffic`), times `Verifier.verify` over all their sentences in
+this process (CPU time, one core), the plain function behind each pipeline
+stage (CPU ms per response), then writes the responses as JSONL and times
+`groundwatch audit` on the default in-process runner (reading, parsing,
+windowing, dedupe, verifying, citation and claim audits, scoring and writing
+the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
+peak resident memory. Not a test: figures depend on the machine and its load
+(wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
+
+from pipelines.audit import AuditOptions, audit_steps, run  # noqa: E402
+from pipelines.traffic import generate_responses  # noqa: E402
+from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
+from transforms.audit import score_and_flag, verify_response  # noqa: E402
+from transforms.lake import to_lake_rows  # noqa: E402
+from transforms.parse import parse_message  # noqa: E402
+from transforms.sentences import split_sentences  # noqa: E402
+from transforms.verifiers import make_verifier  # noqa: E402
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def bench_verifier(responses: list[LoggedResponse], name: str) -> tuple[int, float]:
+    """Sentences verified and CPU seconds spent by `Verifier.verify` alone (sentences split beforehand)."""
+    verifier = make_verifier(name)
+    work = [(split_sentences(r.answer), r.evidence) for r in responses]
+    start = time.process_time()
+    sentences = 0
+    for split, evidence in work:
+        sentences += len(verifier.verify(split, evidence))
+    return sentences, time.process_time() - start
+
+
+def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
+    """CPU milliseconds per response of each stage's plain function, run outside Beam on one core."""
+    options = PipelineOptions([f"--verifier={name}"]).view_as(AuditOptions)
+    verifier = make_verifier(name)
+    now = datetime.now(UTC)
+    costs = []
+
+    def timed(label, fn, items):
+        start = time.process_time()
+        out = [fn(x) for x in items]
+        costs.append((label, (time.process_time() - start) * 1000 / len(items)))
+        return out
+
+    responses = timed("ParseResponses", parse_message, lines)
+    parsed = [ParsedResponse(response=r, origin=Origin(source="bench", offset=i)) for i, r in enumerate(responses)]
+    audited = timed(
+        "VerifySentences",
+        lambda p: verify_response(p, verifier=verifier, threshold=0.7, window_start=now, window_end=now, now=now),
+        parsed,
+    )
+    for label, _, step in audit_steps(options):
+        audited = timed(label, step, audited)
+    audited = timed("ScoreAndFlag", lambda a: score_and_flag(a, 0.7), audited)
+    timed("ToLakeRows", to_lake_rows, audited)
+    return costs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--responses", type=int, default=5000, help="Responses to generate. Default 5000.")
+    parser.add_argument("--verifier", default="heuristic", help="Verifier to measure. Default heuristic.")
+    parser.add_argument("--seed", type=int, default=11, help="Traffic seed. Default 11.")
+    args, beam_args = parser.parse_known_args(argv)
+
+    messages = list(generate_responses(args.responses, seed=args.seed, sentences=5, passages=5))
+    lines = [json.dumps(m).encode("utf-8") for m in messages]
+    responses = [LoggedResponse.model_validate(m) for m in messages]
+    sentences, seconds = bench_verifier(responses, args.verifier)
+    print(f"verifier {args.verifier} alone: {sentences} sentences, {seconds:.2f} CPU s on one core")
+    print(f"  = {sentences / seconds:,.0f} sentences/s")
+    print("stage costs, plain functions on one core (CPU ms per response):")
+    for label, ms in bench_stages(lines[: min(len(lines), 1000)], args.verifier):
+        print(f"  {label:<24} {ms:7.2f}")
+
+    with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
+        path = os.path.join(tmp, "traffic.jsonl")
+        with open(path, "wb") as f:
+            f.write(b"".join(line + b"\n" for line in lines))
+        cpu0, wall0 = _cpu_seconds(), time.perf_counter()
+        argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
+        counts = run(argv, out=lambda _: None)
+        wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
+    print(f"pipeline ({' '.join(beam_args) or 'default runner: FnApiRunner, in process'}):")
+    print(f"  {counts.read} responses read, {counts.audited} audited, {counts.dead_lettered} dead-lettered")
+    print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
+    print(f"  CPU {cpu:.2f} s in this process = {counts.read / cpu:,.0f} responses per CPU second")
+    print(f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"peak memory (max RSS of this process): {peak_mib():,.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
