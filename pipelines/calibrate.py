@@ -9,6 +9,8 @@ same for citation labels, and a recommended confidence threshold::
 
     groundwatch calibrate --golden ../shared/golden/dev.jsonl --verifier heuristic \\
         --report /tmp/calibration --target-recall 0.8
+    groundwatch calibrate --golden labeled.jsonl --verifier cascade \\
+        --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # key from GROUNDWATCH_JUDGE_API_KEY
 
 With `--report DIR` it also writes `report.md`, `reliability.png`, `roc.png`
 and `metrics.json` there. Exit codes: 0 done, 2 bad usage or no valid record,
@@ -22,6 +24,7 @@ import json
 import sys
 from pathlib import Path
 
+from pipelines.judge_options import add_judge_arguments, judge_verifier_config
 from transforms.calibration import recommend_threshold, threshold_sweep
 from transforms.golden import load_golden, score_golden, summarize
 
@@ -53,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="configuration passed to the verifier factory; repeatable (values parsed as JSON when they can be)",
     )
+    add_judge_arguments(parser)
     parser.add_argument("--report", metavar="DIR", help="write report.md, reliability.png, roc.png, metrics.json here")
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
@@ -188,7 +192,7 @@ def _threshold_lines(run, args) -> tuple[list[str], dict]:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        config = _verifier_config(args.verifier_option)
+        config = {**judge_verifier_config(args), **_verifier_config(args.verifier_option)}
     except ValueError as exc:
         print(f"groundwatch calibrate: {exc}", file=sys.stderr)
         return 2

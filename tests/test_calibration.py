@@ -235,3 +235,20 @@ def test_minimal_records_of_your_own_traffic_are_enough(tmp_path):
     (record,), rejected = load_golden(own)
     assert rejected == [] and (record.source, record.acceptable, record.id) == ("unknown", (FG,), "line-1")
     assert groundwatch(["calibrate", "--golden", str(own), "--bootstrap", "0"]) == 0
+
+
+def test_calibrate_measures_the_llm_judge_through_a_real_http_endpoint(tmp_path, monkeypatch):
+    from openai_server import OpenAIServer
+
+    monkeypatch.setenv("GROUNDWATCH_JUDGE_API_KEY", "test-key")
+    report = tmp_path / "judge"
+    with OpenAIServer() as server:
+        code = groundwatch(
+            ["calibrate", "--golden", str(FIXTURE), "--verifier", "openai", "--judge-base-url", server.base_url]
+            + ["--judge-model", "fixture-judge", "--report", str(report), "--bootstrap", "0", "--no-citations"]
+        )
+        asked = len(server.requests)
+    assert code == 0
+    assert asked >= 8  # every record was sent to the judge (each is verified on its own)
+    payload = json.loads((report / "metrics.json").read_text())
+    assert payload["header"]["verifier"] == "openai" and payload["summary"]["sentences"]["overall"]["n"] == 8
