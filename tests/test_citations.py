@@ -191,9 +191,10 @@ def test_markers_are_tied_to_their_sentence_or_clause():
 
 
 def test_numeric_markers_ranges_and_explicit_citations():
-    response = lease("The lease term is 24 months [2-3]. Late fees apply [1].", ids=["a", "b", "c", "d", "e"])
+    response = lease("The lease term is 24 months [2-3]. Late fees apply [^1].", ids=["a", "b", "c", "d", "e"])
     refs = parse_citations(response)
     assert [r.citation_id for r in refs] == ["[2]", "[3]", "[1]"]
+    assert refs[2].claim == "Late fees apply."
     passage, how = resolve_citation(refs[0], response)
     assert passage.doc_id == "b" and "number 2" in how
 

@@ -1,6 +1,6 @@
 """Find the citations of an answer and the claims they are attached to (the first half of the citation audit).
 
-Markers in the answer (`[1]`, `[2, 3]`, `[2-4]`, `[doc_alpha]`) and the
+Markers in the answer (`[1]`, `[2, 3]`, `[2-4]`, `[^1]`, `[doc_alpha]`) and the
 response's explicit `citations` list both count. A marker belongs to the
 sentence it sits in (a marker that opens a sentence, as in "... fell. [1] Then",
 belongs to the previous one); when a sentence carries several marker groups,
@@ -79,7 +79,7 @@ def _marker_refs(inner: str) -> list[str] | None:
     """The ids inside one bracket pair, or None when it does not look like a citation marker."""
     refs: list[str] = []
     for part in re.split(r"[,;]", inner):
-        part = part.strip()
+        part = part.strip().removeprefix("^")  # Markdown footnote style: [^1]
         rng = _RANGE.match(part)
         if rng and 0 < int(rng.group(2)) - int(rng.group(1)) <= _MAX_RANGE:
             refs.extend(str(n) for n in range(int(rng.group(1)), int(rng.group(2)) + 1))
