@@ -1,0 +1,291 @@
+"""Benchmark Kafka -> lake: throughput, end-to-end latency, consumer lag and peak memory, bounded and streaming.
+
+    python scripts/bench_kafka.py [--bootstrap-servers 127.0.0.1:39092] [--count 5000] [--rate 600] \\
+        [--window-seconds 10] [--mode both|bounded|streaming]
+
+Without --bootstrap-servers it uses $GROUNDWATCH_KAFKA_BOOTSTRAP, else starts the local broker
+(scripts/kafka.sh). Each mode gets a fresh topic (2 partitions) and lake, and runs `groundwatch monitor` as
+a child process group so its memory (Python and Prism together) can be sampled.
+
+- bounded: produce N generated responses (5 sentences, 5 passages), then `monitor --until-caught-up`;
+  throughput is N over the run's wall time (start-up included), latency is the backlog's age.
+- streaming: start the monitor on Prism, wait until it has written a warm-up window, then produce N at
+  `--rate` messages/s with live event times; throughput is N over the time from the first message sent to
+  the last one in the lake. Latency per response: produce time (the Kafka record timestamp) to its
+  `audited_at`, and to the moment its Parquet file was published (file mtime), p50/p95.
+
+Consumer lag (end offsets minus the group's committed offsets) is sampled every second and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from kafka_broker import LocalKafka  # noqa: E402
+
+from dashboards.views import connect_lake  # noqa: E402
+from pipelines.produce import produce_messages  # noqa: E402
+from pipelines.traffic import generate_responses  # noqa: E402
+
+
+def _admin(bootstrap):
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=bootstrap)
+
+
+def _create_topic(bootstrap: str, name: str, partitions: int = 2) -> None:
+    from kafka.admin import NewTopic
+
+    admin = _admin(bootstrap)
+    admin.create_topics([NewTopic(name, partitions, 1)])
+    admin.close()
+
+
+def _delete_topics(bootstrap: str, names: list[str]) -> None:
+    admin = _admin(bootstrap)
+    existing = set(admin.list_topics())
+    if doomed := [n for n in names if n in existing]:
+        admin.delete_topics(doomed)
+    admin.close()
+
+
+def _messages(count: int, seed: int, start: datetime, rate: float) -> list[bytes]:
+    responses = generate_responses(count, seed=seed, start=start, seconds_between=1.0 / rate, sentences=5, passages=5)
+    return [json.dumps(r).encode() for r in responses]
+
+
+class _Sampler(threading.Thread):
+    """Samples, every second, the group's lag and the monitor process group's resident memory."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, pgid: int):
+        super().__init__(daemon=True)
+        from kafka import KafkaConsumer, TopicPartition
+
+        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+        self._tps = [TopicPartition(topic, p) for p in sorted(self._consumer.partitions_for_topic(topic))]
+        self._pgid = pgid
+        self.lag: list[tuple[float, int]] = []
+        self.peak_rss = 0
+        self._halt = threading.Event()
+        self._t0 = time.monotonic()
+
+    def _rss(self) -> int:
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                if os.getpgid(int(pid)) != self._pgid:
+                    continue
+                with open(f"/proc/{pid}/status") as status:
+                    for line in status:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1]) * 1024
+            except (OSError, ProcessLookupError):
+                continue
+        return total
+
+    def run(self):
+        while not self._halt.is_set():
+            try:
+                ends = self._consumer.end_offsets(self._tps)
+                lag = sum(ends[tp] - (self._consumer.committed(tp) or 0) for tp in self._tps)
+                self.lag.append((time.monotonic() - self._t0, lag))
+            except Exception:  # noqa: BLE001 - a sample lost is not worth stopping the benchmark for
+                pass
+            self.peak_rss = max(self.peak_rss, self._rss())
+            self._halt.wait(1.0)
+
+    def stop(self):
+        self._halt.set()
+        self.join(timeout=5)
+        self._consumer.close()
+
+
+def _monitor(bootstrap: str, topic: str, lake: Path, window: int, *extra: str) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "pipelines.cli", "monitor", "--bootstrap-servers", bootstrap, "--topic", topic,
+        "--lake", str(lake), "--group-id", f"bench-{topic}", "--window-seconds", str(window),
+        "--review-topic", f"{topic}.review", "--dead-letter-topic", f"{topic}.dead", *extra,
+    ]  # fmt: skip
+    log = open(lake.parent / f"{topic}.log", "wb")
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+
+
+def _lake_rows(lake: Path, topic: str):
+    if not (lake / "responses").exists():
+        return []
+    con = connect_lake(str(lake))
+    return con.execute(
+        "SELECT origin_partition, origin_offset, audited_at, filename FROM read_parquet(?, filename = true) "
+        "WHERE origin_source = ?",
+        [str(lake / "responses" / "**" / "*.parquet"), f"kafka:{topic}"],
+    ).fetchall()
+
+
+def _produce_times(bootstrap: str, topic: str) -> dict[tuple[int, int], float]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000)
+    times = {(r.partition, r.offset): r.timestamp / 1000.0 for r in consumer}
+    consumer.close()
+    return times
+
+
+def _latencies(bootstrap: str, topic: str, lake: Path) -> tuple[list[float], list[float]]:
+    produced = _produce_times(bootstrap, topic)
+    audited, published, first = [], [], {}
+    for partition, offset, audited_at, filename in _lake_rows(lake, topic):
+        key = (partition, offset)
+        if key in produced and key not in first:
+            first[key] = True
+            audited.append(audited_at.timestamp() - produced[key])
+            published.append(os.path.getmtime(filename) - produced[key])
+    return audited, published
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def _report(name: str, count: int, seconds: float, sampler: _Sampler, audited: list[float], published: list[float]):
+    print(f"\n== {name} ==")
+    print(f"responses            {count}")
+    print(f"wall time            {seconds:.1f} s")
+    print(f"throughput           {count / seconds:.0f} responses/s")
+    print(f"latency audited_at   p50 {_pct(audited, 50):.1f} s   p95 {_pct(audited, 95):.1f} s")
+    print(f"latency in the lake  p50 {_pct(published, 50):.1f} s   p95 {_pct(published, 95):.1f} s")
+    print(f"peak memory          {sampler.peak_rss / 2**20:.0f} MiB (monitor + Prism)")
+    series = sampler.lag[:: max(1, len(sampler.lag) // 12)]
+    print("consumer lag         " + "  ".join(f"{t:.0f}s:{lag}" for t, lag in series))
+    print(f"max lag              {max((lag for _, lag in sampler.lag), default=0)}")
+
+
+def _wait_lake(lake: Path, topic: str, count: int, process: subprocess.Popen, timeout_s: float) -> float:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if len({(p, o) for p, o, _, _ in _lake_rows(lake, topic)}) >= count:
+            return time.monotonic()
+        if process.poll() not in (None, 0):
+            raise RuntimeError(f"monitor exited with {process.returncode}; see {lake.parent}/{topic}.log")
+        time.sleep(0.5)
+    raise RuntimeError(f"the lake did not get {count} responses within {timeout_s:.0f}s")
+
+
+def bench_bounded(bootstrap: str, count: int, window: int, work: Path) -> None:
+    topic = f"bench-bounded-{uuid.uuid4().hex[:8]}"
+    _create_topic(bootstrap, topic)
+    try:
+        produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(count, 3, datetime.now(UTC), 1000.0))
+        lake = work / topic
+        started = time.monotonic()
+        process = _monitor(bootstrap, topic, lake, window, "--until-caught-up")
+        sampler = _Sampler(bootstrap, topic, f"bench-{topic}", process.pid)
+        sampler.start()
+        if process.wait() != 0:
+            raise RuntimeError(f"bounded monitor failed; see {work}/{topic}.log")
+        seconds = time.monotonic() - started
+        sampler.stop()
+        latencies = _latencies(bootstrap, topic, lake)
+        _report("bounded (FnApiRunner, --until-caught-up)", count, seconds, sampler, *latencies)
+    finally:
+        _delete_topics(bootstrap, [topic, f"{topic}.review", f"{topic}.dead"])
+
+
+def bench_source_only(bootstrap: str, count: int) -> None:
+    """The Kafka source and the parser alone (no verification), in process: what the Kafka side costs."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from transforms.kafka_io import MESSAGES, ReadKafkaMessages
+    from transforms.parse import PARSED, ParseResponses
+
+    topic = f"bench-source-{uuid.uuid4().hex[:8]}"
+    _create_topic(bootstrap, topic)
+    try:
+        produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(count, 6, datetime.now(UTC), 1000.0))
+        started = time.monotonic()
+        with beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+            read = p | ReadKafkaMessages({"bootstrap_servers": bootstrap}, [topic], start_from="earliest")
+            parsed = (read[MESSAGES] | ParseResponses())[PARSED]
+            _ = parsed | "Drop" >> beam.Map(lambda _: None)
+        seconds = time.monotonic() - started
+        print("\n== Kafka source + ParseResponses alone (FnApiRunner) ==")
+        print(f"responses            {count}\nwall time            {seconds:.1f} s")
+        print(f"throughput           {count / seconds:.0f} responses/s")
+    finally:
+        _delete_topics(bootstrap, [topic])
+
+
+def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: Path) -> None:
+    topic = f"bench-stream-{uuid.uuid4().hex[:8]}"
+    _create_topic(bootstrap, topic)
+    lake = work / topic
+    process = _monitor(bootstrap, topic, lake, window)
+    try:
+        sampler = _Sampler(bootstrap, topic, f"bench-{topic}", process.pid)
+        sampler.start()
+        warmup = 20
+        produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(warmup, 4, datetime.now(UTC), 20.0))
+        _wait_lake(lake, topic, warmup, process, timeout_s=300)
+        started = time.monotonic()
+        produce_messages(
+            {"bootstrap_servers": bootstrap}, topic, _messages(count, 5, datetime.now(UTC), rate), rate=rate
+        )
+        produced_in = time.monotonic() - started
+        finished = _wait_lake(lake, topic, warmup + count, process, timeout_s=600)
+        sampler.stop()
+        print(f"\n(produced {count} at {count / produced_in:.0f}/s target {rate:.0f}/s)")
+        _report(
+            f"streaming (Prism, {window}s windows)",
+            count,
+            finished - started,
+            sampler,
+            *_latencies(bootstrap, topic, lake),
+        )
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 9)
+            process.wait()
+        _delete_topics(bootstrap, [topic, f"{topic}.review", f"{topic}.dead"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-servers", default=os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP"))
+    parser.add_argument("--count", type=int, default=5000, help="Responses per run. Default 5000.")
+    parser.add_argument("--rate", type=float, default=600.0, help="Streaming produce rate, per second. Default 600.")
+    parser.add_argument("--window-seconds", type=int, default=10, help="Window length. Default 10.")
+    parser.add_argument("--mode", choices=("both", "bounded", "streaming", "source"), default="both")
+    args = parser.parse_args(argv)
+    bootstrap = args.bootstrap_servers or LocalKafka().start()
+    with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
+        if args.mode in ("both", "source"):
+            bench_source_only(bootstrap, args.count)
+        if args.mode in ("both", "bounded"):
+            bench_bounded(bootstrap, args.count, args.window_seconds, Path(work))
+        if args.mode in ("both", "streaming"):
+            bench_streaming(bootstrap, args.count, args.rate, args.window_seconds, Path(work))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
