@@ -182,7 +182,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--clear-after", type=int, default=2, help="Consecutive passing windows that clear an alert. Default 2."
     )
     parser.add_argument(
-        "--recompute", action="store_true", help="Forget earlier drift runs (checks, alerts, snapshots); check all again."
+        "--recompute", action="store_true", help="Forget earlier drift runs (checks, alerts, snapshots), check all."
     )
     parser.add_argument("--no-workspace", action="store_true", help="Do not add snapshots to the Evidently workspace.")
     parser.add_argument(

@@ -36,6 +36,7 @@ __all__ = [
     "ScenarioSpec",
     "audit_into_lake",
     "change_time",
+    "recovery_time",
     "scenario_jsonl",
     "scenario_responses",
 ]
@@ -55,6 +56,8 @@ class ScenarioSpec:
     """Mean responses per window (the volume cycles around it)."""
     change_at: float = 0.6
     """Where in the run the regression starts, as a fraction of the windows (regression only)."""
+    recover_at: float | None = None
+    """Where the old retriever comes back, as a fraction of the windows (regression only; None: never)."""
     damaged_share: float = 0.3
     """Share of passages the regressed retriever returns irrelevant or stale."""
     canary_share: float = 0.3
@@ -68,6 +71,13 @@ class ScenarioSpec:
             raise ValueError("windows, per_window and window_seconds must be positive")
         if not 0 <= self.change_at <= 1 or not 0 <= self.damaged_share <= 1:
             raise ValueError("change_at and damaged_share must be in [0, 1]")
+
+
+def recovery_time(spec: ScenarioSpec) -> datetime | None:
+    """When the old retriever is back (a window boundary), or None."""
+    if spec.name != "retriever-regression" or spec.recover_at is None:
+        return None
+    return spec.start + timedelta(seconds=round(spec.windows * spec.recover_at) * spec.window_seconds)
 
 
 def change_time(spec: ScenarioSpec) -> datetime | None:
@@ -151,7 +161,7 @@ def _weights(rng: random.Random) -> dict[str, float]:
 def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
     """The scenario's logged responses (input-contract dicts), in arrival order; same spec, same traffic."""
     rng = random.Random(spec.seed)
-    changed_at = change_time(spec)
+    changed_at, recovered_at = change_time(spec), recovery_time(spec)
     pending: list[tuple[datetime, dict]] = []
     index = 0
     for window in range(spec.windows):
@@ -161,6 +171,7 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
             when = window_start + timedelta(seconds=rng.uniform(0, spec.window_seconds))
             canary = rng.random() < spec.canary_share
             regressed = changed_at is not None and when >= changed_at and not canary
+            regressed = regressed and (recovered_at is None or when < recovered_at)
             version = CANARY_RETRIEVER if canary else NEW_RETRIEVER if regressed else OLD_RETRIEVER
             profile = traffic.Profile(verdict_weights=weights, retriever_version=version)
             message = traffic._response(rng, index, when, profile, None, None)

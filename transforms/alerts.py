@@ -4,7 +4,8 @@ An alert is keyed by (check, slice dimension, slice value). While its condition 
 raised again; once `clear_after` windows of the slice in a row pass the check (one passing window
 in the middle of a regression is common in small windows), the same alert (same `alert_id`) is
 rewritten with `status=cleared` and `cleared_at` (the first of those passing windows). Windows
-with too few responses or no reference neither raise nor clear. The open alerts come back from the
+with too few responses or no reference neither raise nor clear; a slice that gets no traffic at all
+any more (a rolled-back retriever version) clears after `clear_after` windows. The open alerts come back from the
 lake's `alerts` table on the next run::
 
     tracker = AlertTracker.from_lake_rows(frames.alerts)
@@ -42,7 +43,7 @@ def _slice_label(dimension: str, value: str) -> str:
     return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
 
 
-def alert_message(check: DriftCheckRow, new_values: dict[str, list[str]] | None = None) -> str:
+def alert_message(check: DriftCheckRow, context: str = "") -> str:
     """One line saying what moved, where, by how much, by which test, and against what."""
     where = _slice_label(check.slice_dimension, check.slice_value)
     when = f"{check.window_start:%Y-%m-%d %H:%M}-{check.window_end:%H:%M}"
@@ -63,8 +64,8 @@ def alert_message(check: DriftCheckRow, new_values: dict[str, list[str]] | None 
     else:
         text = f"{check.check.replace('_', ' ')} of {where} is {cur:.1%} ({check.test})"
     text += f" in window {when}, {check.current_responses} responses, vs {check.reference}"
-    if new_values:
-        text += "; new in this window: " + ", ".join(f"{d}={'/'.join(v)}" for d, v in new_values.items())
+    if context:
+        text += "; " + context
     return text
 
 
@@ -95,14 +96,14 @@ class AlertTracker:
     def update(self, evaluation, now: datetime, examples: int = 5) -> list[AlertRow]:
         """Raise alerts for newly failing checks and clear those passing again; returns the rows that changed."""
         changed: list[AlertRow] = []
-        new_values = _new_slice_values(evaluation)
+        context = _all_traffic_context(evaluation)
         for check in evaluation.checks:
             key = (check.check, check.slice_dimension, check.slice_value)
             if check.status == CheckStatus.alert:
                 self._passing.pop(key, None)
             if check.status == CheckStatus.alert and key not in self.open:
                 plan = evaluation.plans[(check.slice_dimension, check.slice_value)]
-                extra = new_values if check.slice_dimension == ALL_TRAFFIC else None
+                extra = context if check.slice_dimension == ALL_TRAFFIC else ""
                 row = AlertRow(
                     alert_id=alert_id(*key, check.window_start),
                     check=check.check,
@@ -143,7 +144,31 @@ class AlertTracker:
                     }
                 )
                 changed.append(cleared)
+        changed.extend(self._clear_vanished(evaluation, now))
         return changed
+
+    def _clear_vanished(self, evaluation, now: datetime) -> list[AlertRow]:
+        """Clear alerts of slices without any traffic (a rolled-back retriever) for `clear_after` windows."""
+        cleared = []
+        for key in [k for k in self.open if (k[1], k[2]) not in evaluation.plans]:
+            passing = self._passing.setdefault(key, [])
+            passing.append(evaluation.window_start)
+            if len(passing) < self.clear_after:
+                continue
+            del self._passing[key]
+            row = self.open.pop(key)
+            cleared.append(
+                row.model_copy(
+                    update={
+                        "status": AlertStatus.cleared,
+                        "cleared_at": passing[0],
+                        "cleared_window_start": evaluation.window_start,
+                        "message": row.message + " | cleared: the slice has had no traffic since",
+                        "updated_at": now,
+                    }
+                )
+            )
+        return cleared
 
 
 def _missing(value) -> bool:
@@ -153,17 +178,25 @@ def _missing(value) -> bool:
         return False
 
 
-def _new_slice_values(evaluation) -> dict[str, list[str]]:
-    """Slice values present in the window but absent from the all-traffic reference (e.g. a new retriever)."""
+def _all_traffic_context(evaluation) -> str:
+    """Where in all traffic to look: versions new in the window, and the least supported retriever_version."""
     plan = evaluation.plans.get((ALL_TRAFFIC, ALL_TRAFFIC))
     if plan is None or plan.reference_responses is None:
-        return {}
-    found = {}
+        return ""
+    parts = []
     for dimension in ("retriever_version", "generator_model"):
         new = sorted(set(plan.responses[dimension]) - set(plan.reference_responses[dimension]))
         if new:
-            found[dimension] = new
-    return found
+            parts.append(f"new in this window: {dimension}={'/'.join(new)}")
+    by_version = plan.responses.groupby("retriever_version")["mean_attribution_confidence"].agg(["mean", "size"])
+    by_version = by_version[by_version["size"] >= 5]
+    if len(by_version) > 1:
+        worst = by_version["mean"].idxmin()
+        row = by_version.loc[worst]
+        parts.append(
+            f"least supported: retriever_version={worst} (mean {row['mean']:.3f} over {int(row['size'])} responses)"
+        )
+    return "; ".join(parts)
 
 
 def format_alert(row: AlertRow) -> str:

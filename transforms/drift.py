@@ -69,6 +69,8 @@ class DriftConfig:
     """K-S p-value under which a distribution counts as drifted."""
     max_confidence_drop: float = 0.10
     """Largest tolerated drop of mean confidence, relative to the reference."""
+    min_claims: int = 30
+    """A slice's window with fewer logged claims does not judge coverage and low-confidence rates."""
     min_coverage: float = 0.95
     """Lowest tolerated attribution coverage rate (spec 004)."""
     max_low_confidence: float = 0.10
@@ -231,7 +233,7 @@ def _series(plan: SlicePlan, metric: str, reference: bool = False) -> pd.Series:
     return frame[column].dropna().astype(float)
 
 
-def _frames_for_report(plans: list[SlicePlan]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _frames_for_report(plans: list[SlicePlan], config: DriftConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Long current and reference frames: one column per metric and slice, NaN where a row is not in it."""
     current, reference = [], []
     for plan in plans:
@@ -242,12 +244,18 @@ def _frames_for_report(plans: list[SlicePlan]) -> tuple[pd.DataFrame, pd.DataFra
             current.append(pd.DataFrame({column_name(metric, d, v): _series(plan, metric).to_numpy()}))
             reference.append(pd.DataFrame({column_name(metric, d, v): _series(plan, metric, True).to_numpy()}))
         for metric in ("attribution_coverage_rate", "low_confidence_claim_rate"):
-            if _present(plan.metrics.get(metric)):
+            if _judged_rate(plan, metric, config):
                 current.append(pd.DataFrame({column_name(metric, d, v): [float(plan.metrics[metric])]}))
     if not current:
         return pd.DataFrame(), pd.DataFrame()
     cur, ref = pd.concat(current, ignore_index=True), pd.concat(reference, ignore_index=True)
     return cur, ref.reindex(columns=cur.columns)
+
+
+def _judged_rate(plan: SlicePlan, metric: str, config: DriftConfig) -> bool:
+    """Whether a claim rate of the slice is present and rests on enough claims to be judged."""
+    claims = plan.metrics.get("claims")
+    return _present(plan.metrics.get(metric)) and _present(claims) and claims >= config.min_claims
 
 
 def _present(value) -> bool:
@@ -271,11 +279,11 @@ def _report_metrics(plans: list[SlicePlan], config: DriftConfig) -> list:
                 tests=[gte(Reference(relative=config.max_confidence_drop))],
             )
         )
-        if _present(plan.metrics.get("attribution_coverage_rate")):
+        if _judged_rate(plan, "attribution_coverage_rate", config):
             metrics.append(
                 MeanValue(column=column_name("attribution_coverage_rate", d, v), tests=[gte(config.min_coverage)])
             )
-        if _present(plan.metrics.get("low_confidence_claim_rate")):
+        if _judged_rate(plan, "low_confidence_claim_rate", config):
             metrics.append(
                 MeanValue(column=column_name("low_confidence_claim_rate", d, v), tests=[lte(config.max_low_confidence)])
             )
@@ -388,7 +396,18 @@ def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: Dri
         ),
     ):
         key = ("MeanValue", column_name(metric, d, v))
-        if key in passed:
+        if _present(plan.metrics.get(metric)) and key not in passed:
+            rows.append(
+                DriftCheckRow(
+                    **base,
+                    check=check,
+                    status=CheckStatus.insufficient_data,
+                    test=f"not run: fewer than {config.min_claims} claims",
+                    current_value=float(plan.metrics[metric]),
+                    threshold=threshold,
+                )
+            )
+        elif key in passed:
             rows.append(
                 DriftCheckRow(
                     **base,
@@ -416,7 +435,7 @@ def evaluate_window(
     values, passed = {}, {}
     metrics = _report_metrics(plans, config)
     if metrics:
-        current, reference = _frames_for_report(plans)
+        current, reference = _frames_for_report(plans, config)
         evaluation.snapshot = run_report(current, reference, metrics, timestamp=window[0])
         values, passed = snapshot_results(evaluation.snapshot)
     for plan in plans:
