@@ -71,7 +71,8 @@ def test_high_confidence_claim_with_a_changed_number_is_overconfident(verifier):
         "confidence": "LOW",
         "low_confidence_reason": "dose unclear",
     }
-    assert not one(check_claims(response([hedged]), verifier)).overconfident
+    low = one(check_claims(response([hedged]), verifier))
+    assert not low.overconfident and low.issues == ["contradicted by its cited evidence (kb-1)"]
 
 
 def test_missing_and_unknown_sources(verifier):

@@ -116,6 +116,9 @@ def check_claim(
     if overconfident:
         found = verdict.attribution_verdict.value if verdict is not None else "no cited passage"
         issues.append(f"overconfident: marked {_label(claim.confidence)} but the cited evidence gives {found}")
+    elif verdict is not None and verdict.attribution_verdict is AttributionVerdict.contradicted:
+        against = ", ".join(verdict.contradicting_evidence_ids) or ", ".join(p.doc_id for p in known)
+        issues.append(f"contradicted by its cited evidence ({against})")
 
     return ClaimCheck(
         claim_index=index,
