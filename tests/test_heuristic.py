@@ -157,3 +157,46 @@ def test_one_verdict_per_sentence_in_order():
     assert [v.sentence_index for v in out] == [0, 1, 2]
     assert out[0].attribution_verdict == V.fully_grounded
     assert out[2].attribution_verdict == V.ungrounded
+
+
+def test_unsupported_span_covers_the_whole_quantity():
+    ev = ("d", "The fund charges an annual expense ratio of 0.45%.")
+    v = _one("The fund's annual expense ratio is 0.03%.", ev)
+    assert v.attribution_verdict == V.contradicted
+    assert any(span.endswith("0.03%") for span in v.unsupported_spans)
+
+
+def test_contradicting_excerpt_is_the_best_aligned_sentence():
+    ev = (
+        "d",
+        "Revenue for the second quarter was $267.9 million, up 21% year over year. "
+        "The board declared a quarterly dividend of $0.35 per share.",
+    )
+    v = _one("The board declared a quarterly dividend of $0.45 per share.", ev)
+    assert v.attribution_verdict == V.contradicted
+    assert v.contradicting_evidence_excerpts == ["The board declared a quarterly dividend of $0.35 per share."]
+
+
+def test_a_different_name_in_the_same_place_is_contradicted():
+    ev = ("d", "Disputes under the contract are governed by the laws of California.")
+    v = _one("Disputes under the contract are governed by the laws of Texas.", ev)
+    assert v.attribution_verdict == V.contradicted
+
+
+def test_an_added_clause_is_partial_not_contradicted():
+    ev = ("d", "The tenant paid a security deposit of $3,000 at signing.")
+    v = _one("The tenant paid a security deposit of $3,000 at signing unless the landlord waives it in writing.", ev)
+    assert v.attribution_verdict == V.partially_grounded
+    assert v.unsupported_spans == ["unless the landlord waives it in writing"]
+
+
+def test_verdict_confidence_and_grounded_score_agree():
+    ev = [EvidencePassage(doc_id="d", content="The river is 40 km long. It flows into the lake.")]
+    for v in HeuristicVerifier().verify(["The river is 40 km long.", "It flows into the sea.", "Dogs bark."], ev):
+        assert 0.0 <= v.confidence <= 1.0
+        assert (grounded_score(v) >= 0.5) == (v.attribution_verdict == V.fully_grounded)
+
+
+def test_no_content_words_and_empty_evidence_do_not_crash():
+    assert HeuristicVerifier().verify(["Yes."], [EvidencePassage(doc_id="d", content="")])[0].confidence <= 1.0
+    assert HeuristicVerifier().verify([], [EvidencePassage(doc_id="d", content="x")]) == []

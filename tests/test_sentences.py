@@ -79,3 +79,8 @@ def test_empty_and_blank_give_nothing():
     assert split_sentences("") == []
     assert split_sentences("  \n\n ") == []
     assert split_sentences("- \n*") == []
+
+
+def test_marker_after_a_closing_quote_stays_with_its_sentence():
+    text = 'The agreement says "A late payment incurs a penalty. [5]" Next one here.'
+    assert split_sentences(text) == ['The agreement says "A late payment incurs a penalty. [5]"', "Next one here."]

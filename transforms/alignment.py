@@ -49,6 +49,7 @@ _PREFIX = 5  # a shared 5-letter prefix of two long words is weak support ("acqu
 _MAX_SOURCES = 3
 _SLOPE, _MIDPOINT = 4.0, 1.26
 _SLOT_ALIGNMENT = 0.5
+_CLAUSE_WEIGHT = 3.0  # word weight of an unsupported span that is a claim of its own (about three content words)
 
 
 @dataclass(slots=True)
@@ -89,7 +90,7 @@ class EvidenceIndex:
     quantities: list  # (Quantity, sentence id)
     exact: dict  # (kind, unit, value) -> sentence ids, for the common case of an exactly equal quantity
     _gaps: dict | None = None
-    _bigrams: set | None = None
+    _joined: str | None = None
     _prefixes: dict | None = None
 
     def prefixed(self, word_stem: str) -> set:
@@ -111,14 +112,12 @@ class EvidenceIndex:
             self._gaps = time_gaps(timed)
         return self._gaps
 
-    @property
-    def bigrams(self) -> set:
-        """Adjacent stem pairs of the evidence (built on first use: only unsupported spans need them)."""
-        if self._bigrams is None:
-            self._bigrams = set()
-            for s in self.sentences:
-                self._bigrams.update(zip(s.stem_list, s.stem_list[1:]))  # noqa: B905 (pairs of one list)
-        return self._bigrams
+    def adjacent(self, first: str, second: str) -> bool:
+        """Whether two stems stand next to each other somewhere in the evidence (a substring test on joined stems:
+        far cheaper than building a set of every evidence bigram, which most sentences never need)."""
+        if self._joined is None:
+            self._joined = " " + " | ".join(" ".join(s.stem_list) for s in self.sentences) + " "
+        return f" {first} {second} " in self._joined
 
 
 def _key(q: Quantity) -> tuple:
@@ -262,7 +261,9 @@ def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int]
     return picked, covered, gain
 
 
-def _token_spans(sentence: str, tokens: list[Token], unsupported: set[int], ev: EvidenceIndex) -> list[str]:
+def _token_spans(
+    sentence: str, tokens: list[Token], unsupported: set[int], ev: EvidenceIndex, bounds: dict[int, int]
+) -> list[str]:
     """Contiguous runs of unsupported tokens (function words joined in), as exact substrings of the sentence."""
     status = [None] * len(tokens)
     for i in range(len(tokens)):
@@ -275,8 +276,8 @@ def _token_spans(sentence: str, tokens: list[Token], unsupported: set[int], ev: 
     for i, t in enumerate(tokens):
         if status[i] is not None:
             continue
-        prev_ok = i > 0 and (tokens[i - 1].stem, t.stem) in ev.bigrams
-        next_ok = i + 1 < len(tokens) and (t.stem, tokens[i + 1].stem) in ev.bigrams
+        prev_ok = i > 0 and ev.adjacent(tokens[i - 1].stem, t.stem)
+        next_ok = i + 1 < len(tokens) and ev.adjacent(t.stem, tokens[i + 1].stem)
         status[i] = prev_ok or next_ok
     spans, run = [], []
     for i, ok in enumerate(status):
@@ -294,7 +295,9 @@ def _token_spans(sentence: str, tokens: list[Token], unsupported: set[int], ev: 
             continue
         while run and run[-1] not in unsupported:  # trailing function words belong to what follows
             run.pop()
-        out.append(sentence[tokens[run[0]].start : tokens[run[-1]].end])
+        first, last = run[0], run[-1]
+        start = min(tokens[first].start, bounds.get(-first - 1, len(sentence)))
+        out.append(sentence[start : max(tokens[last].end, bounds.get(last, 0))])
     return out
 
 
@@ -342,6 +345,10 @@ def _content_bigrams(tokens, ev) -> float:
     return found / len(pairs)
 
 
+def _longest_unsupported(spans: list[str]) -> float:
+    return max((sum(word_weight(t) for t in tokenize(span)) for span in spans), default=0.0)
+
+
 def _is_name(tokens, item) -> bool:
     t = tokens[item.token_ids[0]]
     return t.capital and t.start > 0
@@ -376,14 +383,21 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
     out.coverage = covered_weight / total
     out.best_single = best_single
     unsupported_tokens = {i for k, it in enumerate(items) if k not in covered for i in it.token_ids}
-    out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, ev)
+    # A quantity may reach past its words ("$5", "0.03%"): spans start and end where the quantity does.
+    # Keys: token index -> quantity end; -(index + 1) -> quantity start.
+    bounds = {}
+    for it in items:
+        if it.quantity is not None and it.token_ids:
+            bounds[it.token_ids[-1]] = it.quantity.end
+            bounds[-it.token_ids[0] - 1] = it.quantity.start
+    out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, ev, bounds)
     out.contradictions = find_contradictions(tokens, items, ev, gain_of, total)
     bad_quantities = sum(1 for k, it in enumerate(items) if it.quantity is not None and k not in covered)
     pairs = list(zip(tokens, tokens[1:], strict=False))
     out.features = {
         "coverage": out.coverage,
         "local": _local_coverage(items, gain_of, ev, total),
-        "bigram": sum((x.stem, y.stem) in ev.bigrams for x, y in pairs) / max(1, len(pairs)),
+        "bigram": sum(ev.adjacent(x.stem, y.stem) for x, y in pairs) / max(1, len(pairs)),
         "cbigram": _content_bigrams(tokens, ev),
         "novel": sum(it.weight for it in items if not it.support) / total,
         "bad_quantities": bad_quantities,
@@ -393,6 +407,10 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         "contra": max((c.strength for c in out.contradictions), default=0.0),
     }
     out.grounded_probability = _probability(out.features)
+    if out.grounded_probability >= 0.5 and _longest_unsupported(out.unsupported_spans) >= _CLAUSE_WEIGHT:
+        # A whole unsupported clause ("unless the landlord waives it") is a claim of its own: not fully grounded.
+        out.grounded_probability = 0.45
+        out.notes.append("an unsupported clause keeps the sentence from being fully grounded")
     if out.grounded_probability < 0.5 and not out.contradictions and out.features["local"] >= _SLOT_ALIGNMENT:
         # Not grounded, and about the same thing as an evidence sentence: if the claim mostly puts its own words in
         # place of that sentence's words (rather than adding words), the evidence says otherwise.

@@ -51,15 +51,18 @@ def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float) -> list[
             continue
         first = it.token_ids[0] if it.token_ids else 0
         near = {t.stem for i, t in enumerate(tokens) if not t.stop and i not in it.token_ids and abs(i - first) <= 5}
+        best = None
         for eq, sid in ev.quantities:
             if not _compatible(q, eq):
                 continue
             s = ev.sentences[sid]
             align = gain_of.get(sid, 0.0) / total
-            if align >= 0.5 or (near & s.stems and (q.unit or align >= 0.25)):
-                reason = f"{q.text!r} but the evidence says {eq.text!r}"
-                found.append(Contradiction(s.doc_id, _excerpt(s), reason, min(1.0, 0.5 + align)))
-                break
+            if (align >= 0.5 or (near & s.stems and (q.unit or align >= 0.25))) and (best is None or align > best[0]):
+                best = (align, eq, s)
+        if best:
+            align, eq, s = best
+            reason = f"{q.text!r} but the evidence says {eq.text!r}"
+            found.append(Contradiction(s.doc_id, _excerpt(s), reason, min(1.0, 0.5 + align)))
     return found
 
 
@@ -69,7 +72,7 @@ def _substitutions(tokens, s, align: float) -> list[Contradiction]:
     matcher = SequenceMatcher(None, claim, s.stem_list, autojunk=False)
     claim_stems = set(claim)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op != "replace" or i2 - i1 > 6 or j2 - j1 > 6 or i1 == 0 or i2 == len(claim):
+        if op != "replace" or i2 - i1 > 6 or j2 - j1 > 6 or i1 == 0:
             continue
         # Only names: a common word put in place of another is far more often a paraphrase than a contradiction.
         new = [t for t in tokens[i1:i2] if t.stem not in s.stems and t.capital and t.start > 0 and not t.stop]

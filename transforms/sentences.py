@@ -30,12 +30,13 @@ _NUMBER_ABBREVIATIONS = frozenset("no nos vol p pp fig figs art sec ch eq op ed"
 
 _END = re.compile(
     r"[.!?\u2026]+[\"'\u201d\u2019)\]]*"  # the full stop and any closing quote or bracket
-    r"(?:\s*\[[^\[\]\n]{1,40}\])*"  # citation markers after the full stop belong to this sentence
+    r"(?:\s*\[[^\[\]\n]{1,40}\])*[\"'\u201d\u2019)\]]*"  # citation markers after the full stop stay here
     r"(?=\s+[\"'\u201c\u2018(\[]?[A-Z0-9\u00c0-\u024f]|\s*$)"
 )
 _SEMICOLON = re.compile(r";(?=\s)")
 _BULLET = re.compile(r"[ \t]*(?:[-*+\u2022\u2023\u25e6\u2043\u2219]|\d{1,3}[.)]|[a-z]\))[ \t]+")
 _WORDS = re.compile(r"[^\W_]+")
+_MARKERS = re.compile(r"\[[^\[\]\n]{1,40}\]")
 
 
 def _is_abbreviation(head: str, tail: str) -> bool:
@@ -113,8 +114,13 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             line_start = bullet.end()
         for s, e in _split_line(text, line_start, line_end):
             s, e = _strip(text, s, e)
-            if e > s and _WORDS.search(text, s, e):
-                spans.append((s, e))
+            if e <= s:
+                continue
+            if not _WORDS.search(_MARKERS.sub("", text[s:e])):
+                if spans and not bullet:  # a stray marker or quote belongs to the sentence before it
+                    spans[-1] = (spans[-1][0], e)
+                continue
+            spans.append((s, e))
     return spans
 
 

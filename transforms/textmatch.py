@@ -55,7 +55,9 @@ _COMMON = frozenset(
     because therefore thus later early now then often usually generally several various many number numbers based
     main major key important different similar certain known able around total overall set put keep kept let provide
     provided provides offer offered allow allowed lead led result results cause caused case cases change changed
-    group groups area areas level levels point points form forms type types kind way ways back another""".split()
+    group groups area areas level levels point points form forms type types kind way ways back another
+    run runs ran start started starting begin began beginning hold held serve served remain remained continue
+    continued stay stayed last lasted carry carried stand stood bring brought keep hold put""".split()
 )
 
 NEGATION_CUES = frozenset(
@@ -130,6 +132,9 @@ class Token(NamedTuple):
     capital: bool
 
 
+_new = tuple.__new__
+
+
 @lru_cache(maxsize=4096)
 def _tokenize_cached(text: str) -> tuple[Token, ...]:
     out = []
@@ -137,7 +142,8 @@ def _tokenize_cached(text: str) -> tuple[Token, ...]:
         word = m.group()
         low = word.lower()
         s = stem(word)
-        out.append(Token(word, m.start(), m.end(), s, low in STOPWORDS or s in _STOP_STEMS, word[0].isupper()))
+        # tuple.__new__ directly: NamedTuple's own __new__ is a Python frame, and this runs for every word.
+        out.append(_new(Token, (word, m.start(), m.end(), s, low in STOPWORDS or s in _STOP_STEMS, word[0].isupper())))
     return tuple(out)
 
 
