@@ -161,30 +161,43 @@ def granularity_note(records) -> str:
     return "label granularity: " + "; ".join(parts) if parts else ""
 
 
-def _threshold_lines(run, args) -> tuple[list[str], dict]:
-    points = threshold_sweep(run.sentences)
-    current = threshold_sweep(run.sentences, thresholds=[args.threshold])[0]
+def _recommend(items, args):
+    points = threshold_sweep(items)
     if args.target_precision is not None:
-        target = ("precision", args.target_precision)
-        best = recommend_threshold(points, target_precision=args.target_precision)
-    else:
-        target = ("recall", args.target_recall if args.target_recall is not None else 0.8)
-        best = recommend_threshold(points, target_recall=target[1])
+        return (
+            points,
+            ("precision", args.target_precision),
+            recommend_threshold(points, target_precision=args.target_precision),
+        )
+    target = ("recall", args.target_recall if args.target_recall is not None else 0.8)
+    return points, target, recommend_threshold(points, target_recall=target[1])
 
-    def describe(p) -> str:
-        prec = "-" if p.precision is None else f"{p.precision:.3f}"
-        rec = "-" if p.recall is None else f"{p.recall:.3f}"
-        return f"threshold {p.threshold:.2f}: flags {p.flagged}/{len(run.sentences)}, precision {prec}, recall {rec}"
 
-    lines = [f"in use  {describe(current)}"]
+def _describe(p, n: int) -> str:
+    prec = "-" if p.precision is None else f"{p.precision:.3f}"
+    rec = "-" if p.recall is None else f"{p.recall:.3f}"
+    return f"threshold {p.threshold:.2f}: flags {p.flagged}/{n}, precision {prec}, recall {rec}"
+
+
+def _threshold_lines(run, args) -> tuple[list[str], dict]:
+    points, target, best = _recommend(run.sentences, args)
+    current = threshold_sweep(run.sentences, thresholds=[args.threshold])[0]
+    n = len(run.sentences)
+    lines = [f"in use  {_describe(current, n)}"]
     if best is None:
         lines.append(f"no threshold in 0.00..1.00 reaches flag {target[0]} {target[1]:.2f}")
     else:
-        lines.append(f"for flag {target[0]} >= {target[1]:.2f}: {describe(best)}")
+        lines.append(f"for flag {target[0]} >= {target[1]:.2f}: {_describe(best, n)}")
+    per_source = {}  # report and metrics.json only: a tenant may want a threshold of its own
+    for source in sorted({it.source for it in run.sentences}):
+        items = [it for it in run.sentences if it.source == source]
+        _, _, best_here = _recommend(items, args)
+        per_source[source] = None if best_here is None else best_here.__dict__
     info = {
         "in_use": current.__dict__,
         "target": {"metric": target[0], "value": target[1]},
         "recommended": None if best is None else best.__dict__,
+        "recommended_per_source": per_source,
         "sweep": [p.__dict__ for p in points],
     }
     return lines, info

@@ -83,6 +83,22 @@ def plot_roc(curves: dict[str, tuple[list[bool], list[float]]], path: Path, *, t
     return path
 
 
+def _per_source_thresholds(info: dict) -> list[str]:
+    rows = info.get("recommended_per_source") or {}
+    if not rows:
+        return []
+    target = info["target"]
+    lines = [f"Per source, for flag {target['metric']} >= {target['value']:.2f}:", ""]
+    for source, p in rows.items():
+        if p is None:
+            lines.append(f"- {source}: no threshold reaches it")
+        else:
+            prec = "-" if p["precision"] is None else f"{p['precision']:.3f}"
+            rec = "-" if p["recall"] is None else f"{p['recall']:.3f}"
+            lines.append(f"- {source}: threshold {p['threshold']:.2f} (precision {prec}, recall {rec})")
+    return [*lines, ""]
+
+
 def write_report(
     directory: Path,
     *,
@@ -143,6 +159,7 @@ def write_report(
         "",
         *[f"- {t}" for t in threshold_text],
         "",
+        *_per_source_thresholds(threshold_info),
         "![reliability](reliability.png)",
         "",
         "![roc](roc.png)",

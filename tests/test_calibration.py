@@ -182,6 +182,11 @@ def test_calibrate_command_prints_and_writes_the_hand_computed_figures(tmp_path,
     citations = payload["summary"]["citations"]["overall"]
     assert (citations["n"], citations["accuracy"], citations["roc_auc"]) == (2, 0.5, 1.0)
     assert payload["threshold"]["in_use"]["precision"] == 4 / 5
+    # Default target: flag recall 0.8. Source A's one bad item (#4, partial at 0.80) needs 0.81 and flags
+    # #2-#4; source B's four bad items need #5 (0.55) flagged, at 0.56.
+    per_source = payload["threshold"]["recommended_per_source"]
+    assert (per_source["A"]["threshold"], per_source["A"]["flagged"], per_source["A"]["precision"]) == (0.81, 3, 1 / 3)
+    assert (per_source["B"]["threshold"], per_source["B"]["precision"], per_source["B"]["recall"]) == (0.56, 1.0, 1.0)
 
     text = (report / "report.md").read_text()
     assert "95% bootstrap intervals" in text
