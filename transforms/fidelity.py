@@ -94,7 +94,8 @@ def _hedge(claim_toks, source_toks) -> FidelityIssue | None:
         for i, w in enumerate(source_words)
         if w in HEDGES and _governs(source_toks, i, shared) and not _is_month(source_toks, i)
     ]
-    if not hedges or any(w in HEDGES for w in claim_words):
+    # "can" in the claim keeps the possibility or permission a source's "may" expresses.
+    if not hedges or any(w in HEDGES or w == "can" for w in claim_words):
         return None
     source_phrase = _phrase(source_toks, hedges[0])
     certain = [i for i, w in enumerate(claim_words) if w in CERTAINTY]
