@@ -127,6 +127,7 @@ def test_quote_must_match_exactly_with_offsets(verifier):
     assert (exact.quote_match, exact.quote_accurate) == (QuoteMatch.exact, True)
     assert (exact.quote_start, exact.quote_end) == (start, start + len("The lease term is 24 months,"))
     assert exact.overall_verdict is OverallVerdict.PASS
+    assert exact.verification_status is VerificationStatus.accurate  # "The lease says" only introduces the quote
 
     # One character changed ("," -> ";"): not the source's words, though the closest text is found.
     changed = only(audit_citations(lease('The lease says "The lease term is 24 months;" [doc_alpha]'), verifier))

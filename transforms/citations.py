@@ -71,6 +71,7 @@ _ALTERNATIVES_CHECKED = 3
 _EXCERPT_CHARS = 300
 _QUOTE_RANK = {QuoteMatch.exact: 0, QuoteMatch.normalized: 1, QuoteMatch.none: 2}
 _CONTRADICTING_ISSUES = frozenset({"number_changed", "negation_flipped"})
+_LEAD_IN_WORDS = 4
 
 
 def judge_support(
@@ -97,6 +98,16 @@ def _worst_quote(quotes: Sequence[str], passage: str) -> tuple[str, QuoteFound] 
     if not matches:
         return None
     return max(matches, key=lambda qm: (_QUOTE_RANK[qm[1].match], -qm[1].similarity))
+
+
+def _quote_carries_claim(ref: CitationRef, quote: tuple[str, QuoteFound] | None) -> bool:
+    """An exact quote with only a short lead-in around it ('The filing states "..."'): the quote is the claim."""
+    if quote is None or quote[1].match is not QuoteMatch.exact:
+        return False
+    rest = ref.claim
+    for q in ref.quotes:
+        rest = rest.replace(q, " ")
+    return sum(not t.stop for t in tokenize(rest)) <= _LEAD_IN_WORDS
 
 
 def _other_support(
@@ -170,6 +181,9 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
         )
     quote = _worst_quote(ref.quotes, passage.content)
     level, verdict = judge_support(ref.claim, [passage], verifier)
+    if level is ClaimSupportLevel.PARTIALLY_SUPPORTS and _quote_carries_claim(ref, quote):
+        level = ClaimSupportLevel.SUPPORTS
+        notes.append("the quote is exact and the rest of the claim only introduces it")
     issues = fidelity_issues(ref.claim, passage.content) if level is not ClaimSupportLevel.UNRELATED else []
     kinds = {i.kind for i in issues}
     if kinds & _CONTRADICTING_ISSUES and level in (ClaimSupportLevel.SUPPORTS, ClaimSupportLevel.PARTIALLY_SUPPORTS):
