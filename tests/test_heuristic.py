@@ -200,3 +200,12 @@ def test_verdict_confidence_and_grounded_score_agree():
 def test_no_content_words_and_empty_evidence_do_not_crash():
     assert HeuristicVerifier().verify(["Yes."], [EvidencePassage(doc_id="d", content="")])[0].confidence <= 1.0
     assert HeuristicVerifier().verify([], [EvidencePassage(doc_id="d", content="x")]) == []
+
+
+def test_negation_in_other_words_is_not_a_flip():
+    ev = ("d", "The company failed to meet its sales target in 2022.")
+    v = _one("The company did not meet its sales target in 2022.", ev)
+    assert v.attribution_verdict != V.contradicted
+    ev2 = ("d", "Exercise is not only good for the heart but also for sleep.")
+    v2 = _one("Exercise is good for the heart and for sleep.", ev2)
+    assert v2.attribution_verdict != V.contradicted

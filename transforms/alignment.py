@@ -24,15 +24,15 @@ from transforms.contradiction import Contradiction, find_contradictions, replace
 from transforms.quantities import Quantity, extract_quantities, same_value, time_gaps
 from transforms.sentences import sentence_spans
 from transforms.textmatch import (
-    NEGATION_STEMS,
+    WORD_PATTERN as _WORD,
+)
+from transforms.textmatch import (
     Token,
     citation_marker_spans,
+    count_negations,
     stem,
     tokenize,
     word_weight,
-)
-from transforms.textmatch import (
-    WORD_PATTERN as _WORD,
 )
 
 __all__ = [
@@ -77,7 +77,7 @@ class _EvSentence:
     def negations(self) -> int:
         """How many negation cues the sentence has (counted on first use: only the best match needs it)."""
         if self._negations is None:
-            self._negations = sum(1 for st in self.stem_list if st in NEGATION_STEMS or st.endswith("n't"))
+            self._negations = count_negations(self.stem_list)
         return self._negations
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from transforms.quantities import Quantity
-from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, word_weight
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, count_negations, word_weight
 
 __all__ = ["Contradiction", "find_contradictions", "replaced_and_added"]
 
@@ -119,7 +119,7 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     best = max(gain_of, key=gain_of.get)
     align = gain_of[best] / total
     s = ev.sentences[best]
-    claim_neg = sum(1 for t in tokens if t.stem in NEGATION_STEMS or t.stem.endswith("n't"))
+    claim_neg = count_negations([t.stem for t in tokens])
     if align >= 0.6 and (claim_neg % 2) != (s.negations % 2):
         found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
     if align >= 0.5:

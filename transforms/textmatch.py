@@ -25,6 +25,7 @@ __all__ = [
     "Token",
     "citation_marker_spans",
     "WORD_PATTERN",
+    "count_negations",
     "is_negation",
     "is_negation_word",
     "stem",
@@ -62,7 +63,8 @@ _COMMON = frozenset(
 
 NEGATION_CUES = frozenset(
     """not no never none neither nor without cannot can't won't don't doesn't didn't isn't aren't wasn't weren't
-    hasn't haven't hadn't shouldn't wouldn't couldn't nobody nothing nowhere n't""".split()
+    hasn't haven't hadn't shouldn't wouldn't couldn't nobody nothing nowhere n't fail failed fails failing unable
+    lack lacks lacked refuse refused deny denied denies""".split()
 )
 
 # Antonym pairs: one side in the sentence and the other in the aligned evidence is a contradiction cue.
@@ -155,6 +157,17 @@ def tokenize(text: str) -> tuple[Token, ...]:
 def citation_marker_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of inline citation markers such as "[1]" or "[doc_alpha]"."""
     return [m.span() for m in _CITATION.finditer(text)]
+
+
+def count_negations(stems: list[str]) -> int:
+    """Negation cues in a stem sequence; "not only" (an intensifier, not a negation) does not count."""
+    n = 0
+    for i, st in enumerate(stems):
+        if st in NEGATION_STEMS or st.endswith("n't"):
+            if st == "not" and i + 1 < len(stems) and stems[i + 1] in ("only", "just"):
+                continue
+            n += 1
+    return n
 
 
 def is_negation_word(word: str) -> bool:
