@@ -280,3 +280,12 @@ def test_odd_answers_never_crash_the_audit_and_always_give_valid_reports(verifie
             citations=citations,
         )
         assert validate_citation_report(audit_citations(response, verifier), response) == [], response.answer
+
+
+def test_an_exact_quote_with_a_short_lead_in_supports_its_claim(verifier):
+    # The verifier alone calls this partial: "The discharge summary states" is not in the passage.
+    answer = 'The discharge summary states "The chart lists an allergy to penicillin." [1]'
+    chart = "Follow-up was arranged with primary care. The chart lists an allergy to penicillin."
+    result = only(audit_citations(lease(answer, evidence=[chart], ids=["1"]), verifier))
+    assert result.claim_support_level is ClaimSupportLevel.SUPPORTS
+    assert result.verification_status is VerificationStatus.accurate and result.quote_accurate
