@@ -23,7 +23,10 @@ from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
 from transforms.alignment import SentenceAnalysis, analyse_sentence, index_evidence
 from transforms.verifier import Verifier
 
-__all__ = ["HeuristicVerifier", "grounded_score", "verify_sentence"]
+__all__ = ["UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
+
+UNGROUNDED_COVERAGE = 0.4
+"""Below this share of its (weighted) content supported, a sentence that is not grounded is ungrounded, not partial."""
 
 
 def grounded_score(verdict: SentenceVerdict) -> float:
@@ -41,7 +44,7 @@ def _verdict_of(a: SentenceAnalysis) -> tuple[AttributionVerdict, float]:
         return AttributionVerdict.fully_grounded, round(p, 4)
     if a.contradictions:
         return AttributionVerdict.contradicted, round(1.0 - p, 4)
-    if a.coverage < 0.25 or not a.sources:
+    if a.coverage < UNGROUNDED_COVERAGE or not a.sources:
         return AttributionVerdict.ungrounded, round(1.0 - p, 4)
     return AttributionVerdict.partially_grounded, round(1.0 - p, 4)
 
@@ -70,7 +73,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "5"
+    version = "6"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])
