@@ -233,6 +233,15 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         else:
             w_support = 1.0
         items.append(_Item(t.text, w, support, [i], support_strength=w_support))
+    # A number or date found in an evidence sentence that shares no word with the claim is a coincidence ("2009" in
+    # a bibliography): quantities count as supported only where some word of the claim is supported too.
+    worded = set()
+    for it in items:
+        if it.quantity is None:
+            worded.update(it.support)
+    for it in items:
+        if it.quantity is not None and it.pair is None and it.support and worded:
+            it.support = [sid for sid in it.support if sid in worded]
     return tokens, items, quantities
 
 
