@@ -35,7 +35,7 @@ from pipelines import audit
 from pipelines.judge_options import add_judge_arguments, judge_argv
 from transforms.kafka_commit import CommitOffsetsAfterLake
 from transforms.kafka_io import MESSAGES, PROGRESS, START_FROM, ReadKafkaMessages
-from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue
+from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
 from transforms.parse import ParseError, parse_message
 from transforms.sample import is_sampled
 from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
@@ -186,6 +186,24 @@ def build_monitor(p: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.
     return outputs
 
 
+def _check_topics(connection: dict[str, Any], opts: MonitorOptions) -> None:
+    """Fail early, naming the flag, when the input topic is missing; create missing output topics."""
+    from kafka.errors import KafkaError
+
+    try:
+        from kafka import KafkaConsumer
+
+        probe = KafkaConsumer(**connection)
+        try:
+            if not probe.partitions_for_topic(opts.kafka_topic):
+                raise ValueError(f"--topic {opts.kafka_topic!r} does not exist at {opts.kafka_bootstrap_servers}")
+        finally:
+            probe.close()
+        ensure_topics(connection, [opts.review_topic, opts.dead_letter_topic])
+    except KafkaError as e:
+        raise ValueError(f"cannot reach Kafka at --bootstrap-servers {opts.kafka_bootstrap_servers}: {e}") from None
+
+
 def find_prism(explicit: str | None = None) -> str:
     """The Prism binary: the flag, `$GROUNDWATCH_PRISM`, or the one `scripts/build-prism.sh` builds."""
     for candidate in (explicit, os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM):
@@ -218,7 +236,9 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
     """Run until caught up (returns the counts) or forever (streaming; stop it with Ctrl-C or SIGTERM)."""
     options = pipeline_options(argv)
     audit.validate_options(options.view_as(audit.AuditOptions), need_input=False)
-    validate(options.view_as(MonitorOptions))
+    opts = options.view_as(MonitorOptions)
+    validate(opts)
+    _check_topics(connection_from_options(opts), opts)
     p = beam.Pipeline(options=options)
     build_monitor(p, options)
     result = p.run()

@@ -128,15 +128,21 @@ def _monitor(bootstrap: str, topic: str, lake: Path, window: int, *extra: str) -
     return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
 
 
-def _lake_rows(lake: Path, topic: str):
-    if not (lake / "responses").exists():
+def _lake_rows(lake: Path, topic: str, table: str = "responses"):
+    if not (lake / table).exists():
         return []
     con = connect_lake(str(lake))
+    when = "audited_at" if table == "responses" else "received_at"
     return con.execute(
-        "SELECT origin_partition, origin_offset, audited_at, filename FROM read_parquet(?, filename = true) "
+        f"SELECT origin_partition, origin_offset, {when}, filename FROM read_parquet(?, filename = true) "
         "WHERE origin_source = ?",
-        [str(lake / "responses" / "**" / "*.parquet"), f"kafka:{topic}"],
+        [str(lake / table / "**" / "*.parquet"), f"kafka:{topic}"],
     ).fetchall()
+
+
+def _offsets_in_lake(lake: Path, topic: str) -> set[tuple[int, int]]:
+    rows = _lake_rows(lake, topic) + _lake_rows(lake, topic, "dead_letters")
+    return {(p, o) for p, o, _, _ in rows}
 
 
 def _produce_times(bootstrap: str, topic: str) -> dict[tuple[int, int], float]:
@@ -182,7 +188,7 @@ def _report(name: str, count: int, seconds: float, sampler: _Sampler, audited: l
 def _wait_lake(lake: Path, topic: str, count: int, process: subprocess.Popen, timeout_s: float) -> float:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if len({(p, o) for p, o, _, _ in _lake_rows(lake, topic)}) >= count:
+        if len(_offsets_in_lake(lake, topic)) >= count:
             return time.monotonic()
         if process.poll() not in (None, 0):
             raise RuntimeError(f"monitor exited with {process.returncode}; see {lake.parent}/{topic}.log")

@@ -5,4 +5,8 @@
 #   scripts/kafka.sh stop     # stop it gracefully (data kept; `purge` also deletes the data)
 # Environment: GROUNDWATCH_KAFKA_HOME (state folder), GROUNDWATCH_KAFKA_PORT (client port, default 39092).
 set -euo pipefail
+if [[ "${1:-}" == start ]] && { ! command -v mvn >/dev/null || ! command -v java >/dev/null; } && [[ $EUID -eq 0 ]]; then
+  # A fresh Debian machine: Kafka 4 needs Java 17+ and mvn to fetch it.
+  { apt-get update -qq && apt-get install -y -qq maven openjdk-17-jre-headless; } >&2
+fi
 exec python3 "$(dirname "$0")/kafka_broker.py" "$@"

@@ -31,6 +31,7 @@ from apache_beam.coders import PickleCoder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms import window as beam_window
 from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
+from apache_beam.typehints import KV, Tuple
 
 from transforms.kafka_io import ReadProgress, client_config
 
@@ -194,9 +195,7 @@ class CommitOffsetsAfterLake(beam.PTransform):
         )
         return (
             (chunks, durable)
-            | "FlattenLedgerEvents" >> beam.Flatten()
-            | "CommitWhenDurable"
-            >> beam.ParDo(_CommitFn(self._connection, self._group_id)).with_input_types(
-                tuple[tuple[str, int], tuple[str, Any]]  # a deterministic key coder for the state
-            )
+            # A typed key gives the state a deterministic key coder.
+            | "FlattenLedgerEvents" >> beam.Flatten().with_output_types(KV[Tuple[str, int], Any])
+            | "CommitWhenDurable" >> beam.ParDo(_CommitFn(self._connection, self._group_id))
         )

@@ -27,6 +27,7 @@ __all__ = [
     "PublishReviewQueue",
     "WriteToKafka",
     "dead_letter_message",
+    "ensure_topics",
     "review_message",
 ]
 
@@ -78,6 +79,28 @@ def dead_letter_message(row: DeadLetterRow) -> KafkaMessage:
         ("dead_letter_id", row.dead_letter_id.encode()),
     ]
     return row.dead_letter_id.encode(), bytes(row.raw_payload), headers
+
+
+def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]:
+    """Create the topics that do not exist yet (broker-default partitions and replication); return those created.
+
+    Called before a pipeline starts, so a cluster without topic auto-creation does not stall the first send.
+    """
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(**client_config(connection))
+    try:
+        missing = [t for t in dict.fromkeys(topics) if t and t not in set(admin.list_topics())]
+        if missing:
+            try:
+                admin.create_topics([NewTopic(t) for t in missing])
+            except TopicAlreadyExistsError:
+                pass  # created meanwhile by someone else
+        return missing
+    finally:
+        admin.close()
 
 
 class _ProduceFn(beam.DoFn):
