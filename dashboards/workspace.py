@@ -102,16 +102,16 @@ class GroundwatchWorkspace:
         self._versions = set(retriever_versions)
 
     @classmethod
-    def open(cls, lake_dir: str) -> GroundwatchWorkspace:
-        """Open (or create) the workspace, the project and its dashboard."""
+    def open(cls, lake_dir: str, *, path: str | None = None, project_name: str = PROJECT_NAME) -> GroundwatchWorkspace:
+        """Open (or create) the workspace (`<lake>/evidently` unless `path`), the project and its dashboard."""
         from evidently.ui.workspace import Workspace
 
-        ws = Workspace.create(workspace_path(lake_dir))
-        found = ws.search_project(PROJECT_NAME)
+        ws = Workspace.create(path or workspace_path(lake_dir))
+        found = ws.search_project(project_name)
         if found:
             project = found[0]
         else:
-            project = ws.create_project(PROJECT_NAME, description="Are RAG answers supported by their evidence?")
+            project = ws.create_project(project_name, description="Are RAG answers supported by their evidence?")
             project.save()
         versions = set()
         for panel in ws.get_dashboard(project.id).panels:

@@ -6,6 +6,8 @@ Runs the audit pipeline over `pipelines/data/sample_traffic.jsonl` (a few
 hundred synthetic responses from clinical, legal and financial tenants, with a
 handful of malformed lines), then prints tables queried from the lake with the
 SQL files in `dashboards/queries/`. Re-running overwrites the same files.
+Then it audits a short retriever-regression scenario into `<lake>/demo-regression/`, runs drift
+detection on it and prints the alert (`pipelines.drift_demo`); `groundwatch ui --lake <lake>` shows it.
 A stage that adds figures to the demo appends `(title, sql file)` to `SUMMARIES`.
 """
 
@@ -68,6 +70,10 @@ def main(args: argparse.Namespace) -> int:
         counts = run(argv)
         print()
         print(summarize(args.lake, counts))
+        print()
+        from pipelines.drift_demo import regression_demo  # Evidently loads only when the demo gets here
+
+        regression_demo(args.lake, getattr(args, "extra_args", None) or [])
     except (ValueError, QueryError) as e:
         print(f"groundwatch demo: {e}", file=sys.stderr)
         return 2

@@ -80,8 +80,13 @@ def run_drift(
     alerts_topic: str = DEFAULT_ALERTS_TOPIC,
     now: datetime | None = None,
     out: Callable[[str], None] = print,
+    workspace_dir: str | None = None,
+    project_name: str | None = None,
 ) -> DriftOutcome:
-    """Check every window of the lake not checked yet (all of them with `recompute`) and record the outcome."""
+    """Check every window of the lake not checked yet (all of them with `recompute`) and record the outcome.
+
+    Snapshots go to the `groundwatch` project of `<lake>/evidently` unless `workspace_dir`/`project_name` say otherwise.
+    """
     now = now or datetime.now(UTC)
     if recompute:
         # Start over: earlier conclusions (and their snapshots) would otherwise sit beside the new ones.
@@ -98,7 +103,9 @@ def run_drift(
     if workspace:
         from dashboards.workspace import GroundwatchWorkspace
 
-        board = GroundwatchWorkspace.open(lake_dir)
+        board = GroundwatchWorkspace.open(
+            lake_dir, path=workspace_dir, **({"project_name": project_name} if project_name else {})
+        )
     outcome = DriftOutcome()
     for window in frames.windows:
         if window[0] in checked:
