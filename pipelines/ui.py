@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -44,12 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     if not os.path.isdir(workspace_path(args.lake)):
         print(
-            f"groundwatch ui: no Evidently workspace in {args.lake!r}; run `groundwatch drift --lake {args.lake}` first",
+            f"groundwatch ui: no Evidently workspace in {args.lake!r}; run groundwatch drift (or demo) on it first",
             file=sys.stderr,
         )
         return 2
     print(f"groundwatch ui: http://127.0.0.1:{args.port}  (workspace {workspace_path(args.lake)}; Ctrl-C stops)")
     process = subprocess.Popen(ui_command(args.lake, args.port), env=ui_environment())
+    # Stopped by a signal, stop the server too rather than leave it serving alone.
+    signal.signal(signal.SIGTERM, lambda *_: process.terminate())
     try:
         return process.wait()
     except KeyboardInterrupt:
