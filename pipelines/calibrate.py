@@ -13,7 +13,8 @@ same for citation labels, and a recommended confidence threshold::
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # key from GROUNDWATCH_JUDGE_API_KEY
 
 With `--report DIR` it also writes `report.md`, `reliability.png`, `roc.png`
-and `metrics.json` there. Exit codes: 0 done, 2 bad usage or no valid record,
+and `metrics.json` there; `--baseline OLD/metrics.json` prints each figure's change since
+that run, per source (before/after a verifier change). Exit codes: 0 done, 2 bad usage or no valid record,
 1 when `--min-balanced-accuracy` is given and the overall figure is under it.
 """
 
@@ -79,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=200,
         help="bootstrap resamples for the overall intervals (0: none; default 200)",
     )
+    parser.add_argument("--baseline", metavar="METRICS_JSON", help="an earlier run's metrics.json: print the changes")
     parser.add_argument(
         "--min-balanced-accuracy", type=float, help="exit 1 when overall binary balanced accuracy is lower"
     )
@@ -142,6 +144,40 @@ def interval_line(intervals: dict, resamples: int) -> str:
     names = {"accuracy": "strict", "binary_balanced_accuracy": "binBA", "roc_auc": "AUC"}
     parts = [f"{names[k]} [{v[0]:.3f}, {v[1]:.3f}]" for k, v in intervals.items() if v is not None]
     return f"95% bootstrap intervals, overall ({resamples} resamples): " + ", ".join(parts)
+
+
+_DELTA_KEYS = (
+    ("accuracy", "strict"),
+    ("compatible_accuracy", "compat"),
+    ("binary_balanced_accuracy", "binBA"),
+    ("roc_auc", "AUC"),
+)
+
+
+def baseline_lines(current: dict, baseline: dict, *, markdown: bool = False) -> list[str]:
+    """Sentence metrics now and their change since a baseline metrics.json, overall and per source."""
+    base = baseline["summary"]["sentences"]
+    header = baseline.get("header", {})
+    title = f"vs baseline {header.get('verifier', '?')} {header.get('verifier_version', '?')}"
+    rows = [("overall", current["overall"], base["overall"])]
+    rows += [(s, m, base["per_source"].get(s)) for s, m in current["per_source"].items()]
+
+    def cell(now, before, key):
+        value = now.get(key)
+        if value is None:
+            return "-"
+        if not before or before.get(key) is None:
+            return f"{value:.3f}"
+        return f"{value:.3f} ({value - before[key]:+.3f})"
+
+    heads = ["slice"] + [h for _, h in _DELTA_KEYS]
+    if markdown:
+        lines = [f"{title}:", "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+        lines += ["| " + " | ".join([n] + [cell(m, b, k) for k, _ in _DELTA_KEYS]) + " |" for n, m, b in rows]
+        return lines
+    lines = [title, f"{'slice':<18}" + "".join(f"{h:>17}" for h in heads[1:])]
+    lines += [f"{n:<18}" + "".join(f"{cell(m, b, k):>17}" for k, _ in _DELTA_KEYS) for n, m, b in rows]
+    return lines
 
 
 _GRANULARITY_ADVICE = {"binary": "read binBA", "derived": "read compat"}
@@ -217,6 +253,17 @@ def main(args: argparse.Namespace) -> int:
     if args.bootstrap < 0:
         print(f"groundwatch calibrate: --bootstrap must be >= 0, got {args.bootstrap}", file=sys.stderr)
         return 2
+    baseline = None
+    if args.baseline:
+        try:
+            baseline = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
+            baseline["summary"]["sentences"]["overall"]  # noqa: B018 - the shape a calibrate run writes
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(
+                f"groundwatch calibrate: --baseline {args.baseline} is not a calibrate metrics.json: {exc}",
+                file=sys.stderr,
+            )
+            return 2
     try:
         records, rejected = load_golden(args.golden)
     except OSError as exc:
@@ -261,6 +308,9 @@ def main(args: argparse.Namespace) -> int:
     print("\n".join(confusion_lines(summary["sentences"]["overall"])))
     print()
     print("\n".join(threshold_text))
+    if baseline is not None:
+        print()
+        print("\n".join(baseline_lines(summary["sentences"], baseline)))
     if summary["citations"]:
         print("\nCITATIONS (positive = SUPPORTS)")
         print("\n".join(metrics_table(summary["citations"])))
@@ -277,6 +327,7 @@ def main(args: argparse.Namespace) -> int:
             threshold_text=threshold_text,
             threshold_info=threshold_info,
             rejected=rejected,
+            baseline_text=baseline_lines(summary["sentences"], baseline, markdown=True) if baseline else None,
             header={
                 "verifier": args.verifier,
                 "verifier_version": version,

@@ -108,6 +108,7 @@ def write_report(
     threshold_info: dict,
     rejected: list[tuple[int, str]],
     header: dict,
+    baseline_text: list[str] | None = None,
 ) -> Path:
     """Write report.md, reliability.png, roc.png and metrics.json into `directory`; returns report.md's path."""
     from pipelines.calibrate import confusion_lines, interval_line, metrics_table
@@ -148,6 +149,7 @@ def write_report(
         *metrics_table(summary["sentences"], markdown=True),
         "",
         *([interval_line(summary["intervals"], header.get("bootstrap", 0)) + ".", ""] if summary["intervals"] else []),
+        *([*baseline_text, ""] if baseline_text else []),
         "Confusion matrix (all sources):",
         "",
         *confusion_lines(overall, markdown=True),

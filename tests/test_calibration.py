@@ -257,3 +257,17 @@ def test_calibrate_measures_the_llm_judge_through_a_real_http_endpoint(tmp_path,
     assert asked >= 8  # every record was sent to the judge (each is verified on its own)
     payload = json.loads((report / "metrics.json").read_text())
     assert payload["header"]["verifier"] == "openai" and payload["summary"]["sentences"]["overall"]["n"] == 8
+
+
+def test_baseline_comparison_prints_the_changes(tmp_path, capsys):
+    register_verifier("fixed-answers", FixedAnswers)
+    args = ["calibrate", "--golden", str(FIXTURE), "--verifier", "fixed-answers", "--bootstrap", "0"]
+    assert groundwatch(args + ["--report", str(tmp_path / "before")]) == 0
+    capsys.readouterr()
+    baseline = tmp_path / "before" / "metrics.json"
+    assert groundwatch(args + ["--baseline", str(baseline), "--report", str(tmp_path / "after")]) == 0
+    out = capsys.readouterr().out
+    assert "vs baseline fixed-answers test" in out and "0.625 (+0.000)" in out
+    assert "| overall | 0.625 (+0.000) |" in (tmp_path / "after" / "report.md").read_text()
+    (tmp_path / "bad.json").write_text("{}")
+    assert groundwatch(args + ["--baseline", str(tmp_path / "bad.json")]) == 2
