@@ -153,22 +153,20 @@ def _result(ref: CitationRef, **fields) -> CitationAuditResult:
     )
 
 
-def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifier) -> CitationAuditResult:
-    """The audit of one citation (the rules are in the module docstring)."""
-    passage, how = resolve_citation(ref, response)
+def _missing_or_empty(ref: CitationRef, response: LoggedResponse, passage, how: str) -> CitationAuditResult | None:
+    """The result for a citation whose source does not exist (fabricated) or is empty; None otherwise."""
     if passage is None:
         cited = ref.explicit.doc_id if ref.explicit is not None else ref.ref
+        ids = ", ".join(p.doc_id for p in response.evidence) or "none"
         return _result(
             ref,
             source_exists=False,
             claim_support_level=ClaimSupportLevel.UNRELATED,
             overall_verdict=OverallVerdict.FAIL,
             verification_status=VerificationStatus.fabricated,
-            auditor_notes=f"cited source {cited!r} is not in the evidence (ids: "
-            f"{', '.join(p.doc_id for p in response.evidence) or 'none'}); fabricated reference",
+            auditor_notes=f"cited source {cited!r} is not in the evidence (ids: {ids}); fabricated reference",
             doc_id=cited,
         )
-    notes = [how] if how else []
     if not passage.content.strip():
         return _result(
             ref,
@@ -176,10 +174,14 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
             claim_support_level=ClaimSupportLevel.UNRELATED,
             overall_verdict=OverallVerdict.FAIL,
             verification_status=VerificationStatus.unverifiable,
-            auditor_notes="; ".join(notes + ["the cited passage is empty"]),
+            auditor_notes="; ".join([how] * bool(how) + ["the cited passage is empty"]),
             doc_id=passage.doc_id,
         )
-    quote = _worst_quote(ref.quotes, passage.content)
+    return None
+
+
+def _support(ref: CitationRef, passage: EvidencePassage, quote, verifier: Verifier, notes: list[str]):
+    """The support level of the cited passage, adjusted for an exact quote and for distortions, and the issues."""
     level, verdict = judge_support(ref.claim, [passage], verifier)
     if level is ClaimSupportLevel.PARTIALLY_SUPPORTS and _quote_carries_claim(ref, quote):
         level = ClaimSupportLevel.SUPPORTS
@@ -190,42 +192,59 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
         level = ClaimSupportLevel.CONTRADICTS
     elif kinds and level is ClaimSupportLevel.SUPPORTS:
         level = ClaimSupportLevel.PARTIALLY_SUPPORTS  # overstated: the source supports a weaker claim
+    return level, verdict, issues
+
+
+def _better_source(ref, response, verifier, *, group, level, quote_failed, quote, jointly):
+    """A passage that supports the claim (or holds the quote) while the cited one does not, or None."""
+    group_ids = {p.doc_id for p in group}
+    if quote_failed:
+        return _other_support(ref.claim, quote[0], group_ids, response, verifier)
+    if level is ClaimSupportLevel.SUPPORTS or jointly:
+        return None
+    # A co-cited passage that supports the claim alone also makes this citation a misattribution.
+    for sibling in group[1:]:
+        if judge_support(ref.claim, [sibling], verifier)[0] is ClaimSupportLevel.SUPPORTS:
+            return sibling, False
+    unrelated = level is ClaimSupportLevel.UNRELATED
+    return _other_support(ref.claim, None, group_ids, response, verifier, accept_partial=unrelated)
+
+
+def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifier) -> CitationAuditResult:
+    """The audit of one citation (the rules are in the module docstring)."""
+    passage, how = resolve_citation(ref, response)
+    early = _missing_or_empty(ref, response, passage, how)
+    if early is not None:
+        return early
+    notes = [how] if how else []
+    quote = _worst_quote(ref.quotes, passage.content)
+    level, verdict, issues = _support(ref, passage, quote, verifier, notes)
 
     group = [passage] + [p for r in ref.group if (p := resolve_citation(_as_ref(ref, r), response)[0])]
-    group_ids = {p.doc_id for p in group}
     jointly = False
     if level is ClaimSupportLevel.PARTIALLY_SUPPORTS and len(group) > 1 and not issues:
-        jointly = len(group) > 1 and judge_support(ref.claim, group, verifier)[0] is ClaimSupportLevel.SUPPORTS
+        jointly = judge_support(ref.claim, group, verifier)[0] is ClaimSupportLevel.SUPPORTS
         if jointly:
             notes.append(f"supports the claim together with {', '.join(f'[{r}]' for r in ref.group)}")
-
     quote_failed = quote is not None and quote[1].match is QuoteMatch.none
-    found = None
-    if quote_failed:
-        found = _other_support(ref.claim, quote[0], group_ids, response, verifier)
-    elif level is not ClaimSupportLevel.SUPPORTS and not jointly:
-        # A co-cited passage that supports the claim alone also makes this citation a misattribution.
-        siblings = [p for p in group[1:] if judge_support(ref.claim, [p], verifier)[0] is ClaimSupportLevel.SUPPORTS]
-        unrelated = level is ClaimSupportLevel.UNRELATED
-        found = (
-            (siblings[0], False)
-            if siblings
-            else _other_support(ref.claim, None, group_ids, response, verifier, accept_partial=unrelated)
-        )
+    found = _better_source(
+        ref, response, verifier, group=group, level=level, quote_failed=quote_failed, quote=quote, jointly=jointly
+    )
     elsewhere, only_partly = found if found is not None else (None, False)
 
     status, verdict_ok = VerificationStatus.accurate, True
     if elsewhere is not None:
         status, verdict_ok = VerificationStatus.misattributed, False
         what = "the quoted text" if quote_failed else "the claim"
-        alongside = " (cited alongside it)" if elsewhere.doc_id in group_ids else ""
+        alongside = " (cited alongside it)" if elsewhere in group else ""
         notes.append(
             f"misattributed: {what} is {'partly ' if only_partly else ''}supported by passage "
             f"{elsewhere.doc_id!r}{alongside}, not by the cited {passage.doc_id!r}"
         )
     elif quote_failed:
-        near = quote[1].similarity >= NEAR_QUOTE
-        status = VerificationStatus.partial_match if near else VerificationStatus.misattributed
+        status = (
+            VerificationStatus.partial_match if quote[1].similarity >= NEAR_QUOTE else VerificationStatus.misattributed
+        )
         verdict_ok = False
         notes.append(
             f'quote "{quote[0]}" is not in the cited passage; closest text "{quote[1].excerpt(passage.content)}" '
@@ -250,13 +269,11 @@ def audit_citation(ref: CitationRef, response: LoggedResponse, verifier: Verifie
             f'quote "{quote[0]}" matches the passage only after normalising white space, quote marks or case '
             f"(at {quote[1].start}-{quote[1].end})"
         )
-        if status is VerificationStatus.accurate:
-            status = VerificationStatus.partial_match
+        status = VerificationStatus.partial_match if status is VerificationStatus.accurate else status
     if issues:
         verdict_ok = False
         notes.extend(i.note for i in issues)
-        if status is VerificationStatus.accurate:
-            status = VerificationStatus.partial_match
+        status = VerificationStatus.partial_match if status is VerificationStatus.accurate else status
     if status is VerificationStatus.accurate:
         notes.append("the cited passage supports the claim")
     return _result(
