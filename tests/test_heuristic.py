@@ -209,3 +209,20 @@ def test_negation_in_other_words_is_not_a_flip():
     ev2 = ("d", "Exercise is not only good for the heart but also for sleep.")
     v2 = _one("Exercise is good for the heart and for sleep.", ev2)
     assert v2.attribution_verdict != V.contradicted
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        (
+            "The manager assigns suitable contracts to the workers.",
+            "The manager assigns unsuitable contracts to the workers.",
+        ),
+        (
+            "The committee considered the proposal legal under state law.",
+            "The committee considered the proposal illegal under state law.",
+        ),
+    ],
+)
+def test_a_negating_prefix_is_an_antonym(claim, evidence):
+    assert _one(claim, ("d", evidence)).attribution_verdict == V.contradicted

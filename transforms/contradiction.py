@@ -109,6 +109,24 @@ def replaced_and_added(tokens, s) -> tuple[float, float, str]:
     return replaced, added, example
 
 
+_NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "dis", "non", "sub", "anti")
+
+
+def _negated_forms(word_stem: str, evidence_stems) -> set:
+    """Evidence stems that are this word with or without a negating prefix ("suitable" / "unsuitable")."""
+    found = set()
+    for prefix in _NEGATING_PREFIXES:
+        if word_stem.startswith(prefix) and len(word_stem) - len(prefix) >= 4:
+            bare = word_stem[len(prefix) :].lstrip("-")
+            if bare in evidence_stems:
+                found.add(bare)
+        elif len(word_stem) >= 4:
+            for form in (prefix + word_stem, prefix + "-" + word_stem):
+                if form in evidence_stems:
+                    found.add(form)
+    return found
+
+
 def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:
     """Contradiction cues of one sentence against indexed evidence (see `transforms.alignment`)."""
     if not total:
@@ -125,8 +143,10 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     if align >= 0.5:
         claim_stems = {t.stem for t in tokens}
         for t in tokens:
-            opposite = ANTONYMS.get(t.stem)
-            if opposite and t.stem not in s.stems and opposite & s.stems and not opposite & claim_stems:
+            if t.stem in s.stems:
+                continue
+            opposite = ANTONYMS.get(t.stem, frozenset()) | _negated_forms(t.stem, s.stems)
+            if opposite & s.stems and not opposite & claim_stems:
                 reason = f"{t.text!r} where the evidence says the opposite"
                 found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))
                 break

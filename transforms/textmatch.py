@@ -64,7 +64,7 @@ _COMMON = frozenset(
 NEGATION_CUES = frozenset(
     """not no never none neither nor without cannot can't won't don't doesn't didn't isn't aren't wasn't weren't
     hasn't haven't hadn't shouldn't wouldn't couldn't nobody nothing nowhere n't fail failed fails failing unable
-    lack lacks lacked refuse refused deny denied denies""".split()
+    lack lacks lacked refuse refused deny denied denies non""".split()
 )
 
 # Antonym pairs: one side in the sentence and the other in the aligned evidence is a contradiction cue.
