@@ -74,7 +74,10 @@ def _parse_timestamp(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("timestamp must be an ISO 8601 string or epoch milliseconds, not a boolean")
     if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value / 1000.0, tz=timezone.utc)
+        try:
+            return datetime.fromtimestamp(value / 1000.0, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"epoch milliseconds {value!r} are out of range") from None
     return value
 
 

@@ -127,9 +127,9 @@ class _VerifyDoFn(beam.DoFn):
         self._verifier = make_verifier(self._name, **self._config)
 
     def process(self, parsed: ParsedResponse, window=beam.DoFn.WindowParam):
-        start, end = window_bounds(window, parsed.response.timestamp)
         now = self._clock()
         try:
+            start, end = window_bounds(window, parsed.response.timestamp)
             yield verify_response(
                 parsed, verifier=self._verifier, threshold=self._threshold, window_start=start, window_end=end, now=now
             )

@@ -36,6 +36,8 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "METRICS_NAMESPACE",
     "PARSED",
+    "EARLIEST_EVENT_TIME",
+    "LATEST_EVENT_TIME",
     "DropDuplicateResponses",
     "ParseError",
     "ParseResponses",
@@ -52,6 +54,10 @@ METRICS_NAMESPACE = "groundwatch"
 DEAD_LETTER_NAMESPACE = "groundwatch.dead_letters"
 MAX_MESSAGE_BYTES = 4 * MAX_ANSWER_CHARS + 4_000_000
 """Messages above this are rejected before JSON decoding (evidence can be long, but not unbounded)."""
+
+EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
+"""Event times outside [1970, 2200) are rejected: they are corrupt, and windows near datetime's limits overflow."""
 
 _MAX_ERRORS_SHOWN = 3
 _MAX_MESSAGE_CHARS = 160
@@ -118,9 +124,18 @@ def parse_message(raw: bytes) -> LoggedResponse:
     except UnicodeDecodeError as e:
         raise ParseError("not_utf8", f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start}") from None
     try:
-        return LoggedResponse.model_validate_json(text)
+        response = LoggedResponse.model_validate_json(text)
     except ValidationError as e:
         raise summarize_validation_error(e) from None
+    except Exception as e:  # a validator that fails in an unforeseen way must not stop the run
+        raise ParseError("invalid_message", _short(f"{type(e).__name__}: {e}")) from None
+    if not EARLIEST_EVENT_TIME <= response.timestamp < LATEST_EVENT_TIME:
+        raise ParseError(
+            "timestamp_out_of_range",
+            f"timestamp {response.timestamp.isoformat()} is outside {EARLIEST_EVENT_TIME.year}-"
+            f"{LATEST_EVENT_TIME.year}; event-time windows would be meaningless",
+        )
+    return response
 
 
 def dead_letter_row(raw: bytes, origin: Origin, *, stage: str, error: str, received_at: datetime) -> DeadLetterRow:
