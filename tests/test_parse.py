@@ -162,3 +162,31 @@ def test_implausible_timestamps_are_rejected_with_a_reason(timestamp, reason):
     with pytest.raises(ParseError) as caught:
         parse_message(raw(message(timestamp=timestamp)))
     assert caught.value.reason == reason and "timestamp" in caught.value.message
+
+
+def test_random_corruptions_never_escape_as_anything_but_a_parse_error():
+    import json
+    import random
+
+    rng = random.Random(5)
+    base = raw(message(claims=[{"claim_text": "x", "source_doc_ids": ["1"], "confidence": 0.5}]))
+    outcomes = {"parsed": 0, "rejected": 0}
+    for _ in range(600):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(data))
+            data[i : i + rng.randint(0, 3)] = bytes(rng.randrange(256) for _ in range(rng.randint(0, 3)))
+        try:
+            parse_message(bytes(data))
+            outcomes["parsed"] += 1
+        except ParseError as e:
+            assert e.reason and len(e.message) <= 420
+            outcomes["rejected"] += 1
+    assert outcomes["rejected"] > 300
+    values = [None, True, -1, 2.5, "", "x" * 300, [], {}, [1, "a"], {"a": 1}]
+    for field in ("response_id", "timestamp", "answer", "evidence", "claims", "metadata", "schema_version", "query"):
+        for value in values:
+            try:
+                parse_message(json.dumps({**message(), field: value}).encode())
+            except ParseError:
+                pass
