@@ -219,7 +219,9 @@ def counts_from_result(result) -> AuditCounts:
         query = result.metrics().query(MetricsFilter().with_namespace(namespace))
         for counter in query["counters"]:
             key = (counter.key.metric.namespace, counter.key.metric.name)
-            totals[key] = totals.get(key, 0) + (counter.committed or 0)
+            # Some portable runners report only attempted values.
+            value = counter.committed if counter.committed is not None else counter.attempted
+            totals[key] = totals.get(key, 0) + (value or 0)
     reasons = {name: n for (ns, name), n in totals.items() if ns == DEAD_LETTER_NAMESPACE and n}
     get = lambda name: totals.get((METRICS_NAMESPACE, name), 0)  # noqa: E731
     return AuditCounts(
