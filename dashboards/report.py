@@ -152,7 +152,7 @@ def evidently_period_report(
     from evidently.metrics import MeanValue, ValueDrift
     from evidently.tests import Reference, gte
 
-    from transforms.drift import run_report
+    from transforms.drift_report import run_report
 
     def frame(lo, hi):
         s = sentences[(sentences["window_start"] >= lo) & (sentences["window_start"] < hi)]

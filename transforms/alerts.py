@@ -86,7 +86,8 @@ class AlertTracker:
         if len(alerts):
             for record in alerts[alerts["status"] == AlertStatus.firing.value].to_dict("records"):
                 record = {k: (None if _missing(v) else v) for k, v in record.items()}
-                record["example_response_ids"] = list(record.get("example_response_ids") or [])
+                examples = record.get("example_response_ids")
+                record["example_response_ids"] = [] if examples is None else [str(e) for e in examples]
                 for column in ("window_start", "window_end", "started_at", "updated_at"):
                     record[column] = pd.Timestamp(record[column]).to_pydatetime()
                 row = AlertRow.model_validate(record)

@@ -24,8 +24,6 @@ are recorded as `insufficient_data`, never as drift. Alerts are episodes (`trans
 
 from __future__ import annotations
 
-import math
-import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -33,6 +31,15 @@ import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, CheckStatus, DriftCheckRow
 from transforms.drift_data import LakeFrames
+from transforms.drift_report import (
+    column_name,
+    frames_for_report,
+    present,
+    report_metrics,
+    run_report,
+    series,
+    snapshot_results,
+)
 
 __all__ = [
     "DRIFT_CHECKS",
@@ -97,11 +104,6 @@ class DriftConfig:
     @property
     def fixed_reference(self) -> bool:
         return self.reference_from is not None
-
-
-def column_name(metric: str, dimension: str, value: str) -> str:
-    """The Evidently column of one metric of one slice: `confidence|all`, `confidence|tenant=acme`."""
-    return f"{metric}|{ALL_TRAFFIC}" if dimension == ALL_TRAFFIC else f"{metric}|{dimension}={value}"
 
 
 def _slice(frame: pd.DataFrame, dimension: str, value: str) -> pd.DataFrame:
@@ -216,111 +218,6 @@ def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: Dr
     return plans
 
 
-# Evidently column -> (frame, column) of a slice plan: what each test reads. The K-S tests read one
-# value per response (a response's sentences are not independent draws, so a sentence-level K-S
-# test would call ordinary traffic drifted); the mean-drop test reads every sentence (spec 000's
-# "average confidence").
-_SERIES = {
-    "attribution_confidence": ("sentences", "attribution_confidence"),
-    "response_confidence": ("responses", "mean_attribution_confidence"),
-    "faithfulness": ("responses", "faithfulness"),
-}
-
-
-def _series(plan: SlicePlan, metric: str, reference: bool = False) -> pd.Series:
-    level, column = _SERIES[metric]
-    frame = getattr(plan, f"reference_{level}" if reference else level)
-    return frame[column].dropna().astype(float)
-
-
-def _frames_for_report(plans: list[SlicePlan], config: DriftConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Long current and reference frames: one column per metric and slice, NaN where a row is not in it."""
-    current, reference = [], []
-    for plan in plans:
-        if plan.status is not None:
-            continue
-        d, v = plan.key
-        for metric in _SERIES:
-            current.append(pd.DataFrame({column_name(metric, d, v): _series(plan, metric).to_numpy()}))
-            reference.append(pd.DataFrame({column_name(metric, d, v): _series(plan, metric, True).to_numpy()}))
-        for metric in ("attribution_coverage_rate", "low_confidence_claim_rate"):
-            if _judged_rate(plan, metric, config):
-                current.append(pd.DataFrame({column_name(metric, d, v): [float(plan.metrics[metric])]}))
-    if not current:
-        return pd.DataFrame(), pd.DataFrame()
-    cur, ref = pd.concat(current, ignore_index=True), pd.concat(reference, ignore_index=True)
-    return cur, ref.reindex(columns=cur.columns)
-
-
-def _judged_rate(plan: SlicePlan, metric: str, config: DriftConfig) -> bool:
-    """Whether a claim rate of the slice is present and rests on enough claims to be judged."""
-    claims = plan.metrics.get("claims")
-    return _present(plan.metrics.get(metric)) and _present(claims) and claims >= config.min_claims
-
-
-def _present(value) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def _report_metrics(plans: list[SlicePlan], config: DriftConfig) -> list:
-    from evidently.metrics import MeanValue, ValueDrift
-    from evidently.tests import Reference, gte, lte
-
-    metrics = []
-    for plan in plans:
-        if plan.status is not None:
-            continue
-        d, v = plan.key
-        for metric in ("response_confidence", "faithfulness"):
-            metrics.append(ValueDrift(column=column_name(metric, d, v), method="ks", threshold=config.drift_p_value))
-        metrics.append(
-            MeanValue(
-                column=column_name("attribution_confidence", d, v),
-                tests=[gte(Reference(relative=config.max_confidence_drop))],
-            )
-        )
-        if _judged_rate(plan, "attribution_coverage_rate", config):
-            metrics.append(
-                MeanValue(column=column_name("attribution_coverage_rate", d, v), tests=[gte(config.min_coverage)])
-            )
-        if _judged_rate(plan, "low_confidence_claim_rate", config):
-            metrics.append(
-                MeanValue(column=column_name("low_confidence_claim_rate", d, v), tests=[lte(config.max_low_confidence)])
-            )
-    return metrics
-
-
-def run_report(
-    current: pd.DataFrame, reference: pd.DataFrame, metrics: list, *, timestamp: datetime, tags=None, metadata=None
-):
-    """Run an Evidently report with tests over two frames of numeric columns; returns the snapshot."""
-    from evidently import DataDefinition, Dataset, Report
-
-    definition = DataDefinition(numerical_columns=list(current.columns))
-    with warnings.catch_warnings():
-        # All-NaN reference columns (rates that only the current window has) make numpy warn; they are expected.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return Report(metrics, include_tests=True).run(
-            current_data=Dataset.from_pandas(current, data_definition=definition),
-            reference_data=None if reference is None else Dataset.from_pandas(reference, data_definition=definition),
-            timestamp=timestamp,
-            tags=tags or [],
-            metadata=metadata or {},
-        )
-
-
-def snapshot_results(snapshot) -> tuple[dict, dict]:
-    """(metric type, column) -> value, and (metric type, column) -> test passed, from an Evidently snapshot."""
-    data = snapshot.dict()
-    values = {(m["config"]["type"].rsplit(":", 1)[-1], m["config"].get("column")): m["value"] for m in data["metrics"]}
-    passed = {}
-    for test in data["tests"]:
-        params = test["metric_config"]["params"]
-        status = getattr(test["status"], "value", test["status"])
-        passed[(params["type"].rsplit(":", 1)[-1], params.get("column"))] = status == "SUCCESS"
-    return values, passed
-
-
 def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: DriftConfig, now) -> list[DriftCheckRow]:
     d, v = plan.key
     base = dict(
@@ -336,7 +233,7 @@ def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: Dri
     checks = list(DRIFT_CHECKS) + [
         c
         for c, m in zip(_OPERATIONAL_CHECKS, ("attribution_coverage_rate", "low_confidence_claim_rate"), strict=True)
-        if _present(plan.metrics.get(m))
+        if present(plan.metrics.get(m))
     ]
     if plan.status is not None:
         return [DriftCheckRow(**base, check=c, status=plan.status, test="not run") for c in checks]
@@ -344,7 +241,7 @@ def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: Dri
     for check, metric in (("confidence_drift", "response_confidence"), ("faithfulness_drift", "faithfulness")):
         column = column_name(metric, d, v)
         p_value = float(values[("ValueDrift", column)])
-        current, reference = _series(plan, metric), _series(plan, metric, reference=True)
+        current, reference = series(plan, metric), series(plan, metric, reference=True)
         # A drift toward better verdicts is not a regression: only a significant shift down alerts.
         down = current.mean() < reference.mean()
         if not passed[("ValueDrift", column)] and down:
@@ -366,7 +263,7 @@ def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: Dri
             )
         )
     column = column_name("attribution_confidence", d, v)
-    reference_mean = float(_series(plan, "attribution_confidence", reference=True).mean())
+    reference_mean = float(series(plan, "attribution_confidence", reference=True).mean())
     # In a window of a few dozen responses a 10% swing of the mean is ordinary noise: the drop alerts
     # only when the K-S test agrees that the distribution moved.
     if passed[("MeanValue", column)]:
@@ -396,7 +293,7 @@ def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: Dri
         ),
     ):
         key = ("MeanValue", column_name(metric, d, v))
-        if _present(plan.metrics.get(metric)) and key not in passed:
+        if present(plan.metrics.get(metric)) and key not in passed:
             rows.append(
                 DriftCheckRow(
                     **base,
@@ -433,9 +330,9 @@ def evaluate_window(
     plans = _plans(frames, window[0], history, config)
     evaluation = WindowEvaluation(window[0], window[1], plans={p.key: p for p in plans})
     values, passed = {}, {}
-    metrics = _report_metrics(plans, config)
+    metrics = report_metrics(plans, config)
     if metrics:
-        current, reference = _frames_for_report(plans, config)
+        current, reference = frames_for_report(plans, config)
         evaluation.snapshot = run_report(current, reference, metrics, timestamp=window[0])
         values, passed = snapshot_results(evaluation.snapshot)
     for plan in plans:
