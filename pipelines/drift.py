@@ -24,9 +24,10 @@ import os
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow
 from transforms.alerts import AlertTracker, format_alert
@@ -54,17 +55,29 @@ class DriftOutcome:
         return [a for a in self.changes if a.status == AlertStatus.firing]
 
 
-def send_alerts_to_kafka(rows: list[AlertRow], bootstrap: str, topic: str = DEFAULT_ALERTS_TOPIC) -> int:
-    """Publish alert rows as JSON to a Kafka topic, keyed by alert_id (the firing and the cleared row alike)."""
+def send_alerts_to_kafka(
+    rows: list[AlertRow], connection: str | Mapping[str, Any], topic: str = DEFAULT_ALERTS_TOPIC
+) -> int:
+    """Publish alert rows as JSON to a Kafka topic, keyed by alert_id (the firing and the cleared row alike).
+
+    `connection` is a bootstrap string or a connection dict as `transforms.kafka_io.client_config` takes
+    (security settings included); the topic is created if the cluster does not auto-create it.
+    Alerts come from a run outside Beam, so this uses a plain producer, configured like the pipeline's sink.
+    """
     if not rows:
         return 0
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    from transforms.kafka_io import client_config
+    from transforms.kafka_sink import ensure_topics
+
+    settings = {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
+    ensure_topics(settings, [topic])
+    producer = KafkaProducer(acks="all", retries=10, linger_ms=5, **client_config(settings))
     try:
         for row in rows:
             producer.send(topic, key=row.alert_id.encode(), value=row.model_dump_json().encode())
-        producer.flush(timeout=30)
+        producer.flush(timeout=30)  # raises if a send failed: an alert is never dropped silently
     finally:
         producer.close(timeout=10)
     return len(rows)
@@ -181,6 +194,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.10,
         help="Tolerated relative drop of mean confidence. Default 0.10.",
     )
+    parser.add_argument(
+        "--min-claims", type=int, default=30, help="Fewer claims: claim rates not judged in that window. Default 30."
+    )
     parser.add_argument("--min-coverage", type=float, default=0.95, help="Lowest attribution coverage. Default 0.95.")
     parser.add_argument(
         "--max-low-confidence", type=float, default=0.10, help="Highest low-confidence claim rate. Default 0.10."
@@ -215,6 +231,7 @@ def main(args: argparse.Namespace) -> int:
             min_responses=args.min_responses,
             drift_p_value=args.drift_p_value,
             max_confidence_drop=args.max_confidence_drop,
+            min_claims=args.min_claims,
             min_coverage=args.min_coverage,
             max_low_confidence=args.max_low_confidence,
             clear_after=args.clear_after,
