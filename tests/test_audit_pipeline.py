@@ -111,6 +111,22 @@ def test_run_reads_a_jsonl_file_and_prints_counts(tmp_path):
     assert origins == [(5,), (6,)]
 
 
+def test_run_reads_a_glob_of_plain_and_compressed_files(tmp_path):
+    import gzip
+
+    (tmp_path / "a.jsonl").write_bytes(raw(message("a-1")) + b"\n" + raw(message("a-2")) + b"\n")
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(raw(message("b-1")) + b"\n" + raw(message("a-1")) + b"\n"))
+    counts = run([f"--input={tmp_path}/*.jsonl*", f"--lake={tmp_path / 'lake'}"], out=lambda _: None)
+    assert (counts.read, counts.audited, counts.dead_letter_reasons) == (4, 3, {"duplicate_response_id": 1})
+    con = connect_lake(str(tmp_path / "lake"))
+    sources = con.execute("SELECT response_id, origin_source, origin_offset FROM responses ORDER BY 1").fetchall()
+    assert sources == [
+        ("a-1", f"file:{tmp_path}/a.jsonl", 1),
+        ("a-2", f"file:{tmp_path}/a.jsonl", 2),
+        ("b-1", f"file:{tmp_path}/b.jsonl.gz", 1),
+    ]
+
+
 def test_bad_options_raise_naming_the_flag(tmp_path):
     with pytest.raises(ValueError, match="--input"):
         run([f"--input={tmp_path / 'missing*.jsonl'}", f"--lake={tmp_path}"])

@@ -4,10 +4,13 @@
 
 Lines are kept as the original bytes (no decoding here: a line that is not
 UTF-8 must reach the dead-letter table as it was). Blank lines carry no
-message and are skipped. Line numbers start at 1.
+message and are skipped. Line numbers start at 1. Compressed files (`.gz`, `.bz2`, ...)
+are read by their extension.
 """
 
 from __future__ import annotations
+
+import os
 
 import apache_beam as beam
 from apache_beam.io import fileio
@@ -20,7 +23,10 @@ __all__ = ["ReadJsonlMessages", "iter_jsonl_messages"]
 
 def iter_jsonl_messages(stream, source: str):
     """`(bytes, Origin)` for every non-blank line of a binary stream."""
-    for number, line in enumerate(stream, start=1):
+    number = 0
+    # readline(), not iteration: Beam's decompressing stream is not iterable.
+    while line := stream.readline():
+        number += 1
         line = line.rstrip(b"\r\n")
         if line.strip():
             yield line, Origin(source=source, offset=number)
@@ -40,7 +46,8 @@ class ReadJsonlMessages(beam.PTransform):
         super().__init__()
         if not pattern:
             raise ValueError("input pattern must be a non-empty path or glob")
-        self._pattern = pattern
+        # Local paths are made absolute so every origin names its file unambiguously.
+        self._pattern = pattern if "://" in pattern else os.path.abspath(pattern)
 
     def expand(self, pbegin):
         return (
