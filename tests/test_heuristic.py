@@ -226,3 +226,10 @@ def test_negation_in_other_words_is_not_a_flip():
 )
 def test_a_negating_prefix_is_an_antonym(claim, evidence):
     assert _one(claim, ("d", evidence)).attribution_verdict == V.contradicted
+
+
+def test_a_huge_run_on_sentence_is_checked_in_part_and_not_grounded():
+    ev = ("d", "The patient was prescribed 50mg of metoprolol on March 3, 2024.")
+    v = _one("The patient received 50mg of metoprolol on March 3, 2024 and " * 20_000, ev)
+    assert v.attribution_verdict != V.fully_grounded
+    assert "characters were checked" in v.provenance_notes

@@ -16,6 +16,7 @@ gap between two evidence times or dates.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -208,8 +209,9 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         tokens = [t for t in tokens if not any(s <= t.start < e for s, e in markers)]
         quantities = [q for q in quantities if not any(s <= q.start < e for s, e in markers)]
     items, in_quantity = [], {}
+    starts = [t.start for t in tokens]
     for q in quantities:
-        ids = [i for i, t in enumerate(tokens) if q.start <= t.start < q.end]
+        ids = list(range(bisect_left(starts, q.start), bisect_left(starts, q.end)))
         for i in ids:
             in_quantity[i] = True
         support = ev.exact.get(_key(q), ())

@@ -23,7 +23,10 @@ from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
 from transforms.alignment import SentenceAnalysis, analyse_sentence, index_evidence
 from transforms.verifier import Verifier
 
-__all__ = ["UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
+__all__ = ["MAX_SENTENCE_CHARS", "UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
+
+MAX_SENTENCE_CHARS = 5000
+"""Characters of one sentence the verifier reads; the rest of a longer one is left unverified (and so not grounded)."""
 
 UNGROUNDED_COVERAGE = 0.4
 """Below this share of its (weighted) content supported, a sentence that is not grounded is ungrounded, not partial."""
@@ -51,7 +54,11 @@ def _verdict_of(a: SentenceAnalysis) -> tuple[AttributionVerdict, float]:
 
 def verify_sentence(index: int, sentence: str, evidence) -> SentenceVerdict:
     """The verdict on one sentence against indexed evidence (see `transforms.alignment.index_evidence`)."""
-    a = analyse_sentence(sentence, evidence)
+    a = analyse_sentence(sentence[:MAX_SENTENCE_CHARS], evidence)
+    if len(sentence) > MAX_SENTENCE_CHARS:
+        # A "sentence" this long is a run-on or bad input: check its start, and never call the unread rest grounded.
+        a.grounded_probability = min(a.grounded_probability, 0.45)
+        a.notes.append(f"only the first {MAX_SENTENCE_CHARS} of {len(sentence)} characters were checked")
     verdict, confidence = _verdict_of(a)
     contradicted = verdict == AttributionVerdict.contradicted
     return SentenceVerdict(

@@ -14,6 +14,7 @@ between two evidence times can be compared with a duration in a sentence.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right, insort
 from datetime import date
 from functools import lru_cache
 from typing import NamedTuple
@@ -168,7 +169,9 @@ def _number_words(text: str):
 
 
 def _taken(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    return any(s < end and start < e for s, e in spans)
+    """Whether [start, end) overlaps a span already taken; `spans` is kept sorted and non-overlapping."""
+    i = bisect_right(spans, (start, float("inf")))
+    return (i > 0 and spans[i - 1][1] > start) or (i < len(spans) and spans[i][0] < end)
 
 
 @lru_cache(maxsize=4096)
@@ -193,7 +196,7 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             day = int(gd["day"]) if gd.get("day") else None
             year = int(gd["year"]) if gd.get("year") else None
             found.append(Quantity("date", (year, month, day), "", m.start(), m.end(), m.group()))
-            spans.append(m.span())
+            insort(spans, m.span())
     for m in _finditer(_TIME, text, windows) if ":" in text or _AMPM.search(text) else ():
         if _taken(spans, m.start(), m.end()):
             continue
@@ -205,7 +208,7 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
         elif ampm.startswith("a") and hour == 12:
             hour = 0
         found.append(Quantity("time", hour * 60 + minute, "", m.start(), m.end(), m.group().strip()))
-        spans.append(m.span())
+        insort(spans, m.span())
     for m in _finditer(_NUM, text, windows):
         if _taken(spans, m.start("num"), m.end("num")):
             continue
@@ -225,7 +228,7 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
         elif not unit and m.group("num").isdigit() and 1000 <= value <= 2099 and len(m.group("num")) == 4:
             kind = "year"
         found.append(Quantity(kind, value * scale, unit, start, end, text[start:end]))
-        spans.append((start, end))
+        insort(spans, (start, end))
     for m in _number_words(text):
         if _taken(spans, m.start(), m.end()) or m.group("num").lower() == "one":
             continue
@@ -239,7 +242,7 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             found.append(Quantity("duration", value * _DURATION[unit[4:]], "", m.start(), end, text[m.start() : end]))
         else:
             found.append(Quantity("number", value * scale, unit, m.start(), end, text[m.start() : end]))
-        spans.append((m.start(), end))
+        insort(spans, (m.start(), end))
     found.sort(key=lambda q: q.start)
     return tuple(found)
 
