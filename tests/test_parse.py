@@ -190,3 +190,17 @@ def test_random_corruptions_never_escape_as_anything_but_a_parse_error():
                 parse_message(json.dumps({**message(), field: value}).encode())
             except ParseError:
                 pass
+
+
+def test_oversized_message_is_dead_lettered_with_its_head_only():
+    from transforms.parse import KEPT_OVERSIZED_BYTES, MAX_MESSAGE_BYTES
+
+    huge = raw(message("huge", query="q" * (MAX_MESSAGE_BYTES + 10)))
+    with pytest.raises(ParseError, match="message_too_large|bytes; the limit"):
+        parse_message(huge)
+    with BeamPipeline(runner="FnApiRunner") as p:
+        result = p | beam.Create([(huge, at(1))]) | ParseResponses()
+        assert_that(
+            result[DEAD_LETTERS] | beam.Map(lambda d: (len(d.raw_payload), d.error.startswith("message_too_large"))),
+            equal_to([(KEPT_OVERSIZED_BYTES, True)]),
+        )

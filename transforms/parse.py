@@ -55,6 +55,9 @@ DEAD_LETTER_NAMESPACE = "groundwatch.dead_letters"
 MAX_MESSAGE_BYTES = 4 * MAX_ANSWER_CHARS + 4_000_000
 """Messages above this are rejected before JSON decoding (evidence can be long, but not unbounded)."""
 
+KEPT_OVERSIZED_BYTES = 1 << 20
+"""How much of a message over MAX_MESSAGE_BYTES its dead letter keeps."""
+
 EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
 """Event times outside [1970, 2200) are rejected: they are corrupt, and windows near datetime's limits overflow."""
@@ -205,9 +208,11 @@ class _ParseDoFn(beam.DoFn):
             response = parse_message(raw)
         except ParseError as e:
             Metrics.counter(DEAD_LETTER_NAMESPACE, e.reason).inc()
-            row = dead_letter_row(
-                raw, origin, stage="parse", error=f"{e.reason}: {e.message}", received_at=self._clock()
-            )
+            error = f"{e.reason}: {e.message}"
+            if len(raw) > MAX_MESSAGE_BYTES:
+                # An oversized message would bloat the lake; its head is enough to identify it.
+                raw, error = raw[:KEPT_OVERSIZED_BYTES], f"{error} (first {KEPT_OVERSIZED_BYTES:,} bytes kept)"
+            row = dead_letter_row(raw, origin, stage="parse", error=error, received_at=self._clock())
             yield beam.pvalue.TaggedOutput(DEAD_LETTERS, row)
             return
         first = first_copies.get(response.response_id) if first_copies else None
