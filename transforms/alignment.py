@@ -6,8 +6,8 @@ The heuristic verifier's machinery, kept apart from its verdict rules::
     a = analyse_sentence("The defendant was seen 15 minutes before the incident.", ev)
     a.coverage, [s.doc_id for s in a.sources]   # (1.0, ['A', 'B'])
 
-An evidence passage is cut into sentences (long ones into windows of words);
-each sentence of the answer is matched against them through an inverted index
+Evidence passages are indexed by `transforms.evidence_index` (re-exported here);
+each sentence of the answer is matched against them through the inverted index
 of stems, and a greedy cover picks the few evidence sentences that together
 support the most weight. Quantities must match exactly; a duration may be the
 gap between two evidence times or dates.
@@ -17,24 +17,13 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from transforms.contradiction import Contradiction, find_contradictions, replaced_and_added
-from transforms.quantities import Quantity, extract_quantities, same_value, time_gaps
-from transforms.sentences import sentence_spans
-from transforms.textmatch import (
-    WORD_PATTERN as _WORD,
-)
-from transforms.textmatch import (
-    Token,
-    citation_marker_spans,
-    count_negations,
-    stem,
-    tokenize,
-    word_weight,
-)
+from transforms.evidence_index import PREFIX as _PREFIX
+from transforms.evidence_index import EvidenceIndex, index_evidence, quantity_key
+from transforms.quantities import Quantity, extract_quantities, same_value
+from transforms.textmatch import Token, citation_marker_spans, tokenize, word_weight
 
 __all__ = [
     "EvidenceIndex",
@@ -44,117 +33,11 @@ __all__ = [
     "index_evidence",
 ]
 
-_WINDOW = 40  # words per piece when an evidence "sentence" is a long run without full stops
 _QUANTITY_WEIGHT = 1.5
-_PREFIX = 5  # a shared 5-letter prefix of two long words is weak support ("acquisition" / "acquired")
 _MAX_SOURCES = 3
 _SLOPE, _MIDPOINT = 4.0, 1.26
 _SLOT_ALIGNMENT = 0.5
 _CLAUSE_WEIGHT = 3.0  # word weight of an unsupported span that is a claim of its own (about three content words)
-
-
-@dataclass(slots=True)
-class _EvSentence:
-    doc_id: str
-    text: str  # the whole passage
-    start: int
-    end: int
-    stem_list: list
-    stems: frozenset
-    quantities: list
-    _negations: int | None = None
-    _positions: dict | None = None
-
-    @property
-    def positions(self) -> dict:
-        """Where each stem occurs in the sentence (built on first use)."""
-        if self._positions is None:
-            self._positions = {}
-            for i, st in enumerate(self.stem_list):
-                self._positions.setdefault(st, []).append(i)
-        return self._positions
-
-    @property
-    def negations(self) -> int:
-        """How many negation cues the sentence has (counted on first use: only the best match needs it)."""
-        if self._negations is None:
-            self._negations = count_negations(self.stem_list)
-        return self._negations
-
-
-@dataclass
-class EvidenceIndex:
-    """Evidence passages cut into sentences, with an inverted index of stems and all quantities."""
-
-    sentences: list
-    postings: dict
-    quantities: list  # (Quantity, sentence id)
-    exact: dict  # (kind, unit, value) -> sentence ids, for the common case of an exactly equal quantity
-    _gaps: dict | None = None
-    _joined: str | None = None
-    _prefixes: dict | None = None
-
-    def prefixed(self, word_stem: str) -> set:
-        """Evidence sentences with a long word sharing the first _PREFIX letters (index built on first use)."""
-        if self._prefixes is None:
-            self._prefixes = {}
-            for st in self.postings:
-                if len(st) > _PREFIX + 1:
-                    self._prefixes.setdefault(st[:_PREFIX], []).append(st)
-        found = set()
-        for st in self._prefixes.get(word_stem[:_PREFIX], ()):
-            found.update(self.postings[st])
-        return found
-
-    def gaps(self) -> dict:
-        """Durations between two evidence times or dates (computed on first use), to evidence sentence pairs."""
-        if self._gaps is None:
-            timed = [(q, sid) for q, sid in self.quantities if q.kind in ("time", "date", "year")][:60]
-            self._gaps = time_gaps(timed)
-        return self._gaps
-
-    def adjacent(self, first: str, second: str) -> bool:
-        """Whether two stems stand next to each other somewhere in the evidence (a substring test on joined stems:
-        far cheaper than building a set of every evidence bigram, which most sentences never need)."""
-        if self._joined is None:
-            self._joined = " " + " | ".join(" ".join(s.stem_list) for s in self.sentences) + " "
-        return f" {first} {second} " in self._joined
-
-
-def _key(q: Quantity) -> tuple:
-    return (q.kind, q.unit, q.value)
-
-
-def index_evidence(passages: Sequence[tuple[str, str]]) -> EvidenceIndex:
-    """Index (doc_id, content) passages for `analyse_sentence`."""
-    sentences, postings, quantities, exact = [], defaultdict(list), [], {}
-    for doc_id, text in passages:
-        qs = extract_quantities(text)
-        for start, end in sentence_spans(text):
-            words = _WORD.findall(text, start, end)
-            cuts = [(start, end, words)]
-            if len(words) > _WINDOW:  # a long run without full stops: cut into windows of words
-                ms = list(_WORD.finditer(text, start, end))
-                cuts = [
-                    (
-                        ms[k].start() if k else start,
-                        ms[k + _WINDOW - 1].end() if k + _WINDOW < len(ms) else end,
-                        [m.group() for m in ms[k : k + _WINDOW]],
-                    )
-                    for k in range(0, len(ms), _WINDOW)
-                ]
-            for cs, ce, ws in cuts:
-                sid = len(sentences)
-                stem_list = list(map(stem, ws))
-                stems = frozenset(stem_list)
-                sq = [q for q in qs if cs <= q.start < ce] if qs else []
-                sentences.append(_EvSentence(doc_id, text, cs, ce, stem_list, stems, sq))
-                for st in stems:
-                    postings[st].append(sid)
-                for q in sq:
-                    quantities.append((q, sid))
-                    exact.setdefault(_key(q), set()).add(sid)
-    return EvidenceIndex(sentences, postings, quantities, exact)
 
 
 @dataclass
@@ -186,7 +69,7 @@ class SentenceAnalysis:
         return "; ".join(parts + self.derived + self.notes)
 
 
-def _excerpt(s: _EvSentence) -> str:
+def _excerpt(s) -> str:
     return s.text[s.start : s.end]
 
 
@@ -214,7 +97,7 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         ids = list(range(bisect_left(starts, q.start), bisect_left(starts, q.end)))
         for i in ids:
             in_quantity[i] = True
-        support = ev.exact.get(_key(q), ())
+        support = ev.exact.get(quantity_key(q), ())
         if not support and (q.kind in ("date", "year") or q.kind == "number" and q.value):
             support = {sid for eq, sid in ev.quantities if same_value(q, eq)}
         item = _Item(q.text, _QUANTITY_WEIGHT, support, ids, quantity=q)
