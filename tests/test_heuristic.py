@@ -61,6 +61,7 @@ def test_worked_example_3_contradicted_value():
     assert v.contradicting_evidence_ids == ["e1"]
     assert any("potassium at 4.2 mmol/L" in x for x in v.contradicting_evidence_excerpts)
     assert v.confidence >= 0.8
+    assert "'3.1 mmol/L' but the evidence says '4.2 mmol/L'" in v.provenance_notes
     _check_excerpts(v, ev)
 
 
@@ -233,3 +234,15 @@ def test_a_huge_run_on_sentence_is_checked_in_part_and_not_grounded():
     v = _one("The patient received 50mg of metoprolol on March 3, 2024 and " * 20_000, ev)
     assert v.attribution_verdict != V.fully_grounded
     assert "characters were checked" in v.provenance_notes
+
+
+def test_a_value_the_claim_states_elsewhere_is_not_a_conflict():
+    ev = ("d", "Storey can win a 17th title when she rides in Saturday's road race.")
+    v = _one("Storey, aged 37, aims to secure her 17th title in the road race.", ev)
+    assert "'37' but" not in v.provenance_notes
+
+
+def test_a_bare_number_conflicts_only_with_a_number_of_the_same_thing():
+    ev = ("d", "Elizabeth Patterson, a three-term congresswoman, died on Saturday.")
+    v = _one("Elizabeth Patterson died on Saturday at the age of 78.", ev)
+    assert v.attribution_verdict != V.contradicted

@@ -82,6 +82,7 @@ class _Item:
     quantity: Quantity | None = None
     pair: tuple | None = None  # two evidence sentences that together give a derived value
     support_strength: float = 1.0  # below 1 when only a shared prefix supports the word
+    gap_ends: tuple = ()  # the two evidence times or dates a derived duration lies between
 
 
 def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], list[Quantity]]:
@@ -104,8 +105,10 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         if not support and q.kind == "duration":
             pairs = ev.gaps().get(float(q.value))
             if pairs:
-                item.pair = pairs[0]
-                item.support = set(pairs[0])
+                (qa, sa), (qb, sb) = pairs[0]
+                item.pair = (sa, sb)
+                item.gap_ends = (qa.text, qb.text)
+                item.support = {sa, sb}
         items.append(item)
     for i, t in enumerate(tokens):
         w = word_weight(t)
@@ -266,8 +269,9 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
                 if sid not in picked:
                     picked.append(sid)
             a, b = (ev.sentences[s] for s in it.pair)
+            first, second = it.gap_ends
             out.derived.append(
-                f"{it.label!r} computed as the gap between a time or date in {a.doc_id} and one in {b.doc_id}"
+                f"{it.label!r} computed as the gap between {first} ({a.doc_id}) and {second} ({b.doc_id})"
             )
     for sid in picked:
         s = ev.sentences[sid]

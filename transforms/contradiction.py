@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from transforms.quantities import Quantity
-from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, count_negations, word_weight
+from transforms.quantities import Quantity, same_value
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, word_weight
 
 __all__ = ["Contradiction", "find_contradictions", "replaced_and_added"]
 
@@ -43,19 +43,34 @@ def _excerpt(s) -> str:
     return s.text[s.start : s.end]
 
 
+def _neighbours(tokens, ids) -> set:
+    """Stems of the content words right before and after a quantity: what a bare number counts ("five goals")."""
+    out = set()
+    for i in (min(ids) - 1, max(ids) + 1):
+        if 0 <= i < len(tokens) and not tokens[i].stop:
+            out.add(tokens[i].stem)
+    return out
+
+
 def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:
     found = []
+    claimed = [it.quantity for it in items if it.quantity is not None]
     for it in items:
         q = it.quantity
         if q is None or it.support:
             continue
         first = it.token_ids[0] if it.token_ids else 0
         near = {t.stem for i, t in enumerate(tokens) if not t.stop and i not in it.token_ids and abs(i - first) <= 5}
+        bare = q.kind == "number" and not q.unit
+        counted = _neighbours(tokens, it.token_ids) if bare and it.token_ids else set()
         best = None
         for eq, sid in ev.quantities:
-            if not _compatible(q, eq):
+            # An evidence value that the claim states elsewhere ("17th title" vs "aged 37") conflicts with nothing.
+            if not _compatible(q, eq) or any(same_value(c, eq) for c in claimed if c is not q):
                 continue
             s = ev.sentences[sid]
+            if bare and not counted & {stem(w) for w in WORD_PATTERN.findall(s.text, eq.start - 30, eq.end + 30)}:
+                continue  # a bare number must count the same thing as the evidence number
             align = gain_of.get(sid, 0.0) / total
             if (align >= 0.5 or (near & s.stems and (q.unit or align >= 0.25))) and (best is None or align > best[0]):
                 best = (align, eq, s)

@@ -72,7 +72,9 @@ def verify_sentence(index: int, sentence: str, evidence) -> SentenceVerdict:
         contradicting_evidence_ids=[c.doc_id for c in a.contradictions] if contradicted else [],
         contradicting_evidence_excerpts=[c.excerpt for c in a.contradictions] if contradicted else [],
         multi_source_flag=len({s.doc_id for s in a.sources}) >= 2,
-        provenance_notes=a.provenance_notes(),
+        provenance_notes="; ".join(
+            [a.provenance_notes()] + ([f"contradiction: {c.reason}" for c in a.contradictions] if contradicted else [])
+        ).strip("; "),
     )
 
 
@@ -80,7 +82,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "7"
+    version = "8"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])

@@ -207,8 +207,11 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
             hour += 12
         elif ampm.startswith("a") and hour == 12:
             hour = 0
-        found.append(Quantity("time", hour * 60 + minute, "", m.start(), m.end(), m.group().strip()))
-        insort(spans, m.span())
+        shown = m.group().rstrip()
+        if shown.endswith(".") and shown.count(".") == 1:  # "8:15 PM." ends a sentence; "8 p.m." keeps its dots
+            shown = shown[:-1]
+        found.append(Quantity("time", hour * 60 + minute, "", m.start(), m.start() + len(shown), shown))
+        insort(spans, (m.start(), m.start() + len(shown)))
     for m in _finditer(_NUM, text, windows):
         if _taken(spans, m.start("num"), m.end("num")):
             continue
@@ -280,9 +283,9 @@ def same_value(claim: Quantity, ev: Quantity) -> bool:
     return abs(a - b) <= 0.5 * 10 ** (-places) * abs(a / shown) and (places > 0 or abs(a / shown) > 1)
 
 
-def time_gaps(times: list[tuple[Quantity, str]]) -> dict[float, list[tuple[str, str]]]:
-    """Durations (seconds) between pairs of times or dates in the evidence, with the two doc ids that give them."""
-    gaps: dict[float, list[tuple[str, str]]] = {}
+def time_gaps(times: list[tuple[Quantity, object]]) -> dict[float, list[tuple]]:
+    """Durations (seconds) between pairs of times or dates, each with the two (quantity, source) that give it."""
+    gaps: dict[float, list[tuple]] = {}
     for i, (a, doc_a) in enumerate(times):
         for b, doc_b in times[i + 1 :]:
             if a.kind == "time" and b.kind == "time":
@@ -301,5 +304,5 @@ def time_gaps(times: list[tuple[Quantity, str]]) -> dict[float, list[tuple[str, 
             else:
                 continue
             if gap > 0:
-                gaps.setdefault(gap, []).append((doc_a, doc_b))
+                gaps.setdefault(gap, []).append(((a, doc_a), (b, doc_b)))
     return gaps
