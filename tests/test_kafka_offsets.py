@@ -14,7 +14,14 @@ from apache_beam.testing.util import assert_that, equal_to
 from kafka_fixtures import kafka_bootstrap, new_topic  # noqa: F401
 
 from transforms.kafka_commit import committable_position, new_ledger, record_chunk, record_durable
-from transforms.kafka_io import MESSAGES, PROGRESS, ReadKafkaMessages, ReadProgress, resolve_start_offset
+from transforms.kafka_io import (
+    MESSAGES,
+    PROGRESS,
+    ReadKafkaMessages,
+    ReadProgress,
+    message_event_time,
+    resolve_start_offset,
+)
 
 
 def _chunk(start, next_offset, offsets):
@@ -52,6 +59,14 @@ def test_start_offset_prefers_commits_within_what_still_exists():
     assert resolve_start_offset(12, 5, 20, "earliest") == 5
     with pytest.raises(ValueError):
         resolve_start_offset(None, 0, 0, "newest")
+
+
+def test_message_event_time_reads_the_timestamp_field_or_falls_back():
+    assert message_event_time(b'{"timestamp": "2026-11-29T09:00:00Z"}', 1.0) == 1795942800.0
+    assert message_event_time(b'{"timestamp": 1795942800000}', 1.0) == 1795942800.0
+    assert message_event_time(b'{"timestamp": "2026-11-29T09:00:00"}', 1.0) == 1.0  # no zone: not trusted
+    assert message_event_time(b"\xff not json", 2.0) == 2.0
+    assert message_event_time(b"[1, 2]", 3.0) == 3.0
 
 
 @pytest.mark.kafka

@@ -105,10 +105,12 @@ def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
     wanted = _all_offsets(bootstrap, topic)
     if in_lake != wanted:
         return None
-    ends = {}
+    ends: dict[int, int] = {}
     for partition, offset in wanted:
         ends[partition] = max(ends.get(partition, 0), offset + 1)
-    return found if _committed(bootstrap, topic) == ends else None
+    committed = _committed(bootstrap, topic)
+    # A partition that never had a message has nothing to commit.
+    return found if all((committed[p] or 0) == ends.get(p, 0) for p in committed) else None
 
 
 def _produce(bootstrap: str, topic: str, count: int, seed: int, *, rate: float | None = None) -> None:
@@ -136,6 +138,22 @@ def test_monitor_picks_up_messages_produced_while_it_runs(kafka_bootstrap, new_t
     _assert_once_each(found)
     window_files = list((lake / "responses").rglob("*.parquet"))
     assert window_files and all(f.parent.name.startswith("hour=") for f in window_files)
+
+
+def test_an_idle_partition_does_not_hold_windows_open(kafka_bootstrap, new_topic, monitors, tmp_path):  # noqa: F811
+    from datetime import UTC, datetime
+
+    from kafka import KafkaProducer
+
+    topic = new_topic(partitions=3)
+    lake = tmp_path / "lake"
+    monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log")
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    for raw in generated_messages(60, seed=51, start=datetime.now(UTC)):
+        producer.send(topic, raw, partition=0)  # partitions 1 and 2 never get a message
+    producer.close()
+    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="lake")
+    assert len(found["responses"]) + len(found["dead_letters"]) == 60
 
 
 def test_sigkill_and_restart_loses_nothing_and_counts_once(kafka_bootstrap, new_topic, monitors, tmp_path):  # noqa: F811
