@@ -153,7 +153,9 @@ class GroundwatchWorkspace:
             }
             reference = pd.concat([pd.DataFrame({c: s.dropna().to_numpy(float)}) for c, s in ks.items()])
             reference = reference.reindex(columns=current.columns)
-            metrics += [ValueDrift(column=c, method="ks", threshold=config.drift_p_value) for c in ks]
+            metrics += [
+                ValueDrift(column=c, method="ks", threshold=evaluation.p_threshold or config.drift_p_value) for c in ks
+            ]
         else:
             current = current.drop(columns=[c for c in current.columns if c.startswith(_KS_PREFIXES)])
             reference = None
@@ -193,7 +195,7 @@ def _snapshot_columns(evaluation, plan: SlicePlan, open_alerts, changes, config:
         "responses": float(len(plan.responses)),
         "open_alerts": float(len(open_alerts)),
         "alerts_fired": float(sum(1 for a in changes if a.status.value == "firing")),
-        "drift_threshold": config.drift_p_value,
+        "drift_threshold": evaluation.p_threshold or config.drift_p_value,
     }
     if plan.reference_sentences is not None:
         reference_mean = float(plan.reference_sentences["attribution_confidence"].mean())

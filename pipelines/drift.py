@@ -187,7 +187,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--reference-to", type=_when, help="Fixed reference period end (exclusive), ISO 8601.")
     parser.add_argument("--min-responses", type=int, default=20, help="Fewer responses: insufficient data. Default 20.")
-    parser.add_argument("--drift-p-value", type=float, default=0.001, help="K-S p-value threshold. Default 0.001.")
+    parser.add_argument(
+        "--drift-p-value",
+        type=float,
+        default=0.001,
+        help="K-S p-value threshold per window, shared by the slices judged in it (Bonferroni). Default 0.001.",
+    )
     parser.add_argument(
         "--max-confidence-drop",
         type=float,
@@ -195,7 +200,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Tolerated relative drop of mean confidence. Default 0.10.",
     )
     parser.add_argument(
-        "--min-claims", type=int, default=30, help="Fewer claims: claim rates not judged in that window. Default 30."
+        "--min-claims", type=int, default=50, help="Fewer claims: claim rates not judged in that window. Default 50."
     )
     parser.add_argument("--min-coverage", type=float, default=0.95, help="Lowest attribution coverage. Default 0.95.")
     parser.add_argument(

@@ -10,7 +10,7 @@ For every window and slice (all traffic, each retriever_version, generator_model
 at least `min_responses` responses, one Evidently `Report` with tests checks:
 
 - `confidence_drift`: K-S test of responses' mean attribution confidence (see `transforms.window_metrics`):
-  p-value below `drift_p_value` with a lower mean,
+  p-value below `drift_p_value` / (slices judged in the window) with a lower mean,
 - `faithfulness_drift`: K-S test of responses' overall faithfulness, likewise,
 - `mean_confidence_drop`: mean attribution confidence >= reference - `max_confidence_drop` x reference (10%);
   it alerts only when the K-S test also finds the distribution moved (a 10% swing is noise in a small window),
@@ -73,10 +73,10 @@ class DriftConfig:
     min_responses: int = 20
     """A slice's window with fewer responses is `insufficient_data`, not drift; a reference needs as many."""
     drift_p_value: float = 0.001
-    """K-S p-value under which a distribution counts as drifted."""
+    """Family-wise K-S p-value of a window: each of its m judged slices is tested at `drift_p_value / m`."""
     max_confidence_drop: float = 0.10
     """Largest tolerated drop of mean confidence, relative to the reference."""
-    min_claims: int = 30
+    min_claims: int = 50
     """A slice's window with fewer logged claims does not judge coverage and low-confidence rates."""
     min_coverage: float = 0.95
     """Lowest tolerated attribution coverage rate (spec 004)."""
@@ -143,6 +143,8 @@ class WindowEvaluation:
     checks: list[DriftCheckRow] = field(default_factory=list)
     plans: dict[tuple[str, str], SlicePlan] = field(default_factory=dict)
     snapshot: object | None = None
+    p_threshold: float = 0.0
+    """The K-S p-value threshold each slice of this window was tested at."""
 
     def failing(self) -> list[DriftCheckRow]:
         return [c for c in self.checks if c.status == CheckStatus.alert]
@@ -218,7 +220,9 @@ def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: Dr
     return plans
 
 
-def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: DriftConfig, now) -> list[DriftCheckRow]:
+def _check_rows(
+    plan: SlicePlan, values: dict, passed: dict, window, config: DriftConfig, now, p_threshold: float
+) -> list[DriftCheckRow]:
     d, v = plan.key
     base = dict(
         window_start=window[0],
@@ -255,11 +259,11 @@ def _check_rows(plan: SlicePlan, values: dict, passed: dict, window, config: Dri
                 **base,
                 check=check,
                 status=status,
-                test=f"K-S p_value < {config.drift_p_value:g} (shift down)",
+                test=f"K-S p_value < {p_threshold:.2g} ({config.drift_p_value:g} over the window's slices; shift down)",
                 current_value=float(current.mean()),
                 reference_value=float(reference.mean()),
                 p_value=p_value,
-                threshold=config.drift_p_value,
+                threshold=p_threshold,
             )
         )
     column = column_name("attribution_confidence", d, v)
@@ -330,13 +334,16 @@ def evaluate_window(
     plans = _plans(frames, window[0], history, config)
     evaluation = WindowEvaluation(window[0], window[1], plans={p.key: p for p in plans})
     values, passed = {}, {}
-    metrics = report_metrics(plans, config)
+    # Bonferroni over the slices judged in this window: with a dozen slices tested every window, an
+    # uncorrected 0.001 would still raise a false alarm every few hours of ordinary traffic.
+    evaluation.p_threshold = config.drift_p_value / max(1, sum(1 for p in plans if p.status is None))
+    metrics = report_metrics(plans, config, evaluation.p_threshold)
     if metrics:
         current, reference = frames_for_report(plans, config)
         evaluation.snapshot = run_report(current, reference, metrics, timestamp=window[0])
         values, passed = snapshot_results(evaluation.snapshot)
     for plan in plans:
-        evaluation.checks.extend(_check_rows(plan, values, passed, window, config, now))
+        evaluation.checks.extend(_check_rows(plan, values, passed, window, config, now, evaluation.p_threshold))
     return evaluation
 
 

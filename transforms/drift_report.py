@@ -82,7 +82,7 @@ def present(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def report_metrics(plans: list[SlicePlan], config: DriftConfig) -> list:
+def report_metrics(plans: list[SlicePlan], config: DriftConfig, p_threshold: float) -> list:
     from evidently.metrics import MeanValue, ValueDrift
     from evidently.tests import Reference, gte, lte
 
@@ -92,7 +92,7 @@ def report_metrics(plans: list[SlicePlan], config: DriftConfig) -> list:
             continue
         d, v = plan.key
         for metric in ("response_confidence", "faithfulness"):
-            metrics.append(ValueDrift(column=column_name(metric, d, v), method="ks", threshold=config.drift_p_value))
+            metrics.append(ValueDrift(column=column_name(metric, d, v), method="ks", threshold=p_threshold))
         metrics.append(
             MeanValue(
                 column=column_name("attribution_confidence", d, v),
