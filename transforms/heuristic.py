@@ -4,15 +4,28 @@ For each sentence it finds the evidence sentences that cover its content words
 best (IDF-like word weights, light stems), checks every number, unit, date,
 time and duration exactly (a gap between two evidence times supports a stated
 duration), looks for a different value of the same quantity, a flipped
-negation or an antonym in the best-aligned evidence sentence (contradiction),
-and reports what no passage supports as exact spans of the sentence::
+negation, an antonym or a swapped name in the best-aligned evidence sentence
+(contradiction), and reports what no passage supports as exact spans of the
+sentence::
 
     verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
 
-`confidence` is the confidence in the verdict given. Internally every sentence
-gets a probability of being fully grounded `p`; the verdict is fully_grounded
-exactly when p >= 0.5, so `grounded_score(verdict)` recovers p for ROC curves.
+Verdicts: fully_grounded when the probability `p` below is >= 0.5 (and no
+unsupported clause); otherwise contradicted when a contradiction cue fired or
+the claim puts its own words in place of those of its aligned evidence
+sentence; ungrounded when under `UNGROUNDED_COVERAGE` of it is supported;
+partially_grounded otherwise.
+
+`confidence` is the confidence in the verdict given. Every sentence gets a
+probability `p` of being fully grounded (coverage, local coverage, bigram and
+content-bigram overlap, words absent from the evidence, unmatched quantities
+and names, contradiction strength; weights set on labelled dev data, see
+`transforms.alignment`); confidence is p for fully_grounded and 1 - p for the
+rest, so `grounded_score(verdict)` recovers p for ROC curves and thresholds.
+Pieces: `transforms.sentences` (splitting), `transforms.textmatch` (tokens,
+stems, weights, cues), `transforms.quantities` (numbers, units, dates, times),
+`transforms.evidence_index`, `transforms.alignment`, `transforms.contradiction`.
 """
 
 from __future__ import annotations
