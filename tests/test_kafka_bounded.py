@@ -66,7 +66,9 @@ def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new
     assert len(fates["dead"]) > 0 and len(fates["sampled_out"]) > 0
 
     lake = tmp_path / "lake"
-    counts = run(_monitor_argv(kafka_bootstrap, topic, lake, f"--sample_rate={SAMPLE_RATE}"), out=lambda _: None)
+    # Chunks of 100 records: each partition's read checkpoints and resumes a few times.
+    argv = _monitor_argv(kafka_bootstrap, topic, lake, f"--sample_rate={SAMPLE_RATE}", "--checkpoint_records=100")
+    counts = run(argv, out=lambda _: None)
     assert counts.read == 1000 and counts.adds_up
 
     found = lake_accounting(str(lake), topic)
