@@ -31,14 +31,15 @@ def test_demo_audits_the_sample_traffic_and_prints_a_summary(tmp_path, capsys):
     assert int(read_line.split()[1]) == messages
 
 
-def test_demo_rerun_overwrites_instead_of_duplicating(tmp_path, capsys):
+def test_auditing_the_sample_again_overwrites_instead_of_duplicating(tmp_path):
     lake = str(tmp_path / "lake")
-    assert groundwatch(["demo", "--lake", lake]) == 0
+    argv = ["audit", "--input", sample_traffic_path(), "--lake", lake]
+    assert groundwatch(argv) == 0
     con = connect_lake(lake)
-    before = con.execute(f"SELECT count(*) FROM read_parquet('{lake}/sentences/**/*.parquet')").fetchone()[0]
-    assert groundwatch(["demo", "--lake", lake]) == 0
-    after = con.execute(f"SELECT count(*) FROM read_parquet('{lake}/sentences/**/*.parquet')").fetchone()[0]
-    assert before == after > 0
+    every_file = f"SELECT count(*) FROM read_parquet('{lake}/*/**/*.parquet', union_by_name = true)"
+    before = con.execute(every_file).fetchone()[0]
+    assert groundwatch(argv) == 0
+    assert con.execute(every_file).fetchone()[0] == before > 0
 
 
 def test_audit_command_from_the_shell(tmp_path):
