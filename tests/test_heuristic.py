@@ -246,3 +246,15 @@ def test_a_bare_number_conflicts_only_with_a_number_of_the_same_thing():
     ev = ("d", "Elizabeth Patterson, a three-term congresswoman, died on Saturday.")
     v = _one("Elizabeth Patterson died on Saturday at the age of 78.", ev)
     assert v.attribution_verdict != V.contradicted
+
+
+def test_a_name_spelled_one_letter_differently_is_supported():
+    ev = ("d", "Elizabeth Patterson, a congresswoman from Spartanburg, died on Saturday.")
+    v = _one("Elizabeth Paterson, a congresswoman from Spartanburg, died on Saturday.", ev)
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_million_and_billion_are_not_spelling_variants():
+    ev = ("d", "The city has a million registered residents.")
+    v = _one("The city has a billion registered residents.", ev)
+    assert v.attribution_verdict != V.fully_grounded

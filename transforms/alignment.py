@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _QUANTITY_WEIGHT = 1.5
+_SCALE_WORDS = frozenset({"million", "billion", "trillion", "thousand", "hundred"})
 _MAX_SOURCES = 3
 _SLOPE, _MIDPOINT = 4.0, 1.26
 _SLOT_ALIGNMENT = 0.5
@@ -118,6 +119,9 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         if not support and len(t.stem) > _PREFIX + 1:
             support = ev.prefixed(t.stem)
             w_support = 0.7
+        if not support and len(t.stem) >= 6 and t.stem not in _SCALE_WORDS:  # spelling variants, not "billion"
+            support = ev.spelled_alike(t.stem)
+            w_support = 0.8
         else:
             w_support = 1.0
         items.append(_Item(t.text, w, support, [i], support_strength=w_support))

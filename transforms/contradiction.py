@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from transforms.evidence_index import one_edit
 from transforms.quantities import Quantity, same_value
 from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, word_weight
 
@@ -91,6 +92,7 @@ def _substitutions(tokens, s, align: float) -> list[Contradiction]:
             continue
         # Only names: a common word put in place of another is far more often a paraphrase than a contradiction.
         new = [t for t in tokens[i1:i2] if t.stem not in s.stems and t.capital and t.start > 0 and not t.stop]
+        new = [t for t in new if not any(one_edit(t.stem, x) for x in s.stem_list[j1:j2])]  # a spelling variant
         dropped = [x for x in s.stem_list[j1:j2] if x not in claim_stems and x not in NEGATION_STEMS and len(x) > 2]
         if sum(word_weight(t) for t in new) >= 0.9 and dropped:
             said = " ".join(t.text for t in tokens[i1:i2])

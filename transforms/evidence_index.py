@@ -19,7 +19,7 @@ from transforms.quantities import Quantity, extract_quantities, time_gaps
 from transforms.sentences import sentence_spans
 from transforms.textmatch import WORD_PATTERN, count_negations, stem
 
-__all__ = ["PREFIX", "EvidenceIndex", "index_evidence", "quantity_key"]
+__all__ = ["PREFIX", "EvidenceIndex", "index_evidence", "one_edit", "quantity_key"]
 
 WINDOW = 40  # words per piece when an evidence "sentence" is a long run without full stops
 PREFIX = 5  # a shared 5-letter prefix of two long words is weak support ("acquisition" / "acquired")
@@ -65,6 +65,7 @@ class EvidenceIndex:
     _gaps: dict | None = None
     _joined: str | None = None
     _prefixes: dict | None = None
+    _by_initial: dict | None = None
 
     def prefixed(self, word_stem: str) -> set:
         """Evidence sentences with a long word sharing the first PREFIX letters (index built on first use)."""
@@ -76,6 +77,20 @@ class EvidenceIndex:
         found = set()
         for st in self._prefixes.get(word_stem[:PREFIX], ()):
             found.update(self.postings[st])
+        return found
+
+    def spelled_alike(self, word_stem: str) -> set:
+        """Evidence sentences with a word one edit away ("Paterson" / "Patterson", "organisation" / "organization");
+        candidates share the first letter and nearly the length (index built on first use)."""
+        if self._by_initial is None:
+            self._by_initial = {}
+            for st in self.postings:
+                if len(st) >= 5:
+                    self._by_initial.setdefault(st[0], []).append(st)
+        found = set()
+        for st in self._by_initial.get(word_stem[:1], ()):
+            if abs(len(st) - len(word_stem)) <= 1 and one_edit(word_stem, st):
+                found.update(self.postings[st])
         return found
 
     def gaps(self) -> dict:
@@ -91,6 +106,20 @@ class EvidenceIndex:
         if self._joined is None:
             self._joined = " " + " | ".join(" ".join(s.stem_list) for s in self.sentences) + " "
         return f" {first} {second} " in self._joined
+
+
+def one_edit(a: str, b: str) -> bool:
+    """Whether two different words are one insertion, deletion or substitution apart."""
+    if a == b:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1 :] == b[i + 1 :]
+    return a[i:] == b[i + 1 :]
 
 
 def quantity_key(q: Quantity) -> tuple:

@@ -91,7 +91,9 @@ _NUMBER_WORDS = {
     )
 }
 _NUMBER_WORDS.update(zip("thirty forty fifty sixty seventy eighty ninety".split(), range(30, 100, 10), strict=True))
-_NUMBER_WORDS.update({"hundred": 100, "thousand": 1000, "dozen": 12})
+_NUMBER_WORDS.update(
+    {"hundred": 100, "thousand": 1000, "dozen": 12, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+)
 _NUM = re.compile(
     r"(?<![\w.])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\w.]*\d)"
     r"(?:\s?(?P<unit>%|[a-zA-Zµ]+(?:/[a-zA-Z]+)?))?"
