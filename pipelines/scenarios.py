@@ -11,6 +11,11 @@
   returns a share of irrelevant passages (another domain's text) and stale ones (numbers and dates
   out of date), so its answers lose support and the verifier's confidence falls. The canary
   retriever `r8` keeps serving its share unchanged, so the alert has to name the right version.
+  With `recover_at`, `r7` comes back at that point (a rollback), so alerts can be seen clearing.
+
+Ordinary traffic logs claims as a healthy attributed-answer generator would (sourced, rarely
+low-confidence: inside spec 004's limits); the regressed retriever's answers keep the generic
+generator's claims, which cite less and hedge more.
 
 Responses are the input contract of `pipelines.traffic`, built by its generator; this module only
 decides when they happen, which retriever served them, and how the retriever damaged the evidence.
