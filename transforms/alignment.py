@@ -115,15 +115,11 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         w = word_weight(t)
         if i in in_quantity or w == 0.0:
             continue
-        support = ev.postings.get(t.stem, ())
+        support, w_support = ev.postings.get(t.stem, ()), 1.0
         if not support and len(t.stem) > _PREFIX + 1:
-            support = ev.prefixed(t.stem)
-            w_support = 0.7
+            support, w_support = ev.prefixed(t.stem), 0.7
         if not support and len(t.stem) >= 6 and t.stem not in _SCALE_WORDS:  # spelling variants, not "billion"
-            support = ev.spelled_alike(t.stem)
-            w_support = 0.8
-        else:
-            w_support = 1.0
+            support, w_support = ev.spelled_alike(t.stem), 0.8
         items.append(_Item(t.text, w, support, [i], support_strength=w_support))
     # A number or date found in an evidence sentence that shares no word with the claim is a coincidence ("2009" in
     # a bibliography): quantities count as supported only where some word of the claim is supported too.
