@@ -70,7 +70,7 @@ DEFAULT_RUNNER = "FnApiRunner"
 
 
 class AuditOptions(PipelineOptions):
-    """Options of the audit pipeline (every flag also accepts underscores)."""
+    """Options of the audit pipeline (`groundwatch audit` spells them with dashes: --sample-rate)."""
 
     @classmethod
     def _add_argparse_args(cls, parser):
