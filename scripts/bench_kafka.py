@@ -179,7 +179,7 @@ def _report(name: str, count: int, seconds: float, sampler: _Sampler, audited: l
     print(f"throughput           {count / seconds:.0f} responses/s")
     print(f"latency audited_at   p50 {_pct(audited, 50):.1f} s   p95 {_pct(audited, 95):.1f} s")
     print(f"latency in the lake  p50 {_pct(published, 50):.1f} s   p95 {_pct(published, 95):.1f} s")
-    print(f"peak memory          {sampler.peak_rss / 2**20:.0f} MiB (monitor + Prism)")
+    print(f"peak memory          {sampler.peak_rss / 2**20:.0f} MiB (the monitor process group)")
     series = sampler.lag[:: max(1, len(sampler.lag) // 12)]
     print("consumer lag         " + "  ".join(f"{t:.0f}s:{lag}" for t, lag in series))
     print(f"max lag              {max((lag for _, lag in sampler.lag), default=0)}")
