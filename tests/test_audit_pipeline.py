@@ -191,3 +191,39 @@ def test_windows_with_out_of_order_and_late_elements():
             verified[AUDITED] | beam.Map(lambda a: (a.parsed.response.response_id, a.window_start.strftime("%H:%M"))),
             equal_to([("first", "09:00"), ("out-of-order", "09:00"), ("late", "09:00"), ("next-minute", "09:01")]),
         )
+
+
+def test_streaming_graph_dedupes_per_window_and_writes_each_window(tmp_path):
+    """The same graph in streaming mode (what `groundwatch monitor` runs): per-window dedupe, a file per window."""
+
+    def element(response_id, ts, line):
+        seconds = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        return TimestampedValue((raw(message(response_id, timestamp=ts)), at(line, source="kafka:t")), seconds)
+
+    t0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC).timestamp()
+    stream = (
+        BeamTestStream()
+        .advance_watermark_to(t0)
+        .add_elements([element("a", "2026-11-29T09:00:10Z", 1), element("a", "2026-11-29T09:00:10Z", 2)])
+        .add_elements([element("b", "2026-11-29T09:01:10Z", 3), TimestampedValue((b"{nope", at(4)), t0 + 75)])
+        .advance_watermark_to_infinity()
+    )
+    options = PipelineOptions([f"--lake={tmp_path / 'lake'}", "--runner=BundleBasedDirectRunner"])
+    options.view_as(StandardOptions).streaming = True
+    with BeamPipeline(options=options) as p:
+        out = build_pipeline(p, p.options, source=p | stream)
+        assert_that(
+            out["audited"] | beam.Map(lambda a: (a.parsed.response.response_id, a.window_start.strftime("%H:%M"))),
+            equal_to([("a", "09:00"), ("b", "09:01")]),
+            label="CheckAudited",
+        )
+    con = connect_lake(str(tmp_path / "lake"))
+    assert con.execute("SELECT count(*) FROM responses").fetchone()[0] == 2
+    reasons = sorted(r for (r,) in con.execute("SELECT split_part(error, ':', 1) FROM dead_letters").fetchall())
+    assert reasons == ["duplicate_response_id", "malformed_json"]
+    files = con.execute(
+        "SELECT count(DISTINCT filename) FROM read_parquet('"
+        + str(tmp_path / "lake")
+        + "/responses/**/*.parquet', filename = true)"
+    ).fetchone()[0]
+    assert files == 2  # one per window
