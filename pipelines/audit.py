@@ -281,14 +281,29 @@ _FLAGS = ("input", "lake", "sample-rate", "window-seconds", "confidence-threshol
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch audit` flags; anything else is passed to Beam as a pipeline option."""
-    parser.add_argument("--input", required=True, help="JSONL file or glob of logged responses.")
+    parser.add_argument(
+        "--input",
+        required=True,
+        help="JSONL file or glob of logged responses (.gz and other compressions by extension).",
+    )
     parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
     parser.add_argument(
-        "--sample-rate", type=float, default=1.0, help="Fraction audited (high risk always). Default 1.0."
+        "--sample-rate",
+        type=float,
+        default=1.0,
+        help="Fraction in [0, 1] audited, by a hash of response_id; high risk always. Default 1.0.",
     )
-    parser.add_argument("--window-seconds", type=int, default=DEFAULT_WINDOW_SECONDS, help="Window size. Default 60.")
     parser.add_argument(
-        "--confidence-threshold", type=float, default=DEFAULT_CONFIDENCE_THRESHOLD, help="Flag threshold. Default 0.7."
+        "--window-seconds",
+        type=int,
+        default=DEFAULT_WINDOW_SECONDS,
+        help="Fixed event-time window size in seconds. Default 60.",
+    )
+    parser.add_argument(
+        "--confidence-threshold",
+        type=float,
+        default=DEFAULT_CONFIDENCE_THRESHOLD,
+        help="Sentences with a lower confidence are flagged and reviewed; in [0, 1]. Default 0.7.",
     )
     parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
     add_judge_arguments(parser)
