@@ -82,21 +82,39 @@ def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float) -> list[
     return found
 
 
-def _substitutions(tokens, s, align: float) -> list[Contradiction]:
-    """Words of the claim put in place of different words of an aligned evidence sentence ("Concept" -> "Evolution")."""
+def _is_name(t) -> bool:
+    return t.capital and t.start > 0 and not t.stop and len(t.text) > 1
+
+
+def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradiction]:
+    """Names of the claim put in place of different words of an aligned evidence sentence (an entity swap:
+    "founded in Paris" against "founded in London", "Evolution Learner" against "Concept Learner").
+
+    The alignment is judged on the claim without the swapped words (a name weighs much, so a short sentence with a
+    wrong name never covers most of its weight), and a name found nowhere in the evidence may replace any content
+    word; a name found elsewhere in the evidence only one that the claim does not use (else it is a reordering).
+    """
     claim = [t.stem for t in tokens]
-    matcher = SequenceMatcher(None, claim, s.stem_list, autojunk=False)
     claim_stems = set(claim)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    nowhere = {i for it in items if not it.support and it.quantity is None for i in it.token_ids}
+    weight_of = {i: it.weight for it in items for i in it.token_ids}
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, claim, s.stem_list, autojunk=False).get_opcodes():
         if op != "replace" or i2 - i1 > 6 or j2 - j1 > 6 or i1 == 0:
             continue
         # Only names: a common word put in place of another is far more often a paraphrase than a contradiction.
-        new = [t for t in tokens[i1:i2] if t.stem not in s.stems and t.capital and t.start > 0 and not t.stop]
-        new = [t for t in new if not any(one_edit(t.stem, x) for x in s.stem_list[j1:j2])]  # a spelling variant
-        dropped = [x for x in s.stem_list[j1:j2] if x not in claim_stems and x not in NEGATION_STEMS and len(x) > 2]
-        if sum(word_weight(t) for t in new) >= 0.9 and dropped:
-            said = " ".join(t.text for t in tokens[i1:i2])
-            return [Contradiction(s.doc_id, _excerpt(s), f"{said!r} where the evidence has other words", 0.75 * align)]
+        new = [i for i in range(i1, i2) if tokens[i].stem not in s.stems and _is_name(tokens[i])]
+        new = [i for i in new if not any(one_edit(tokens[i].stem, x) for x in s.stem_list[j1:j2])]  # spelling
+        other = [x for x in s.stem_list[j1:j2] if x not in STOP_STEMS and x not in NEGATION_STEMS and len(x) > 2]
+        if not any(i in nowhere for i in new):
+            other = [x for x in other if x not in claim_stems]
+        new_weight = sum(word_weight(tokens[i]) for i in new)
+        rest = total - sum(weight_of.get(i, 0.0) for i in new if i in nowhere)
+        align = min(1.0, gain / rest) if rest > 0 else 0.0
+        if new_weight >= 0.9 and other and align >= SUBSTITUTION_ALIGNMENT:
+            said = " ".join(tokens[i].text for i in new)
+            was = " ".join(WORD_PATTERN.findall(s.text, s.start, s.end)[j1:j2])
+            reason = f"{said!r} where the evidence has {was!r}"
+            return [Contradiction(s.doc_id, _excerpt(s), reason, 0.75 * align)]
     return []
 
 
@@ -167,6 +185,6 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
                 reason = f"{t.text!r} where the evidence says the opposite"
                 found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))
                 break
-    if align >= SUBSTITUTION_ALIGNMENT and not found:
-        found.extend(_substitutions(tokens, s, align))
+    if align >= 0.4 and not found:
+        found.extend(_substitutions(tokens, items, s, gain_of[best], total))
     return found
