@@ -1,9 +1,10 @@
-"""Heuristic verifier contradiction mechanisms on the project's own small fixtures: entity swaps in aligned slots."""
+"""Heuristic verifier mechanisms on the project's own small fixtures: entity swaps in aligned slots, word weights."""
 
 from __future__ import annotations
 
 from schemas import AttributionVerdict, EvidencePassage
 from transforms.heuristic import HeuristicVerifier, grounded_score
+from transforms.textmatch import tokenize, word_weight
 
 V = AttributionVerdict
 
@@ -54,4 +55,19 @@ def test_same_name_is_grounded():
 
 def test_capitalised_first_word_is_not_a_name():
     v = _one("Researchers found the drug lowers blood pressure.", "Scientists found the drug lowers blood pressure.")
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_connectives_and_emphasis_weigh_little():
+    tokens = {t.text: t for t in tokenize("Additionally, it significantly and notably protects.")}
+    assert word_weight(tokens["Additionally"]) < 0.5
+    assert word_weight(tokens["significantly"]) < 0.5
+    assert word_weight(tokens["protects"]) >= 1.0
+
+
+def test_emphasis_around_a_supported_fact_keeps_it_grounded():
+    v = _one(
+        "Additionally, the new drug notably and significantly lowers blood pressure.",
+        "The new drug lowers blood pressure.",
+    )
     assert v.attribution_verdict == V.fully_grounded

@@ -59,6 +59,9 @@ _COMMON = frozenset(
     group groups area areas level levels point points form forms type types kind way ways back another
     run runs ran start started starting begin began beginning hold held serve served remain remained continue
     continued stay stayed last lasted carry carried stand stood bring brought keep hold put""".split()
+    # Connectives and emphasis that generated answers add around facts without stating one.
+    + """additionally significantly various crucial essential ensure enhance effectively role notable notably
+    particularly especially specific specifically typically primarily mainly commonly widely highly""".split()
 )
 
 NEGATION_CUES = frozenset(
