@@ -298,12 +298,15 @@ def _check_rows(
     ):
         key = ("MeanValue", column_name(metric, d, v))
         if present(plan.metrics.get(metric)) and key not in passed:
+            # Too few claims to raise an alert; but a rate inside its limit still counts towards clearing one.
+            rate = float(plan.metrics[metric])
+            within = rate >= threshold if check == "attribution_coverage" else rate <= threshold
             rows.append(
                 DriftCheckRow(
                     **base,
                     check=check,
-                    status=CheckStatus.insufficient_data,
-                    test=f"not run: fewer than {config.min_claims} claims",
+                    status=CheckStatus.ok if within else CheckStatus.insufficient_data,
+                    test=f"{test} {threshold:g} (fewer than {config.min_claims} claims: not enough to alert)",
                     current_value=float(plan.metrics[metric]),
                     threshold=threshold,
                 )
@@ -358,7 +361,11 @@ def record_baseline(evaluation: WindowEvaluation, history: dict, drifting: set[t
         by_slice.setdefault((row.slice_dimension, row.slice_value), []).append(row)
     for key, rows in by_slice.items():
         eligible = (
-            all(r.status not in (CheckStatus.insufficient_data, CheckStatus.inconclusive) for r in rows)
+            all(
+                r.status not in (CheckStatus.insufficient_data, CheckStatus.inconclusive)
+                for r in rows
+                if r.check in DRIFT_CHECKS
+            )
             and not any(r.status == CheckStatus.alert and r.check in DRIFT_CHECKS for r in rows)
             and key not in drifting
         )
