@@ -71,3 +71,51 @@ def test_emphasis_around_a_supported_fact_keeps_it_grounded():
         "The new drug lowers blood pressure.",
     )
     assert v.attribution_verdict == V.fully_grounded
+
+
+def test_listed_synonym_supports_a_paraphrase():
+    v = _one("The museum purchased the painting in 1990.", "The museum bought the painting in 1990.")
+    assert v.attribution_verdict == V.fully_grounded
+    assert "purchased" in v.provenance_notes
+
+
+def test_unlisted_word_is_still_unsupported():
+    v = _one("The museum stole the painting in 1990.", "The museum bought the painting in 1990.")
+    assert "stole" not in v.provenance_notes  # the supported parts are listed there; "stole" is not one
+    assert "museum" in v.provenance_notes
+
+
+def test_abbreviation_is_supported_by_its_words():
+    v = _one("The NHS paid for the new hospital wing.", "The National Health Service paid for the new hospital wing.")
+    assert v.attribution_verdict == V.fully_grounded
+    assert "NHS" in v.provenance_notes
+
+
+def test_abbreviation_in_place_of_its_words_is_no_swap():
+    v = _one(
+        "The cartoon aired on TV in Japan in 1999.",
+        "The cartoon aired on television in Japan in 1999.",
+    )
+    assert v.attribution_verdict != V.contradicted
+
+
+def test_not_allowed_agrees_with_prohibited():
+    v = _one("Tobacco and alcohol are not allowed in the park.", "Tobacco and alcohol are prohibited in the park.")
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_allowed_contradicts_prohibited():
+    v = _one("Tobacco and alcohol are allowed in the park.", "Tobacco and alcohol are prohibited in the park.")
+    assert v.attribution_verdict == V.contradicted
+
+
+def test_irregular_antonym_is_contradicted():
+    v = _one("The shares rose sharply in 2020.", "The shares fell sharply in 2020.")
+    assert v.attribution_verdict == V.contradicted
+    assert "opposite" in v.provenance_notes
+
+
+def test_word_starting_with_a_prefix_is_no_negation():
+    # "displayed" is not "dis-" + "played": no antonym cue.
+    v = _one("The band played old songs at the museum.", "The museum displayed old songs the band played.")
+    assert "opposite" not in v.provenance_notes

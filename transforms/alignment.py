@@ -23,6 +23,7 @@ from transforms.contradiction import Contradiction, find_contradictions, replace
 from transforms.evidence_index import PREFIX as _PREFIX
 from transforms.evidence_index import EvidenceIndex, index_evidence, quantity_key
 from transforms.quantities import Quantity, extract_quantities, same_value
+from transforms.synonyms import SYNONYMS
 from transforms.textmatch import Token, citation_marker_spans, tokenize, word_weight
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 _QUANTITY_WEIGHT = 1.5
+_SYNONYM_STRENGTH = 0.9  # support by a listed synonym: nearly as good as the word itself
 _SCALE_WORDS = frozenset({"million", "billion", "trillion", "thousand", "hundred"})
 _MAX_SOURCES = 3
 _SLOPE, _MIDPOINT = 4.0, 1.26
@@ -116,6 +118,10 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         if i in in_quantity or w == 0.0:
             continue
         support, w_support = ev.postings.get(t.stem, ()), 1.0
+        if not support and t.stem in SYNONYMS:  # a paraphrase: "purchased" for "bought"
+            support, w_support = ev.synonymous(t.stem), _SYNONYM_STRENGTH
+        if not support and 2 <= len(t.text) <= 5 and t.text.isupper() and t.text.isalpha():  # "USA", "NHS"
+            support, w_support = ev.abbreviated(t.text), _SYNONYM_STRENGTH
         if not support and len(t.stem) > _PREFIX + 1:
             support, w_support = ev.prefixed(t.stem), 0.7
         if not support and len(t.stem) >= 6 and t.stem not in _SCALE_WORDS:  # spelling variants, not "billion"

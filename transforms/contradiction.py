@@ -104,6 +104,8 @@ def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradi
         # Only names: a common word put in place of another is far more often a paraphrase than a contradiction.
         new = [i for i in range(i1, i2) if tokens[i].stem not in s.stems and _is_name(tokens[i])]
         new = [i for i in new if not any(one_edit(tokens[i].stem, x) for x in s.stem_list[j1:j2])]  # spelling
+        words = WORD_PATTERN.findall(s.text, s.start, s.end)[j1:j2]
+        new = [i for i in new if not _abbreviates(tokens[i].text, [w for w in words if w.lower() not in STOP_STEMS])]
         other = [x for x in s.stem_list[j1:j2] if x not in STOP_STEMS and x not in NEGATION_STEMS and len(x) > 2]
         if not any(i in nowhere for i in new):
             other = [x for x in other if x not in claim_stems]
@@ -112,7 +114,7 @@ def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradi
         align = min(1.0, gain / rest) if rest > 0 else 0.0
         if new_weight >= 0.9 and other and align >= SUBSTITUTION_ALIGNMENT:
             said = " ".join(tokens[i].text for i in new)
-            was = " ".join(WORD_PATTERN.findall(s.text, s.start, s.end)[j1:j2])
+            was = " ".join(words)
             reason = f"{said!r} where the evidence has {was!r}"
             return [Contradiction(s.doc_id, _excerpt(s), reason, 0.75 * align)]
     return []
@@ -145,21 +147,37 @@ def replaced_and_added(tokens, s) -> tuple[float, float, str]:
 
 
 _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "dis", "non", "sub", "anti")
+# Prefixes that begin many words without negating them ("display", "inform", "import"): a short stem after them is
+# more often such a word than a negation.
+_LOOSE_PREFIXES = frozenset({"in", "im", "dis", "sub"})
 
 
 def _negated_forms(word_stem: str, evidence_stems) -> set:
     """Evidence stems that are this word with or without a negating prefix ("suitable" / "unsuitable")."""
     found = set()
     for prefix in _NEGATING_PREFIXES:
-        if word_stem.startswith(prefix) and len(word_stem) - len(prefix) >= 4:
+        shortest = 5 if prefix in _LOOSE_PREFIXES else 4
+        if word_stem.startswith(prefix) and len(word_stem) - len(prefix) >= shortest:
             bare = word_stem[len(prefix) :].lstrip("-")
             if bare in evidence_stems:
                 found.add(bare)
-        elif len(word_stem) >= 4:
+        elif len(word_stem) >= shortest:
             for form in (prefix + word_stem, prefix + "-" + word_stem):
                 if form in evidence_stems:
                     found.add(form)
     return found
+
+
+def _abbreviates(short: str, words: list[str]) -> bool:
+    """Whether an all-capital word abbreviates the words ("USA" / "United States", "TV" / "television"): same first
+    letter, and its letters in order within them."""
+    if not (2 <= len(short) <= 6 and short.isupper() and words):
+        return False
+    joined = "".join(words).lower()
+    if not joined.startswith(short[0].lower()):
+        return False
+    rest = iter(joined[1:])
+    return all(ch in rest for ch in short[1:].lower())
 
 
 def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:
@@ -175,12 +193,14 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     claim_neg = count_negations([t.stem for t in tokens])
     if align >= 0.6 and (claim_neg % 2) != (s.negations % 2):
         found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
-    if align >= 0.5:
+    # An antonym under a negation on one side only agrees ("not allowed" / "banned"): no antonym cue then.
+    if align >= 0.5 and (claim_neg % 2) == (s.negations % 2):
         claim_stems = {t.stem for t in tokens}
         for t in tokens:
             if t.stem in s.stems:
                 continue
-            opposite = ANTONYMS.get(t.stem, frozenset()) | _negated_forms(t.stem, s.stems)
+            # Forbidding words ("banned") count as negations already: the parity test above covers them.
+            opposite = (ANTONYMS.get(t.stem, frozenset()) - NEGATION_STEMS) | _negated_forms(t.stem, s.stems)
             if opposite & s.stems and not opposite & claim_stems:
                 reason = f"{t.text!r} where the evidence says the opposite"
                 found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))

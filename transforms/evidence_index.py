@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from transforms.quantities import Quantity, extract_quantities, time_gaps
 from transforms.sentences import sentence_spans
-from transforms.textmatch import WORD_PATTERN, count_negations, stem
+from transforms.synonyms import synonym_stems
+from transforms.textmatch import STOP_STEMS, WORD_PATTERN, count_negations, stem
 
 __all__ = ["PREFIX", "EvidenceIndex", "index_evidence", "one_edit", "quantity_key"]
 
@@ -66,6 +67,7 @@ class EvidenceIndex:
     _joined: str | None = None
     _prefixes: dict | None = None
     _by_initial: dict | None = None
+    _initials: dict | None = None
 
     def prefixed(self, word_stem: str) -> set:
         """Evidence sentences with a long word sharing the first PREFIX letters (index built on first use)."""
@@ -77,6 +79,27 @@ class EvidenceIndex:
         found = set()
         for st in self._prefixes.get(word_stem[:PREFIX], ()):
             found.update(self.postings[st])
+        return found
+
+    def abbreviated(self, short: str) -> set:
+        """Evidence sentences where consecutive words begin with the letters of an abbreviation ("USA": "United
+        States of America"; function words may be skipped). Index built on first use."""
+        if self._initials is None:
+            self._initials = {}
+            for sid, s in enumerate(self.sentences):
+                content = [st for st in s.stem_list if st not in STOP_STEMS]
+                for k in range(len(content)):
+                    for n in range(2, 6):
+                        if k + n <= len(content):
+                            key = "".join(st[0] for st in content[k : k + n])
+                            self._initials.setdefault(key, set()).add(sid)
+        return self._initials.get(short.lower(), set())
+
+    def synonymous(self, word_stem: str) -> set:
+        """Evidence sentences with a listed synonym of the word (see `transforms.synonyms`)."""
+        found = set()
+        for st in synonym_stems(word_stem):
+            found.update(self.postings.get(st, ()))
         return found
 
     def spelled_alike(self, word_stem: str) -> set:

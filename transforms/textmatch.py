@@ -68,6 +68,8 @@ NEGATION_CUES = frozenset(
     """not no never none neither nor without cannot can't won't don't doesn't didn't isn't aren't wasn't weren't
     hasn't haven't hadn't shouldn't wouldn't couldn't nobody nothing nowhere n't fail failed fails failing unable
     lack lacks lacked refuse refused deny denied denies non""".split()
+    # Verbs that forbid: "prohibited" says what "not allowed" says.
+    + "ban banned bans prohibit prohibited prohibits prohibition forbid forbids forbidden forbade".split()
 )
 
 # Antonym pairs: one side in the sentence and the other in the aligned evidence is a contradiction cue.
@@ -79,7 +81,8 @@ _ANTONYM_PAIRS = [
     positive:negative success:failure succeed:fail above:below maximum:minimum strong:weak up:down buy:sell
     bought:sold include:exclude support:oppose agree:disagree legal:illegal always:never all:none north:south
     east:west born:died internal:external minor:major safe:unsafe effective:ineffective public:private young:old
-    older:younger hot:cold warm:cold easy:difficult cheap:expensive rare:common same:different""".split()
+    rose:fell grew:shrank older:younger hot:cold warm:cold easy:difficult cheap:expensive rare:common
+    same:different""".split()
 ]
 
 

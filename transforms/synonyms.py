@@ -1,0 +1,81 @@
+"""Common English synonyms, so that a paraphrase ("purchased" for "bought", "film" for "movie") counts as support.
+
+A general word list written for this verifier (not taken from any labelled
+set): groups of words that say the same thing in news, reports, science and
+everyday text. Each group is stemmed with `transforms.textmatch.stem`, so
+inflected forms match too; irregular forms are listed as words of their own::
+
+    synonym_stems(stem("purchased"))   # frozenset({'buy', 'bought', 'acquir', ...})
+
+Only same-meaning content words belong here: "rise" and "fall" are antonyms
+(a contradiction cue), "car" and "vehicle" a word and its broader class (a
+paraphrase that loses detail), and quantifiers ("several" / "multiple",
+"whole" / "entire", "twice" / "double") are left out because a changed scope
+or count is a frequent unsupported detail.
+"""
+
+from __future__ import annotations
+
+from transforms.textmatch import stem
+
+__all__ = ["SYNONYMS", "synonym_stems"]
+
+_GROUPS = """
+buy bought purchase | sell sold | say said state stated tell told | show reveal demonstrate indicate
+start begin began begun commence launch | end finish conclude | big large huge enormous massive
+small little tiny | fast quick rapid swift | help assist aid | use utilize utilise employ
+need require | get got obtain | make made create | try attempt | allow permit let | ban prohibit forbid
+forbade forbidden bar | kill slay | die dead death | injure wound hurt | arrest detain | attack assault
+fire blaze | car automobile | film movie | firm company | doctor physician | child kid
+children kids | woman women lady | man men gentleman | student pupil | job employment occupation
+study research | effect impact influence | method approach technique | propose introduce present
+improve enhance boost | aim goal objective | examine investigate explore analyze analyse | kind type sort
+significant substantial considerable | main primary principal chief
+ rise increase grow climb surge | fall decline drop
+decrease fell plunge plummet slump tumble | cut reduce lower | earn make | pay paid | reply respond
+answer | ask inquire enquire | talk speak spoke spoken discuss | choose chose chosen select pick | hire
+recruit | quit resign | fire dismiss sack | win won | lose lost | leave depart | arrive reach
+| go went gone | build built construct | destroy demolish | damage harm |
+repair fix mend | buy acquire acquisition | own possess | hold held | meet met | find discover
+| see saw seen | write wrote written author | read | teach taught | learn learnt learned | think
+believe | know knew known | seem appear | maybe perhaps possibly
+| now currently | later subsequently afterwards | before previously
+earlier prior | soon shortly | enough sufficient | happy glad pleased |
+sad unhappy | angry furious | afraid scared frightened | famous renowned celebrated well-known | rich
+wealthy | poor impoverished | ill sick unwell | hospital clinic | money cash funds | price cost | law
+legislation statute | rule regulation | government administration | country nation | area region zone
+| road street | home house residence | building structure |
+ship vessel boat | plane aircraft airplane aeroplane | trip journey voyage | war conflict | fight
+battle combat | police officers | judge justice | lawyer attorney | crime offence offense | charge
+accuse | guilty convicted | jail prison | victim casualty | disaster catastrophe | accident crash
+collision | illness disease sickness | treatment therapy | drug medication medicine | result outcome
+| problem issue | answer solution | question query | idea concept notion | plan scheme | rule govern
+| important significant | clear obvious evident | correct accurate | wrong incorrect mistaken |
+false untrue | true accurate | begin start | continue persist | stop halt cease | keep retain maintain |
+give gave given provide grant | take took taken | put place | want wish desire | like enjoy | hate
+dislike | love adore | call name | named called titled | nickname moniker | born birth | marry married
+wed | divorce divorced | father dad | mother mom mum | wife spouse | husband
+spouse | song track | album LP | singer vocalist | actor performer |
+series show | episode installment | magazine journal | paper article | newspaper paper |
+website site | phone telephone | computer pc | software program programme | data information
+| percent percentage
+"""
+
+
+def _build() -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for group in _GROUPS.split("|"):
+        stems = {stem(w) for w in group.split()}
+        if len(stems) < 2:
+            continue
+        for s in stems:
+            out.setdefault(s, set()).update(stems - {s})
+    return {s: frozenset(v) for s, v in out.items()}
+
+
+SYNONYMS: dict[str, frozenset[str]] = _build()
+
+
+def synonym_stems(word_stem: str) -> frozenset[str]:
+    """Stems of words that mean the same as `word_stem` (empty when none is listed)."""
+    return SYNONYMS.get(word_stem, frozenset())
