@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from schemas import AttributionVerdict, EvidencePassage
+from transforms.alignment import index_evidence
+from transforms.contradiction import replaced_and_added
 from transforms.heuristic import HeuristicVerifier, grounded_score
 from transforms.textmatch import tokenize, word_weight
 
@@ -119,3 +121,11 @@ def test_word_starting_with_a_prefix_is_no_negation():
     # "displayed" is not "dis-" + "played": no antonym cue.
     v = _one("The band played old songs at the museum.", "The museum displayed old songs the band played.")
     assert "opposite" not in v.provenance_notes
+
+
+def test_synonym_in_the_aligned_slot_is_no_replacement():
+    ev = index_evidence([("e1", "The museum bought the old painting from the dealer.")])
+    same = replaced_and_added(list(tokenize("The museum purchased the old painting from the dealer.")), ev.sentences[0])
+    other = replaced_and_added(list(tokenize("The museum restored the old painting from the dealer.")), ev.sentences[0])
+    assert same[0] == 0.0
+    assert other[0] > 0.0 and other[2] == "restored"

@@ -14,6 +14,7 @@ from difflib import SequenceMatcher
 
 from transforms.evidence_index import one_edit
 from transforms.quantities import Quantity, same_value
+from transforms.synonyms import synonym_stems
 from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, word_weight
 
 __all__ = ["Contradiction", "find_contradictions", "replaced_and_added"]
@@ -102,7 +103,7 @@ def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradi
         if op != "replace" or i2 - i1 > 6 or j2 - j1 > 6 or i1 == 0:
             continue
         # Only names: a common word put in place of another is far more often a paraphrase than a contradiction.
-        new = [i for i in range(i1, i2) if tokens[i].stem not in s.stems and _is_name(tokens[i])]
+        new = [i for i in range(i1, i2) if not _said_in(tokens[i].stem, s.stems) and _is_name(tokens[i])]
         new = [i for i in new if not any(one_edit(tokens[i].stem, x) for x in s.stem_list[j1:j2])]  # spelling
         words = WORD_PATTERN.findall(s.text, s.start, s.end)[j1:j2]
         new = [i for i in new if not _abbreviates(tokens[i].text, [w for w in words if w.lower() not in STOP_STEMS])]
@@ -120,6 +121,11 @@ def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradi
     return []
 
 
+def _said_in(word_stem: str, stems) -> bool:
+    """Whether a sentence has the word or a listed synonym of it (a paraphrase is no replacement)."""
+    return word_stem in stems or not synonym_stems(word_stem).isdisjoint(stems)
+
+
 def replaced_and_added(tokens, s) -> tuple[float, float, str]:
     """Claim weight that replaces other words of an aligned evidence sentence, and weight it simply adds.
 
@@ -133,7 +139,7 @@ def replaced_and_added(tokens, s) -> tuple[float, float, str]:
     for op, i1, i2, j1, j2 in SequenceMatcher(None, claim, s.stem_list, autojunk=False).get_opcodes():
         if op not in ("replace", "delete"):
             continue
-        new = sum(word_weight(t) for t in tokens[i1:i2] if t.stem not in s.stems)
+        new = sum(word_weight(t) for t in tokens[i1:i2] if not _said_in(t.stem, s.stems))
         other = (
             [x for x in s.stem_list[j1:j2] if x not in claim_stems and x not in STOP_STEMS] if op == "replace" else []
         )
