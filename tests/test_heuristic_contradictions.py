@@ -129,3 +129,11 @@ def test_synonym_in_the_aligned_slot_is_no_replacement():
     other = replaced_and_added(list(tokenize("The museum restored the old painting from the dealer.")), ev.sentences[0])
     assert same[0] == 0.0
     assert other[0] > 0.0 and other[2] == "restored"
+
+
+def test_exclusive_word_the_evidence_never_uses_lowers_the_score():
+    claim = "The clinic is the only hospital that treats burns in the region."
+    with_it = _one(claim, "The clinic is the only hospital that treats burns in the region.")
+    without = _one(claim, "The clinic is a hospital that treats burns in the region.")
+    assert with_it.attribution_verdict == V.fully_grounded
+    assert grounded_score(without) < grounded_score(with_it)

@@ -35,6 +35,14 @@ __all__ = [
 ]
 
 _QUANTITY_WEIGHT = 1.5
+# Superlatives and exclusives are claims of their own ("the largest", "the only", "all"): one the evidence never uses
+# counts against the sentence even where the words are function words that otherwise weigh nothing.
+SCOPE_WORDS = frozenset(
+    """only sole solely exclusively unique all every always never entire first most least best worst largest biggest
+    smallest highest lowest greatest oldest youngest longest shortest fastest earliest latest newest strongest
+    richest""".split()
+)
+_SCOPE_PENALTY = 0.4
 _SYNONYM_STRENGTH = 0.9  # support by a listed synonym: nearly as good as the word itself
 _SCALE_WORDS = frozenset({"million", "billion", "trillion", "thousand", "hundred"})
 _MAX_SOURCES = 3
@@ -214,6 +222,7 @@ def _probability(f: dict) -> float:
         - 2.5 * f["novel"]
         - 0.6 * f["bad_quantities"]
         - 0.4 * f["bad_names"]
+        - _SCOPE_PENALTY * f["bad_scope"]
     )
     lexical = 1.0 / (1.0 + math.exp(-_SLOPE * (z - _MIDPOINT)))
     return lexical * (1.0 - 0.9 * f["contra"])
@@ -309,6 +318,7 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
             it.weight for k, it in enumerate(items) if k not in covered and it.quantity is None and _is_name(tokens, it)
         ),
         "contra": max((c.strength for c in out.contradictions), default=0.0),
+        "bad_scope": sum(1 for t in tokens if t.text.lower() in SCOPE_WORDS and t.stem not in ev.postings),
     }
     out.grounded_probability = _probability(out.features)
     if out.grounded_probability >= 0.5 and _longest_unsupported(out.unsupported_spans) >= _CLAUSE_WEIGHT:
