@@ -137,3 +137,8 @@ def test_exclusive_word_the_evidence_never_uses_lowers_the_score():
     without = _one(claim, "The clinic is a hospital that treats burns in the region.")
     assert with_it.attribution_verdict == V.fully_grounded
     assert grounded_score(without) < grounded_score(with_it)
+
+
+def test_six_letter_prefix_supports_a_related_form():
+    v = _one("The Canadian singer released the album in Toronto.", "The singer from Canada released the album in Toronto.")
+    assert "Canadian" in v.provenance_notes

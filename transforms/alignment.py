@@ -130,7 +130,7 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
             support, w_support = ev.synonymous(t.stem), _SYNONYM_STRENGTH
         if not support and 2 <= len(t.text) <= 5 and t.text.isupper() and t.text.isalpha():  # "USA", "NHS"
             support, w_support = ev.abbreviated(t.text), _SYNONYM_STRENGTH
-        if not support and len(t.stem) > _PREFIX + 1:
+        if not support and len(t.stem) > _PREFIX:
             support, w_support = ev.prefixed(t.stem), 0.7
         if not support and len(t.stem) >= 6 and t.stem not in _SCALE_WORDS:  # spelling variants, not "billion"
             support, w_support = ev.spelled_alike(t.stem), 0.8

@@ -23,7 +23,7 @@ from transforms.textmatch import STOP_STEMS, WORD_PATTERN, count_negations, stem
 __all__ = ["PREFIX", "EvidenceIndex", "index_evidence", "one_edit", "quantity_key"]
 
 WINDOW = 40  # words per piece when an evidence "sentence" is a long run without full stops
-PREFIX = 5  # a shared 5-letter prefix of two long words is weak support ("acquisition" / "acquired")
+PREFIX = 5  # a shared 5-letter prefix of two words of 6+ letters is weak support ("acquisition" / "acquired", "Canada" / "Canadian")
 
 
 @dataclass(slots=True)
@@ -74,7 +74,7 @@ class EvidenceIndex:
         if self._prefixes is None:
             self._prefixes = {}
             for st in self.postings:
-                if len(st) > PREFIX + 1:
+                if len(st) > PREFIX:
                     self._prefixes.setdefault(st[:PREFIX], []).append(st)
         found = set()
         for st in self._prefixes.get(word_stem[:PREFIX], ()):
