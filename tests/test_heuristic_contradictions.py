@@ -140,5 +140,7 @@ def test_exclusive_word_the_evidence_never_uses_lowers_the_score():
 
 
 def test_six_letter_prefix_supports_a_related_form():
-    v = _one("The Canadian singer released the album in Toronto.", "The singer from Canada released the album in Toronto.")
+    v = _one(
+        "The Canadian singer released the album in Toronto.", "The singer from Canada released the album in Toronto."
+    )
     assert "Canadian" in v.provenance_notes

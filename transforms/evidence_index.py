@@ -23,7 +23,7 @@ from transforms.textmatch import STOP_STEMS, WORD_PATTERN, count_negations, stem
 __all__ = ["PREFIX", "EvidenceIndex", "index_evidence", "one_edit", "quantity_key"]
 
 WINDOW = 40  # words per piece when an evidence "sentence" is a long run without full stops
-PREFIX = 5  # a shared 5-letter prefix of two words of 6+ letters is weak support ("acquisition" / "acquired", "Canada" / "Canadian")
+PREFIX = 5  # a shared 5-letter prefix of two words of 6+ letters is weak support ("acquisition" / "acquired")
 
 
 @dataclass(slots=True)
