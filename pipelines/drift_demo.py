@@ -15,6 +15,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from datetime import timedelta
+from importlib import resources
 
 from pipelines.audit import run as run_audit
 from pipelines.drift import DriftOutcome, run_drift
@@ -24,6 +25,8 @@ from transforms.alerts import format_alert
 from transforms.drift import DriftConfig
 
 __all__ = ["DEMO_PROJECT", "DEMO_SPEC", "demo_lake", "regression_demo"]
+
+_ALERTS_SQL = resources.files("dashboards") / "queries" / "alerts.sql"
 
 DEMO_PROJECT = "groundwatch demo: retriever regression"
 DEMO_SPEC = ScenarioSpec(
@@ -73,6 +76,8 @@ def regression_demo(
         project_name=DEMO_PROJECT,
     )
     named = [a for a in outcome.fired if a.slice_value == NEW_RETRIEVER or f"={NEW_RETRIEVER}" in a.message]
+    # The new retriever's own alerts first, its confidence drop before the rest.
+    named.sort(key=lambda a: (a.slice_value != NEW_RETRIEVER, a.check != "mean_confidence_drop", a.window_start))
     out(
         f"{len(outcome.windows)} windows checked, {len(outcome.fired)} alerts fired, "
         f"{len(outcome.firing)} firing at the end."
@@ -80,7 +85,7 @@ def regression_demo(
     for alert in (named or outcome.fired)[:4]:
         out(format_alert(alert))
     out(
-        f"Alerts are in the lake: groundwatch query --lake {scenario_lake} --file dashboards/queries/alerts.sql\n"
+        f"Alerts are in the lake: groundwatch query --lake {scenario_lake} --file {_ALERTS_SQL}\n"
         f"Dashboard: groundwatch ui --lake {lake_dir}   (project '{DEMO_PROJECT}')"
     )
     return outcome
