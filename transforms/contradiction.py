@@ -95,6 +95,8 @@ def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradi
     wrong name never covers most of its weight), and a name found nowhere in the evidence may replace any content
     word; a name found elsewhere in the evidence only one that the claim does not use (else it is a reordering).
     """
+    if not any(_is_name(t) and t.stem not in s.stems for t in tokens):
+        return []  # no name the aligned sentence lacks: nothing can be swapped (and no alignment to compute)
     claim = [t.stem for t in tokens]
     claim_stems = set(claim)
     nowhere = {i for it in items if not it.support and it.quantity is None for i in it.token_ids}
