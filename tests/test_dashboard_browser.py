@@ -45,7 +45,9 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
         command = [
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", "--window-size=1400,2600", "--virtual-time-budget=30000", *args,
+            f"--user-data-dir={profile}", "--window-size=1400,2600", "--virtual-time-budget=30000",
+            # The charts animate their lines in; without this a screenshot catches them before they are drawn.
+            "--force-prefers-reduced-motion", *args,
         ]  # fmt: skip
         return subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
 
