@@ -1,12 +1,13 @@
 """The offline heuristic sentence verifier: word, number and date alignment against the evidence, no network.
 
 For each sentence it finds the evidence sentences that cover its content words
-best (IDF-like word weights, light stems), checks every number, unit, date,
-time and duration exactly (a gap between two evidence times supports a stated
-duration), looks for a different value of the same quantity, a flipped
-negation, an antonym or a swapped name in the best-aligned evidence sentence
-(contradiction), and reports what no passage supports as exact spans of the
-sentence::
+best (IDF-like word weights, light stems, listed synonyms and abbreviations),
+checks every number, unit, date, time and duration exactly (a gap between two
+evidence times supports a stated duration), looks for a different value of the
+same quantity, a flipped negation, an antonym or a swapped name in the
+best-aligned evidence sentence (contradiction: "founded in Paris" against
+"founded in London"), and reports what no passage supports as exact spans of
+the sentence::
 
     verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
@@ -19,13 +20,14 @@ partially_grounded otherwise.
 
 `confidence` is the confidence in the verdict given. Every sentence gets a
 probability `p` of being fully grounded (coverage, local coverage, bigram and
-content-bigram overlap, words absent from the evidence, unmatched quantities
-and names, contradiction strength; weights set on labelled dev data, see
+content-bigram overlap, words absent from the evidence, unmatched quantities,
+names and superlatives, contradiction strength; weights set on labelled dev data, see
 `transforms.alignment`); confidence is p for fully_grounded and 1 - p for the
 rest, so `grounded_score(verdict)` recovers p for ROC curves and thresholds.
 Pieces: `transforms.sentences` (splitting), `transforms.textmatch` (tokens,
-stems, weights, cues), `transforms.quantities` (numbers, units, dates, times),
-`transforms.evidence_index`, `transforms.alignment`, `transforms.contradiction`.
+stems, weights, cues), `transforms.synonyms`, `transforms.quantities` (numbers,
+units, dates, times), `transforms.evidence_index`, `transforms.alignment`,
+`transforms.contradiction`.
 """
 
 from __future__ import annotations
