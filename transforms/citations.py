@@ -301,9 +301,26 @@ def _as_ref(ref: CitationRef, other: str) -> CitationRef:
     return CitationRef(citation_id=f"[{other}]", ref=other, claim=ref.claim, sentence_index=ref.sentence_index)
 
 
+class _RememberedVerdicts:
+    """The verifier, remembering its one-claim verdicts for one response: its citations often put the same
+    claim to the same passage twice (the cited passage of one is the alternative or co-cited one of another)."""
+
+    def __init__(self, verifier: Verifier):
+        self._verifier, self._seen = verifier, {}
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
+        if len(sentences) != 1:
+            return self._verifier.verify(sentences, evidence)
+        key = (sentences[0], tuple((p.doc_id, p.content) for p in evidence))
+        if key not in self._seen:
+            self._seen[key] = self._verifier.verify(sentences, evidence)
+        return self._seen[key]
+
+
 def audit_citations(response: LoggedResponse, verifier: Verifier) -> CitationAuditReport:
     """The citation audit of one response, with the spec's summary (fabricated citations are critical)."""
-    results = [audit_citation(ref, response, verifier) for ref in parse_citations(response)]
+    remembered = _RememberedVerdicts(verifier)
+    results = [audit_citation(ref, response, remembered) for ref in parse_citations(response)]
     passed = sum(r.overall_verdict is OverallVerdict.PASS for r in results)
     critical = [r.citation_id for r in results if r.verification_status is VerificationStatus.fabricated]
     return CitationAuditReport(
