@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark the audit: the verifier alone (sentences/s, one core) and the whole pipeline (responses/s).
 
-    python scripts/bench_audit.py [--responses 5000] [--verifier heuristic] [-- extra Beam options]
+    python scripts/bench_audit.py [--responses 5000] [--verifier heuristic] [extra Beam options]
+    python scripts/bench_audit.py --direct_num_workers=2 --direct_running_mode=multi_processing  # both cores
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic`), times `Verifier.verify` over all their sentences in
@@ -40,8 +41,9 @@ from transforms.verifiers import make_verifier  # noqa: E402
 
 
 def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds of this process and of its finished children (the workers of a multi-process run)."""
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
 
 
 def peak_mib() -> float:
@@ -107,15 +109,15 @@ def main(argv: list[str] | None = None) -> int:
         path = os.path.join(tmp, "traffic.jsonl")
         with open(path, "wb") as f:
             f.write(b"".join(line + b"\n" for line in lines))
-        cpu0, wall0 = _cpu_seconds(), time.perf_counter()
+        load0, cpu0, wall0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
         counts = run(argv, out=lambda _: None)
         wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
     print(f"pipeline ({' '.join(beam_args) or 'default runner: FnApiRunner, in process'}):")
     print(f"  {counts.read} responses read, {counts.audited} audited, {counts.dead_lettered} dead-lettered")
     print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
-    print(f"  CPU {cpu:.2f} s in this process = {counts.read / cpu:,.0f} responses per CPU second")
-    print(f"  load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
+    print(f"  load average before / after the run: {load0:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"peak memory (max RSS of this process): {peak_mib():,.0f} MiB")
     return 0
 
