@@ -317,10 +317,14 @@ class _RememberedVerdicts:
         return self._seen[key]
 
 
-def audit_citations(response: LoggedResponse, verifier: Verifier) -> CitationAuditReport:
-    """The citation audit of one response, with the spec's summary (fabricated citations are critical)."""
+def audit_citations(
+    response: LoggedResponse, verifier: Verifier, *, refs: Sequence[CitationRef] | None = None
+) -> CitationAuditReport:
+    """The citation audit of one response, with the spec's summary (fabricated citations are critical);
+    `refs` are the response's `parse_citations`, when the caller has them already."""
     remembered = _RememberedVerdicts(verifier)
-    results = [audit_citation(ref, response, remembered) for ref in parse_citations(response)]
+    refs = parse_citations(response) if refs is None else refs
+    results = [audit_citation(ref, response, remembered) for ref in refs]
     passed = sum(r.overall_verdict is OverallVerdict.PASS for r in results)
     critical = [r.citation_id for r in results if r.verification_status is VerificationStatus.fabricated]
     return CitationAuditReport(
@@ -337,14 +341,16 @@ def audit_citations(response: LoggedResponse, verifier: Verifier) -> CitationAud
     )
 
 
-def validate_citation_report(report: CitationAuditReport, response: LoggedResponse) -> list[str]:
+def validate_citation_report(
+    report: CitationAuditReport, response: LoggedResponse, *, refs: Sequence[CitationRef] | None = None
+) -> list[str]:
     """What is wrong with a citation report, by spec 002's harness rules; empty when it is valid.
 
     Every cited id of the response is reported and nothing else; every excerpt of an existing source is
     a non-empty substring of that passage (enums and the summary's arithmetic are checked by the models).
     """
     errors = []
-    expected = sorted(r.citation_id for r in parse_citations(response))
+    expected = sorted(r.citation_id for r in (parse_citations(response) if refs is None else refs))
     got = sorted(r.citation_id for r in report.audit_results)
     if got != expected:
         errors.append(f"citation ids {got} do not match the response's citations {expected}")
@@ -388,8 +394,9 @@ class AuditCitationsStep:
             from transforms.verifiers import make_verifier
 
             self._verifier = make_verifier(self._name, **self._config)
-        report = audit_citations(audited.parsed.response, self._verifier)
-        errors = validate_citation_report(report, audited.parsed.response)
+        refs = parse_citations(audited.parsed.response)  # parsed once for the audit and its validation
+        report = audit_citations(audited.parsed.response, self._verifier, refs=refs)
+        errors = validate_citation_report(report, audited.parsed.response, refs=refs)
         if errors:
             raise CitationReportInvalid("; ".join(errors))
         return audited.model_copy(update={"citations": report})
