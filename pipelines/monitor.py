@@ -46,6 +46,7 @@ __all__ = [
     "MonitorOptions",
     "add_arguments",
     "build_monitor",
+    "add_kafka_security_arguments",
     "connection_from_options",
     "end_offsets",
     "find_prism",
@@ -316,6 +317,16 @@ _KAFKA_FLAGS = (
 _RENAMED = {"bootstrap_servers": "kafka_bootstrap_servers", "topic": "kafka_topic", "group_id": "kafka_group_id"}
 
 
+def add_kafka_security_arguments(parser: argparse.ArgumentParser) -> None:
+    """Client settings for a secured cluster (shared by monitor and produce); passwords only from the environment."""
+    parser.add_argument("--security-protocol", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
+    parser.add_argument("--sasl-mechanism", help="e.g. PLAIN or SCRAM-SHA-512.")
+    parser.add_argument("--sasl-username", help="SASL user; the password only from $GROUNDWATCH_KAFKA_SASL_PASSWORD.")
+    parser.add_argument("--ssl-cafile", help="CA bundle (PEM).")
+    parser.add_argument("--ssl-certfile", help="Client certificate (PEM).")
+    parser.add_argument("--ssl-keyfile", help="Client key (PEM); password from $GROUNDWATCH_KAFKA_SSL_PASSWORD.")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch monitor` flags; anything else is passed to Beam as a pipeline option."""
     parser.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers, host:port[,...].")
@@ -340,12 +351,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-out-of-order-seconds", type=float, default=5.0, help="Watermark slack. Default 5.")
     parser.add_argument("--checkpoint-records", type=int, default=500, help="Records per chunk. Default 500.")
     parser.add_argument("--checkpoint-seconds", type=float, default=1.0, help="Seconds per chunk. Default 1.")
-    parser.add_argument("--security-protocol", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
-    parser.add_argument("--sasl-mechanism", help="e.g. PLAIN or SCRAM-SHA-512.")
-    parser.add_argument("--sasl-username", help="SASL user; the password only from $GROUNDWATCH_KAFKA_SASL_PASSWORD.")
-    parser.add_argument("--ssl-cafile", help="CA bundle (PEM).")
-    parser.add_argument("--ssl-certfile", help="Client certificate (PEM).")
-    parser.add_argument("--ssl-keyfile", help="Client key (PEM); password from $GROUNDWATCH_KAFKA_SSL_PASSWORD.")
+    add_kafka_security_arguments(parser)
     parser.add_argument("--prism-location", help="Prism binary. Default ~/.cache/groundwatch/bin/prism.")
     add_judge_arguments(parser)
 

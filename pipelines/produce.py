@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from pipelines.monitor import add_kafka_security_arguments
 from pipelines.traffic import generate_responses, malformed_lines
 from transforms.kafka_io import client_config
 from transforms.parse import ParseError, parse_message
@@ -109,12 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=7, help="Generator seed. Default 7.")
     parser.add_argument("--scenario", default="mixed", help="Generator scenario. Default mixed.")
     parser.add_argument("--start", help="Event time of the first generated response (ISO 8601). Default now.")
-    parser.add_argument("--security-protocol", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
-    parser.add_argument("--sasl-mechanism", help="e.g. PLAIN or SCRAM-SHA-512.")
-    parser.add_argument("--sasl-username", help="SASL user; the password only from $GROUNDWATCH_KAFKA_SASL_PASSWORD.")
-    parser.add_argument("--ssl-cafile", help="CA bundle (PEM).")
-    parser.add_argument("--ssl-certfile", help="Client certificate (PEM).")
-    parser.add_argument("--ssl-keyfile", help="Client key (PEM); password from $GROUNDWATCH_KAFKA_SSL_PASSWORD.")
+    add_kafka_security_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:

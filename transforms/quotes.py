@@ -102,7 +102,8 @@ def _closest(passage: str, quote: str) -> QuoteFound:
     norm_q, _ = normalize_with_map(quote)
     if not norm_p or not norm_q:
         return QuoteFound(QuoteMatch.none, None, None, 0.0)
-    words = sorted({m.group() for m in re.finditer(r"\w{3,}", norm_q)}, key=len, reverse=True)[:_ANCHOR_WORDS]
+    # Ties broken by the word itself: a set's order changes with the hash seed, and the result must not.
+    words = sorted({m.group() for m in re.finditer(r"\w{3,}", norm_q)}, key=lambda w: (-len(w), w))[:_ANCHOR_WORDS]
     starts: set[int] = set()
     for word in words:
         offset = norm_q.find(word)
