@@ -11,6 +11,8 @@ into its own lake `<lake>/demo-regression/` (so the sample traffic's tables stay
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import tempfile
 from collections.abc import Callable
@@ -50,6 +52,19 @@ def _forget_demo_project(workspace_dir: str) -> None:
         ws.delete_project(project.id)
 
 
+@contextlib.contextmanager
+def _quiet_drift_log():
+    log = logging.getLogger("groundwatch.drift")
+    null = logging.NullHandler()  # without a handler of its own, Python's last-resort handler would still print
+    log.addHandler(null)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(null)
+        log.propagate = True
+
+
 def regression_demo(
     lake_dir: str, beam_args: list[str] | None = None, out: Callable[[str], None] = print
 ) -> DriftOutcome:
@@ -67,14 +82,15 @@ def regression_demo(
         argv = [f"--input={traffic}", f"--lake={scenario_lake}", f"--window_seconds={DEMO_SPEC.window_seconds}"]
         run_audit([*argv, *(beam_args or [])], out=lambda _: None)
     _forget_demo_project(os.path.join(lake_dir, "evidently"))
-    outcome = run_drift(
-        scenario_lake,
-        DriftConfig(),
-        recompute=True,
-        out=lambda _: None,
-        workspace_dir=os.path.join(lake_dir, "evidently"),
-        project_name=DEMO_PROJECT,
-    )
+    with _quiet_drift_log():  # the demo prints the alerts worth reading; `groundwatch drift` logs every one
+        outcome = run_drift(
+            scenario_lake,
+            DriftConfig(),
+            recompute=True,
+            out=lambda _: None,
+            workspace_dir=os.path.join(lake_dir, "evidently"),
+            project_name=DEMO_PROJECT,
+        )
     named = [a for a in outcome.fired if a.slice_value == NEW_RETRIEVER or f"={NEW_RETRIEVER}" in a.message]
     # The new retriever's own alerts first, its confidence drop before the rest.
     named.sort(key=lambda a: (a.slice_value != NEW_RETRIEVER, a.check != "mean_confidence_drop", a.window_start))
