@@ -14,7 +14,7 @@ from pydantic import Field
 
 from schemas.base import StrictModel
 from schemas.judge import JudgeCallRow
-from schemas.reports import ClaimAttributionReport, CitationAuditReport, SentenceAuditReport
+from schemas.reports import CitationAuditReport, ClaimAttributionReport, SentenceAuditReport
 from schemas.responses import LoggedResponse
 
 __all__ = ["AuditedResponse", "Origin", "ParsedResponse", "ReviewDecision"]

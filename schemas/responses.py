@@ -19,7 +19,7 @@ A producer logs one JSON object per answer (a Kafka message or a JSONL line)::
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated, Any
 
@@ -65,8 +65,10 @@ class ConfidenceLabel(str, Enum):
 
 def _aware_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
-        raise ValueError("timestamp has no time zone; write it as ISO 8601 with a zone (e.g. 'Z') or epoch milliseconds")
-    return value.astimezone(timezone.utc)
+        raise ValueError(
+            "timestamp has no time zone; write it as ISO 8601 with a zone (e.g. 'Z') or epoch milliseconds"
+        )
+    return value.astimezone(UTC)
 
 
 def _parse_timestamp(value: Any) -> Any:
@@ -75,7 +77,7 @@ def _parse_timestamp(value: Any) -> Any:
         raise ValueError("timestamp must be an ISO 8601 string or epoch milliseconds, not a boolean")
     if isinstance(value, (int, float)):
         try:
-            return datetime.fromtimestamp(value / 1000.0, tz=timezone.utc)
+            return datetime.fromtimestamp(value / 1000.0, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise ValueError(f"epoch milliseconds {value!r} are out of range") from None
     return value

@@ -1,6 +1,6 @@
 """The input contract and the derived Arrow schemas."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
@@ -29,11 +29,11 @@ def parse(**changes):
 
 
 def test_iso_timestamp_with_zone_is_normalised_to_utc():
-    assert parse().timestamp == datetime(2026, 11, 29, 15, 40, tzinfo=timezone.utc)
+    assert parse().timestamp == datetime(2026, 11, 29, 15, 40, tzinfo=UTC)
 
 
 def test_numeric_timestamp_is_epoch_milliseconds():
-    assert parse(timestamp=1_000).timestamp == datetime(1970, 1, 1, 0, 0, 1, tzinfo=timezone.utc)
+    assert parse(timestamp=1_000).timestamp == datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
 
 
 def test_timestamp_without_zone_is_rejected_with_reason():

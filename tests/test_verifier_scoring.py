@@ -7,7 +7,9 @@ from transforms.verifier import Verifier, audit_sentences, build_report, critica
 
 
 def verdict(index, kind, confidence):
-    return SentenceVerdict(sentence_index=index, sentence_text=f"s{index}", attribution_verdict=kind, confidence=confidence)
+    return SentenceVerdict(
+        sentence_index=index, sentence_text=f"s{index}", attribution_verdict=kind, confidence=confidence
+    )
 
 
 VERDICTS = [

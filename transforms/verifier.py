@@ -113,7 +113,9 @@ def audit_sentences(
     """Split, verify and score one answer; returns the report and who decided each sentence."""
     has_evidence = any(p.content.strip() for p in evidence)
     if not has_evidence:
-        return build_report(answer_id, [], threshold=threshold, verification_date=verification_date, evidence_empty=True), []
+        return build_report(
+            answer_id, [], threshold=threshold, verification_date=verification_date, evidence_empty=True
+        ), []
     verdicts = verifier.verify(split_sentences(answer), evidence)
     report = build_report(answer_id, verdicts, threshold=threshold, verification_date=verification_date)
     return report, verifier.decided_by(verdicts)
