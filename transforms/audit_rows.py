@@ -18,25 +18,32 @@ def _row_dict(row):
     return row_dict(row)
 
 
+def _keys(a: AuditedResponse) -> dict:
+    """The response keys and slice columns that citation and claim rows share."""
+    r = a.parsed.response
+    return {
+        "response_id": r.response_id,
+        "event_time": r.timestamp,
+        "window_start": a.window_start,
+        "audited_at": a.audited_at or a.window_end,
+        "tenant": r.metadata.tenant,
+        "risk_level": r.metadata.risk_level,
+        "retriever_version": r.metadata.retriever_version,
+    }
+
+
 def citation_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
     """One `citations` row per audited citation of the response (none when the stage did not run)."""
     if a.citations is None:
         return []
-    r = a.parsed.response
     return [
         (
             "citations",
             _row_dict(
                 CitationRow(
                     **result.model_dump(),
-                    response_id=r.response_id,
+                    **_keys(a),
                     citation_index=i,
-                    event_time=r.timestamp,
-                    window_start=a.window_start,
-                    audited_at=a.audited_at or a.window_end,
-                    tenant=r.metadata.tenant,
-                    risk_level=r.metadata.risk_level,
-                    retriever_version=r.metadata.retriever_version,
                     verifier=a.citations.verifier,
                     verifier_version=a.citations.verifier_version,
                 )
@@ -50,21 +57,14 @@ def claim_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
     """One `claims` row per logged claim (none when the response logged no claims)."""
     if a.claims is None:
         return []
-    r = a.parsed.response
     return [
         (
             "claims",
             _row_dict(
                 ClaimRow(
                     **check.model_dump(),
-                    response_id=r.response_id,
-                    event_time=r.timestamp,
-                    window_start=a.window_start,
-                    audited_at=a.audited_at or a.window_end,
-                    tenant=r.metadata.tenant,
-                    risk_level=r.metadata.risk_level,
-                    retriever_version=r.metadata.retriever_version,
-                    generator_model=r.metadata.generator_model,
+                    **_keys(a),
+                    generator_model=a.parsed.response.metadata.generator_model,
                     verifier=a.claims.verifier,
                     verifier_version=a.claims.verifier_version,
                 )
