@@ -22,7 +22,7 @@ from importlib import resources
 from pipelines.audit import run as run_audit
 from pipelines.drift import DriftOutcome, run_drift
 from pipelines.scenarios import NEW_RETRIEVER, ScenarioSpec, change_time, scenario_jsonl
-from pipelines.traffic import DEFAULT_START
+from pipelines.traffic import DEFAULT_START, write_jsonl
 from transforms.alerts import format_alert
 from transforms.drift import DriftConfig
 
@@ -77,8 +77,7 @@ def regression_demo(
     )
     with tempfile.TemporaryDirectory(prefix="groundwatch-demo-") as folder:
         traffic = os.path.join(folder, "regression.jsonl")
-        with open(traffic, "wb") as f:
-            f.write(b"".join(line + b"\n" for line in scenario_jsonl(DEMO_SPEC)))
+        write_jsonl(scenario_jsonl(DEMO_SPEC), traffic)
         argv = [f"--input={traffic}", f"--lake={scenario_lake}", f"--window_seconds={DEMO_SPEC.window_seconds}"]
         run_audit([*argv, *(beam_args or [])], out=lambda _: None)
     _forget_demo_project(os.path.join(lake_dir, "evidently"))

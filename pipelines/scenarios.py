@@ -271,12 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     add_spec_arguments(parser)
     parser.add_argument("--out", default="-", help="Output JSONL file, or - for stdout. Default -.")
     args = parser.parse_args(argv)
-    data = b"".join(line + b"\n" for line in scenario_jsonl(spec_from_args(args)))
-    if args.out == "-":
-        sys.stdout.buffer.write(data)
-    else:
-        with open(args.out, "wb") as f:
-            f.write(data)
+    traffic.write_jsonl(scenario_jsonl(spec_from_args(args)), args.out)
     return 0
 
 

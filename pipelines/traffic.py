@@ -29,13 +29,21 @@ import argparse
 import json
 import random
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from pipelines.traffic_facts import DOMAINS, Fact
 
-__all__ = ["SCENARIOS", "Profile", "generate_jsonl", "generate_responses", "malformed_lines", "register_scenario"]
+__all__ = [
+    "SCENARIOS",
+    "Profile",
+    "generate_jsonl",
+    "generate_responses",
+    "malformed_lines",
+    "register_scenario",
+    "write_jsonl",
+]
 
 VERDICTS = ("grounded", "partial", "ungrounded", "contradicted")
 DEFAULT_START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
@@ -253,6 +261,16 @@ def generate_jsonl(
     return lines
 
 
+def write_jsonl(lines: Iterable[bytes], out: str) -> None:
+    """Write encoded JSON lines, one per line, to a file path, or to stdout when `out` is "-"."""
+    data = b"".join(line + b"\n" for line in lines)
+    if out == "-":
+        sys.stdout.buffer.write(data)
+        return
+    with open(out, "wb") as f:
+        f.write(data)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.traffic", description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=300, help="Valid responses to generate. Default 300.")
@@ -261,13 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-malformed", action="store_true", help="Leave out the malformed lines.")
     parser.add_argument("--out", default="-", help="Output JSONL file, or - for stdout. Default -.")
     args = parser.parse_args(argv)
-    lines = generate_jsonl(args.count, seed=args.seed, scenario=args.scenario, malformed=not args.no_malformed)
-    data = b"".join(line + b"\n" for line in lines)
-    if args.out == "-":
-        sys.stdout.buffer.write(data)
-    else:
-        with open(args.out, "wb") as f:
-            f.write(data)
+    write_jsonl(
+        generate_jsonl(args.count, seed=args.seed, scenario=args.scenario, malformed=not args.no_malformed), args.out
+    )
     return 0
 
 

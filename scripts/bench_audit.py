@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
 from pipelines.audit import AuditOptions, audit_steps, run  # noqa: E402
-from pipelines.traffic import generate_responses  # noqa: E402
+from pipelines.traffic import generate_responses, write_jsonl  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
 from transforms.audit import score_and_flag, verify_response  # noqa: E402
 from transforms.lake import to_lake_rows  # noqa: E402
@@ -107,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         path = os.path.join(tmp, "traffic.jsonl")
-        with open(path, "wb") as f:
-            f.write(b"".join(line + b"\n" for line in lines))
+        write_jsonl(lines, path)
         load0, cpu0, wall0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
         counts = run(argv, out=lambda _: None)
