@@ -61,6 +61,7 @@ __all__ = [
     "add_arguments",
     "audit_steps",
     "build_pipeline",
+    "exit_code",
     "main",
     "run",
 ]
@@ -315,13 +316,20 @@ def to_argv(args: argparse.Namespace) -> list[str]:
     return argv + judge_argv(args) + list(getattr(args, "extra_args", []) or [])
 
 
-def main(args: argparse.Namespace) -> int:
+def exit_code(command: str, run_pipeline: Callable[[list[str]], AuditCounts | None], argv: list[str]) -> int:
+    """Run a pipeline command: 2 for bad options or input, 1 for a failed run or counts that do not add up."""
     try:
-        counts = run(to_argv(args))
+        counts = run_pipeline(argv)
     except ValueError as e:
-        print(f"groundwatch audit: {e}", file=sys.stderr)
+        print(f"groundwatch {command}: {e}", file=sys.stderr)
         return 2
     except RuntimeError as e:
-        print(f"groundwatch audit: {e}", file=sys.stderr)
+        print(f"groundwatch {command}: {e}", file=sys.stderr)
         return 1
-    return 0 if counts.adds_up else 1
+    except KeyboardInterrupt:
+        return 130
+    return 0 if counts is None or counts.adds_up else 1
+
+
+def main(args: argparse.Namespace) -> int:
+    return exit_code("audit", run, to_argv(args))

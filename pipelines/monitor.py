@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -370,14 +369,4 @@ def to_argv(args: argparse.Namespace) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        counts = run(to_argv(args))
-    except ValueError as e:
-        print(f"groundwatch monitor: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
-        print(f"groundwatch monitor: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return 0 if counts is None or counts.adds_up else 1
+    return audit.exit_code("monitor", run, to_argv(args))
