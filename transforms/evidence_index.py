@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from transforms.quantities import Quantity, extract_quantities, time_gaps
 from transforms.sentences import sentence_spans
@@ -154,29 +155,42 @@ def index_evidence(passages: Sequence[tuple[str, str]]) -> EvidenceIndex:
     """Index (doc_id, content) passages for `analyse_sentence`."""
     sentences, postings, quantities, exact = [], defaultdict(list), [], {}
     for doc_id, text in passages:
-        qs = extract_quantities(text)
-        for start, end in sentence_spans(text):
-            words = WORD_PATTERN.findall(text, start, end)
-            cuts = [(start, end, words)]
-            if len(words) > WINDOW:  # a long run without full stops: cut into windows of words
-                ms = list(WORD_PATTERN.finditer(text, start, end))
-                cuts = [
-                    (
-                        ms[k].start() if k else start,
-                        ms[k + WINDOW - 1].end() if k + WINDOW < len(ms) else end,
-                        [m.group() for m in ms[k : k + WINDOW]],
-                    )
-                    for k in range(0, len(ms), WINDOW)
-                ]
-            for cs, ce, ws in cuts:
-                sid = len(sentences)
-                stem_list = list(map(stem, ws))
-                stems = frozenset(stem_list)
-                sq = [q for q in qs if cs <= q.start < ce] if qs else []
-                sentences.append(_EvSentence(doc_id, text, cs, ce, stem_list, stems, sq))
-                for st in stems:
-                    postings[st].append(sid)
-                for q in sq:
-                    quantities.append((q, sid))
-                    exact.setdefault(quantity_key(q), set()).add(sid)
+        for piece in _passage_sentences(doc_id, text):
+            sid = len(sentences)
+            sentences.append(piece)
+            for st in piece.stems:
+                postings[st].append(sid)
+            for q in piece.quantities:
+                quantities.append((q, sid))
+                exact.setdefault(quantity_key(q), set()).add(sid)
     return EvidenceIndex(sentences, postings, quantities, exact)
+
+
+@lru_cache(maxsize=1024)
+def _passage_sentences(doc_id: str, text: str) -> tuple[_EvSentence, ...]:
+    """One passage cut into sentences (or windows of words) with their stems and quantities.
+
+    Remembered for the last passages seen: the citation and claim audits index the passages of a response
+    again one by one, and cutting and stemming is most of the cost of an index. The pieces are shared by
+    every index built from them; their lazy fields depend on the piece alone.
+    """
+    pieces = []
+    qs = extract_quantities(text)
+    for start, end in sentence_spans(text):
+        words = WORD_PATTERN.findall(text, start, end)
+        cuts = [(start, end, words)]
+        if len(words) > WINDOW:  # a long run without full stops: cut into windows of words
+            ms = list(WORD_PATTERN.finditer(text, start, end))
+            cuts = [
+                (
+                    ms[k].start() if k else start,
+                    ms[k + WINDOW - 1].end() if k + WINDOW < len(ms) else end,
+                    [m.group() for m in ms[k : k + WINDOW]],
+                )
+                for k in range(0, len(ms), WINDOW)
+            ]
+        for cs, ce, ws in cuts:
+            stem_list = list(map(stem, ws))
+            sq = [q for q in qs if cs <= q.start < ce] if qs else []
+            pieces.append(_EvSentence(doc_id, text, cs, ce, stem_list, frozenset(stem_list), sq))
+    return tuple(pieces)
