@@ -144,3 +144,48 @@ def test_six_letter_prefix_supports_a_related_form():
         "The Canadian singer released the album in Toronto.", "The singer from Canada released the album in Toronto."
     )
     assert "Canadian" in v.provenance_notes
+
+
+_COUNCIL = (
+    "In March the city council approved the budget for the new library after a long debate among its members. "
+    "Officials later hired suitable contractors for the building work."
+)
+
+
+def test_opposite_in_a_second_evidence_sentence_is_contradicted_despite_high_coverage():
+    # Most of the claim is covered by the first sentence; the negated word sits in the slot of the second one.
+    v = _one(
+        "The city council approved the budget for the new library in March and hired unsuitable contractors for the "
+        "building work.",
+        _COUNCIL,
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "'unsuitable' where the evidence says the opposite" in v.provenance_notes
+    assert grounded_score(v) < 0.5
+
+
+def test_opposite_under_a_negation_is_no_contradiction():
+    v = _one(
+        "The city council approved the budget for the new library in March and did not hire unsuitable contractors "
+        "for the building work.",
+        _COUNCIL,
+    )
+    assert v.attribution_verdict != V.contradicted
+
+
+def test_same_words_in_both_sentences_are_grounded():
+    v = _one(
+        "The city council approved the budget for the new library in March and hired suitable contractors for the "
+        "building work.",
+        _COUNCIL,
+    )
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_listed_antonym_of_a_feeling_is_contradicted():
+    v = _one(
+        "Most residents love the new park by the river.",
+        "A survey found that most residents dislike the new park by the river.",
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "'love'" in v.provenance_notes

@@ -48,6 +48,7 @@ _SCALE_WORDS = frozenset({"million", "billion", "trillion", "thousand", "hundred
 _MAX_SOURCES = 3
 _SLOPE, _MIDPOINT = 4.0, 1.26
 _SLOT_ALIGNMENT = 0.5
+_CONTRADICTED_CAP = 0.4  # probability of a sentence with a contradiction cue, however well covered
 _CLAUSE_WEIGHT = 3.0  # word weight of an unsupported span that is a claim of its own (about three content words)
 
 
@@ -321,6 +322,10 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         "bad_scope": sum(1 for t in tokens if t.text.lower() in SCOPE_WORDS and t.stem not in ev.postings),
     }
     out.grounded_probability = _probability(out.features)
+    if out.grounded_probability >= 0.5 and out.contradictions:
+        # A cue ties a claim word to a conflicting word or value in the same slot of the evidence: however much of the
+        # rest is supported, the sentence says something the evidence denies.
+        out.grounded_probability = _CONTRADICTED_CAP
     if out.grounded_probability >= 0.5 and _longest_unsupported(out.unsupported_spans) >= _CLAUSE_WEIGHT:
         # A whole unsupported clause ("unless the landlord waives it") is a claim of its own: not fully grounded.
         out.grounded_probability = 0.45

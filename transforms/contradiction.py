@@ -2,7 +2,10 @@
 
 Each cue needs an evidence sentence that is clearly about the same thing (it
 covers much of the claim's weight), so that "3.1 mmol/L" is contradicted by
-"potassium at 4.2 mmol/L" but not by an unrelated number elsewhere::
+"potassium at 4.2 mmol/L" but not by an unrelated number elsewhere. An antonym
+or a negated form ("unsuitable" / "suitable") may also come from a less aligned
+evidence sentence when the words around it share a content word with the
+claim's words around it (the same slot) and neither side alone is negated::
 
     find_contradictions(tokens, items, evidence_index, gain_of, total)   # called by analyse_sentence
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from transforms.evidence_index import one_edit
 from transforms.quantities import Quantity, same_value
@@ -160,20 +164,22 @@ _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "dis", "non", "sub", "anti")
 _LOOSE_PREFIXES = frozenset({"in", "im", "dis", "sub"})
 
 
-def _negated_forms(word_stem: str, evidence_stems) -> set:
-    """Evidence stems that are this word with or without a negating prefix ("suitable" / "unsuitable")."""
-    found = set()
+@lru_cache(maxsize=100_000)
+def _prefix_forms(word_stem: str) -> tuple[str, ...]:
+    """The word with a negating prefix added, or without the one it has ("suitabl" -> "unsuitabl", ...)."""
+    forms = []
     for prefix in _NEGATING_PREFIXES:
         shortest = 5 if prefix in _LOOSE_PREFIXES else 4
         if word_stem.startswith(prefix) and len(word_stem) - len(prefix) >= shortest:
-            bare = word_stem[len(prefix) :].lstrip("-")
-            if bare in evidence_stems:
-                found.add(bare)
+            forms.append(word_stem[len(prefix) :].lstrip("-"))
         elif len(word_stem) >= shortest:
-            for form in (prefix + word_stem, prefix + "-" + word_stem):
-                if form in evidence_stems:
-                    found.add(form)
-    return found
+            forms.extend((prefix + word_stem, prefix + "-" + word_stem))
+    return tuple(forms)
+
+
+def _negated_forms(word_stem: str, evidence_stems) -> set:
+    """Evidence stems that are this word with or without a negating prefix ("suitable" / "unsuitable")."""
+    return {form for form in _prefix_forms(word_stem) if form in evidence_stems}
 
 
 def _abbreviates(short: str, words: list[str]) -> bool:
@@ -213,6 +219,65 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
                 reason = f"{t.text!r} where the evidence says the opposite"
                 found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))
                 break
+    if not found:
+        found.extend(_anchored_opposites(tokens, ev, gain_of, total))
     if align >= 0.4 and not found:
         found.extend(_substitutions(tokens, items, s, gain_of[best], total))
     return found
+
+
+_ANCHOR_WINDOW = 3  # words either side of an opposite that must share a content word with the claim's
+_ANCHOR_ALIGNMENT = 0.25  # evidence sentences that cover less of the claim are about something else
+_MAX_ANCHORED = 3  # best-aligned evidence sentences searched for an opposite in the claim's slot
+
+
+def _shares_context(tokens, i: int, s, j: int) -> bool:
+    """Whether the words around claim word i and evidence word j share a content word (the same slot)."""
+    near = {
+        tokens[k].stem
+        for k in range(max(0, i - _ANCHOR_WINDOW), min(len(tokens), i + _ANCHOR_WINDOW + 1))
+        if k != i and not tokens[k].stop and len(tokens[k].stem) > 2
+    }
+    lo, hi = max(0, j - _ANCHOR_WINDOW), min(len(s.stem_list), j + _ANCHOR_WINDOW + 1)
+    return any(s.stem_list[k] in near for k in range(lo, hi) if k != j)
+
+
+def _negated_near(stems, i: int) -> bool:
+    """Whether a negation cue stands in the few words before position i (its clause's polarity)."""
+    return count_negations(stems[max(0, i - _ANCHOR_WINDOW) : i]) % 2 == 1
+
+
+def _anchored_opposites(tokens, ev, gain_of: dict, total: float) -> list[Contradiction]:
+    """An antonym or a negated form of a claim word in the same slot of any well-aligned evidence sentence
+    ("unsuitable contracts" against "assign suitable tasks"), not only the best-aligned one: a long claim draws on
+    several evidence sentences, and the conflicting one need not be the one that covers most of it. The slot is
+    the words around both: they must share a content word, and the same polarity (no negation on one side only).
+    """
+    claim_stems = [t.stem for t in tokens]
+    claim_set = set(claim_stems)
+    # Opposites found anywhere in the evidence first: nearly always none, and then no sentence needs a look.
+    candidates = []
+    for i, t in enumerate(tokens):
+        if not t.stop:
+            opposite = (ANTONYMS.get(t.stem, frozenset()) - NEGATION_STEMS) | _negated_forms(t.stem, ev.postings)
+            opposite = {o for o in opposite if o in ev.postings and o not in claim_set}
+            if opposite:
+                candidates.append((i, t, opposite))
+    if not candidates:
+        return []
+    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
+        align = gain_of[sid] / total
+        if align < _ANCHOR_ALIGNMENT:
+            break
+        s = ev.sentences[sid]
+        for i, t, opposite in candidates:
+            if t.stem in s.stems:
+                continue
+            for o in opposite & s.stems:
+                for j in s.positions[o]:
+                    if _shares_context(tokens, i, s, j) and _negated_near(claim_stems, i) == _negated_near(
+                        s.stem_list, j
+                    ):
+                        reason = f"{t.text!r} where the evidence says the opposite"
+                        return [Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * max(align, 0.5))]
+    return []

@@ -12,11 +12,12 @@ the sentence::
     verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
 
-Verdicts: fully_grounded when the probability `p` below is >= 0.5 (and no
-unsupported clause); otherwise contradicted when a contradiction cue fired or
-the claim puts its own words in place of those of its aligned evidence
-sentence; ungrounded when under `UNGROUNDED_COVERAGE` of it is supported;
-partially_grounded otherwise.
+Verdicts: contradicted when a contradiction cue fired (a cue caps `p` below
+0.5 however much of the rest is supported) or, for a sentence that is not
+grounded, when the claim puts its own words in place of those of its aligned
+evidence sentence; fully_grounded when the probability `p` below is >= 0.5
+(and no unsupported clause); ungrounded when under `UNGROUNDED_COVERAGE` of it
+is supported; partially_grounded otherwise.
 
 `confidence` is the confidence in the verdict given. Every sentence gets a
 probability `p` of being fully grounded (coverage, local coverage, bigram and
@@ -97,7 +98,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "15"
+    version = "16"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])

@@ -82,7 +82,13 @@ _ANTONYM_PAIRS = [
     bought:sold include:exclude support:oppose agree:disagree legal:illegal always:never all:none north:south
     east:west born:died internal:external minor:major safe:unsafe effective:ineffective public:private young:old
     rose:fell grew:shrank older:younger hot:cold warm:cold easy:difficult cheap:expensive rare:common
-    same:different""".split()
+    same:different love:hate love:dislike like:dislike enjoy:dislike alive:dead guilty:innocent victory:defeat
+    profit:loss import:export arrive:depart arrival:departure enter:exit advantage:disadvantage present:absent
+    inside:outside wet:dry slow:fast rich:poor full:empty friend:enemy ally:enemy peace:war improve:worsen
+    improve:deteriorate better:worse best:worst winner:loser optimistic:pessimistic happy:sad ancient:modern
+    permanent:temporary rural:urban domestic:foreign natural:artificial simple:complex narrow:wide thin:thick
+    deep:shallow loud:quiet senior:junior majority:minority upper:lower inner:outer add:remove men:women
+    man:woman boy:girl""".split()
 ]
 
 
