@@ -6,7 +6,7 @@ from schemas import AttributionVerdict, EvidencePassage
 from transforms.alignment import index_evidence
 from transforms.contradiction import replaced_and_added
 from transforms.heuristic import HeuristicVerifier, grounded_score
-from transforms.textmatch import tokenize, word_weight
+from transforms.textmatch import stem, tokenize, word_weight
 
 V = AttributionVerdict
 
@@ -189,3 +189,47 @@ def test_listed_antonym_of_a_feeling_is_contradicted():
     )
     assert v.attribution_verdict == V.contradicted
     assert "'love'" in v.provenance_notes
+
+
+_BAR = "The hotel opened a new rooftop bar in May after a long renovation of its upper floors. "
+
+
+def test_negation_in_the_slot_of_a_second_evidence_sentence_is_contradicted():
+    v = _one(
+        "The hotel opened a new rooftop bar in May, and guests can't try local wines at the bar.",
+        _BAR + "At the bar, guests can try local wines.",
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "'try' negated in the claim only" in v.provenance_notes
+
+
+def test_word_the_evidence_negates_is_contradicted():
+    v = _one(
+        "The hotel opened a new rooftop bar in May, and the bar serves local wines.",
+        _BAR + "The bar does not serve local wines.",
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "negated in the evidence only" in v.provenance_notes
+
+
+def test_same_negation_in_the_second_sentence_is_no_contradiction():
+    # The best-aligned sentence (the opening) has no negation, but the claim's negation denies nothing it states.
+    v = _one(
+        "The hotel opened a new rooftop bar in May, but the bar does not serve local wines.",
+        _BAR + "The bar does not serve local wines.",
+    )
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_negation_elsewhere_in_the_clause_is_no_contradiction():
+    v = _one(
+        "No public transport is available near the new stadium.",
+        "Public transport is not available near the new stadium.",
+    )
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_note_is_not_a_negation():
+    assert stem("noted") == stem("notes") == "note" != stem("not")
+    v = _one("The report noted that the new bridge was safe.", "The new bridge was safe, the report said.")
+    assert v.attribution_verdict != V.contradicted

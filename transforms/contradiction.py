@@ -5,7 +5,9 @@ covers much of the claim's weight), so that "3.1 mmol/L" is contradicted by
 "potassium at 4.2 mmol/L" but not by an unrelated number elsewhere. An antonym
 or a negated form ("unsuitable" / "suitable") may also come from a less aligned
 evidence sentence when the words around it share a content word with the
-claim's words around it (the same slot) and neither side alone is negated::
+claim's words around it (the same slot) and neither side alone is negated;
+likewise a word negated on one side only ("can't try the wines" / "can try the
+wines"), where the other side has no negation near it at all::
 
     find_contradictions(tokens, items, evidence_index, gain_of, total)   # called by analyse_sentence
 """
@@ -177,6 +179,12 @@ def _prefix_forms(word_stem: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
+@lru_cache(maxsize=100_000)
+def _opposite_forms(word_stem: str) -> tuple[str, ...]:
+    """Listed antonyms (not the forbidding words, which count as negations) and negated-prefix forms of a word."""
+    return tuple(ANTONYMS.get(word_stem, frozenset()) - NEGATION_STEMS) + _prefix_forms(word_stem)
+
+
 def _negated_forms(word_stem: str, evidence_stems) -> set:
     """Evidence stems that are this word with or without a negating prefix ("suitable" / "unsuitable")."""
     return {form for form in _prefix_forms(word_stem) if form in evidence_stems}
@@ -204,8 +212,12 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     best = max(gain_of, key=gain_of.get)
     align = gain_of[best] / total
     s = ev.sentences[best]
-    claim_neg = count_negations([t.stem for t in tokens])
-    if align >= 0.6 and (claim_neg % 2) != (s.negations % 2):
+    claim_stems = [t.stem for t in tokens]
+    claim_neg = count_negations(claim_stems)
+    # A negation only the claim has must deny something the aligned sentence states ("does not serve wine" is no
+    # conflict with an aligned sentence about the opening of the bar).
+    denies_it = s.negations or any(claim_stems[m] in s.stems for m in _negated_heads(claim_stems))
+    if align >= 0.6 and (claim_neg % 2) != (s.negations % 2) and denies_it:
         found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
     # An antonym under a negation on one side only agrees ("not allowed" / "banned"): no antonym cue then.
     if align >= 0.5 and (claim_neg % 2) == (s.negations % 2):
@@ -221,6 +233,8 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
                 break
     if not found:
         found.extend(_anchored_opposites(tokens, ev, gain_of, total))
+    if not found:
+        found.extend(_anchored_negations(tokens, ev, gain_of, total))
     if align >= 0.4 and not found:
         found.extend(_substitutions(tokens, items, s, gain_of[best], total))
     return found
@@ -257,10 +271,10 @@ def _anchored_opposites(tokens, ev, gain_of: dict, total: float) -> list[Contrad
     claim_set = set(claim_stems)
     # Opposites found anywhere in the evidence first: nearly always none, and then no sentence needs a look.
     candidates = []
+    postings = ev.postings
     for i, t in enumerate(tokens):
         if not t.stop:
-            opposite = (ANTONYMS.get(t.stem, frozenset()) - NEGATION_STEMS) | _negated_forms(t.stem, ev.postings)
-            opposite = {o for o in opposite if o in ev.postings and o not in claim_set}
+            opposite = {o for o in _opposite_forms(t.stem) if o in postings and o not in claim_set}
             if opposite:
                 candidates.append((i, t, opposite))
     if not candidates:
@@ -281,3 +295,85 @@ def _anchored_opposites(tokens, ev, gain_of: dict, total: float) -> list[Contrad
                         reason = f"{t.text!r} where the evidence says the opposite"
                         return [Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * max(align, 0.5))]
     return []
+
+
+def _anchored_negations(tokens, ev, gain_of: dict, total: float) -> list[Contradiction]:
+    """A claim word negated on one side only, in the same slot of the well-aligned evidence sentences ("they can't
+    try other beers" against "you can try other beers"). The word is one of the first two content words after a
+    negation cue on one side, the other side has no negation cue near it at all (a negation placed elsewhere, "no
+    public transport is available" / "public transport is not available", is no conflict), the words around it
+    share another content word, and no aligned sentence has it in the claim's polarity."""
+    claim_stems = [t.stem for t in tokens]
+    claim_heads = _negated_heads(claim_stems)
+    aligned = [
+        (ev.sentences[sid], gain_of[sid] / total)
+        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
+        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
+    ]
+    if not claim_heads and not any(s.negations for s, _ in aligned):
+        return []
+    heads = [_negated_heads(s.stem_list) if s.negations else set() for s, _ in aligned]
+    for i, t in enumerate(tokens):
+        if t.stop or len(t.stem) < 3:
+            continue
+        conflict, agrees = None, False
+        for (s, align), s_heads in zip(aligned, heads, strict=True):
+            for j in s.positions.get(t.stem, ()):
+                if i in claim_heads and not _negation_near(s.stem_list, j) and not _undone(claim_heads, i, tokens, s):
+                    side = "claim"
+                elif j in s_heads and not _negation_near(claim_stems, i):
+                    side = "evidence"
+                else:
+                    agrees = True
+                    continue
+                if conflict is None and _shares_context(tokens, i, s, j):
+                    conflict = (s, align, side)
+        if conflict and not agrees:
+            s, align, side = conflict
+            reason = f"{t.text!r} negated in the {side} only"
+            return [Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * max(align, 0.5))]
+    return []
+
+
+def _is_negation_at(stems, k: int) -> bool:
+    st = stems[k]
+    if not (st in NEGATION_STEMS or st.endswith("n't")):
+        return False
+    following = stems[k + 1] if k + 1 < len(stems) else ""
+    # "not only" intensifies and "no 1" is a rank: neither negates.
+    return not (st == "not" and following in ("only", "just")) and not (st == "no" and following[:1].isdigit())
+
+
+def _negated_heads(stems) -> dict:
+    """Positions of the first two content words after each negation cue (what the negation denies), to the cue's."""
+    out = {}
+    for k in range(len(stems)):
+        if _is_negation_at(stems, k):
+            taken = 0
+            for m in range(k + 1, min(len(stems), k + 6)):
+                if stems[m] not in STOP_STEMS and stems[m] not in NEGATION_STEMS:
+                    out[m] = k
+                    taken += 1
+                    if taken == 2:
+                        break
+    return out
+
+
+def _undone(heads: dict, i: int, tokens, s) -> bool:
+    """Whether the negation over claim word i also covers a word the evidence states in its opposite form: a double
+    negation ("did not hire unsuitable builders" / "hired suitable builders") that agrees."""
+    for m, cue in heads.items():
+        if cue == heads[i] and m != i:
+            st = tokens[m].stem
+            if (ANTONYMS.get(st, frozenset()) | _negated_forms(st, s.stems)) & s.stems:
+                return True
+    return False
+
+
+_NEGATION_REACH = 5  # words either side of a word within which any negation cue makes its polarity uncertain
+
+
+def _negation_near(stems, i: int) -> bool:
+    return any(
+        _is_negation_at(stems, k) for k in range(max(0, i - _NEGATION_REACH), min(len(stems), i + _NEGATION_REACH + 1))
+    )

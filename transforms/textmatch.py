@@ -92,6 +92,9 @@ _ANTONYM_PAIRS = [
 ]
 
 
+_STEM_COLLISIONS = frozenset({"not"})
+
+
 def _stem_raw(word: str) -> str:
     w = word.lower().replace("\u2019", "'")
     if w.endswith("'s"):
@@ -116,6 +119,8 @@ def _stem_raw(word: str) -> str:
         w = w[:-1]
     if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
         w = w[:-1]
+    if w in _STEM_COLLISIONS:  # "noted" must not become the negation "not"
+        return w + "e"
     return w
 
 
