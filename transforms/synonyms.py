@@ -2,7 +2,8 @@
 
 A general word list written for this verifier (not taken from any labelled
 set): groups of words that say the same thing in news, reports, science and
-everyday text. Each group is stemmed with `transforms.textmatch.stem`, so
+everyday text, and countries with the adjective of their people ("China" /
+"Chinese"). Each group is stemmed with `transforms.textmatch.stem`, so
 inflected forms match too; irregular forms are listed as words of their own::
 
     synonym_stems(stem("purchased"))   # frozenset({'buy', 'bought', 'acquir', ...})
@@ -61,10 +62,21 @@ website site | phone telephone | computer pc | software program programme | data
 | percent percentage
 """
 
+# A country and the adjective of its people name the same place ("a Chinese mine" / "a mine in China"); the ones
+# that a shared prefix does not already join ("Canada" / "Canadian" does).
+_DEMONYMS = """
+china chinese | japan japanese | france french | germany german | britain british | spain spanish | italy italian
+| russia russian | netherlands dutch | sweden swedish | denmark danish | norway norwegian | finland finnish
+| poland polish | ireland irish | scotland scottish | wales welsh | england english | greece greek
+| turkey turkish | portugal portuguese | switzerland swiss | belgium belgian | egypt egyptian | israel israeli
+| iran iranian | iraq iraqi | pakistan pakistani | thailand thai | vietnam vietnamese | philippines filipino
+| peru peruvian | chile chilean | brazil brazilian | mexico mexican | ukraine ukrainian | taiwan taiwanese
+"""
+
 
 def _build() -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
-    for group in _GROUPS.split("|"):
+    for group in (_GROUPS + "|" + _DEMONYMS).split("|"):
         stems = {stem(w) for w in group.split()}
         if len(stems) < 2:
             continue

@@ -6,8 +6,10 @@ sentence of every audited answer::
     toks = tokenize("The patient received 50mg of metoprolol.")
     [t.stem for t in toks if not t.stop]   # ['patient', 'receiv', '50mg', 'metoprolol']
 
-Word weights stand in for IDF without a corpus: function words weigh nothing,
-very common English words little, capitalised names and long rare words most.
+Stems are suffix-stripped after irregular verb forms are mapped to their base
+("left" -> "leave"). Word weights stand in for IDF without a corpus: function
+words and opening connectives ("However", "Additionally") weigh nothing, very
+common English words little, capitalised names and long rare words most.
 """
 
 from __future__ import annotations
@@ -95,10 +97,33 @@ _ANTONYM_PAIRS = [
 _STEM_COLLISIONS = frozenset({"not"})
 
 
+# Irregular verb forms to their base form, so that "left" meets "leaving" and "took" meets "taken" (suffix stripping
+# cannot). Forms that are more often another word are left out ("bit", "fed", "found", "saw" the tool is kept: rare).
+_IRREGULAR = {
+    form: base
+    for base, forms in (
+        line.split(":")
+        for line in """leave:left go:went,gone take:took,taken make:made find:finding hold:held begin:began,begun
+        win:won lose:lost pay:paid say:said tell:told sell:sold buy:bought bring:brought think:thought catch:caught
+        teach:taught fight:fought seek:sought build:built send:sent spend:spent mean:meant keep:kept feel:felt
+        lead:led fall:fell,fallen rise:rose,risen grow:grew,grown know:knew,known draw:drew,drawn fly:flew,flown
+        throw:threw,thrown write:wrote,written drive:drove,driven ride:rode,ridden speak:spoke,spoken
+        break:broke,broken choose:chose,chosen freeze:froze,frozen steal:stole,stolen wake:woke,woken give:gave,given
+        come:came become:became run:ran sit:sat stand:stood understand:understood meet:met flee:fled hide:hid,hidden
+        shoot:shot strike:struck hang:hung dig:dug stick:stuck sing:sang,sung ring:rang drink:drank,drunk swim:swam
+        sink:sank,sunk shrink:shrank,shrunk see:saw,seen do:did,done eat:ate,eaten show:shown forget:forgot,forgotten
+        get:got,gotten lie:lay,lain bear:bore hear:heard light:lit sleep:slept sweep:swept weep:wept""".split()
+    )
+    for form in forms.split(",")
+    if form != "finding"
+}
+
+
 def _stem_raw(word: str) -> str:
     w = word.lower().replace("\u2019", "'")
     if w.endswith("'s"):
         w = w[:-2]
+    w = _IRREGULAR.get(w, w)
     if len(w) <= 3 or w.isdigit():
         return w
     if w.endswith("ies") and len(w) > 4:
@@ -137,6 +162,13 @@ for _a, _b in _ANTONYM_PAIRS:
 
 NEGATION_STEMS = frozenset(stem(w) for w in NEGATION_CUES)
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
+# Sentence connectives that generated answers open with ("However, ...", "Additionally, ..."): they link claims but
+# state nothing the evidence could support, so they weigh nothing (an evidence passage rarely repeats them).
+_CONNECTIVES = frozenset(
+    """additionally however moreover furthermore finally therefore thus hence alternatively nevertheless
+    nonetheless meanwhile consequently accordingly likewise similarly conversely ultimately overall importantly
+    indeed""".split()
+)  # whole words, not stems: "finally" and "importantly" would take "final" and "important" with them
 STOP_STEMS = _STOP_STEMS = frozenset(stem(w) for w in STOPWORDS) | STOPWORDS
 
 
@@ -200,7 +232,7 @@ def is_negation(token: Token) -> bool:
 
 def word_weight(token: Token) -> float:
     """How much a word counts towards a claim: 0 for function words, low for common words, high for names."""
-    if token.stop:
+    if token.stop or token.text.lower() in _CONNECTIVES:
         return 0.0
     if token.stem in _COMMON_STEMS:
         return 0.35

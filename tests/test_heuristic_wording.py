@@ -1,0 +1,56 @@
+"""Heuristic verifier word matching on the project's own sentences: irregular verbs, demonyms, connectives."""
+
+from __future__ import annotations
+
+from schemas import AttributionVerdict, EvidencePassage
+from transforms.heuristic import HeuristicVerifier, grounded_score
+from transforms.textmatch import stem, tokenize, word_weight
+
+V = AttributionVerdict
+
+
+def _one(sentence: str, evidence: str):
+    [verdict] = HeuristicVerifier().verify([sentence], [EvidencePassage(doc_id="e1", content=evidence)])
+    return verdict
+
+
+def test_irregular_verb_forms_share_a_stem():
+    assert stem("left") == stem("leaving") == stem("leave")
+    assert stem("took") == stem("taken") == stem("takes")
+    assert stem("rose") == stem("rising") and stem("fell") == stem("falls")
+    assert stem("won") == stem("wins") and stem("lost") == stem("loses")
+
+
+def test_past_tense_of_an_irregular_verb_is_supported():
+    v = _one(
+        "The storm left three villages without power.",
+        "The storm is leaving three villages without power, the utility said.",
+    )
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_country_adjective_is_supported_by_the_country():
+    v = _one(
+        "A Chinese factory recalled its toys.",
+        "A factory in China recalled its toys after a safety review.",
+    )
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_a_different_country_adjective_is_not_supported():
+    v = _one("A Japanese factory recalled its toys.", "A factory in China recalled its toys after a safety review.")
+    assert v.attribution_verdict != V.fully_grounded
+
+
+def test_opening_connectives_weigh_nothing():
+    weights = {t.text: word_weight(t) for t in tokenize("However, moreover, finally the final report.")}
+    assert weights["However"] == weights["moreover"] == weights["finally"] == 0.0
+    assert weights["final"] > 0.0  # the adjective is a claim of its own ("the final season")
+
+
+def test_connective_does_not_lower_the_score():
+    evidence = "The museum reopened in June after a two-year renovation."
+    plain = _one("The museum reopened in June after a two-year renovation.", evidence)
+    linked = _one("Moreover, the museum reopened in June after a two-year renovation.", evidence)
+    assert linked.attribution_verdict == V.fully_grounded
+    assert grounded_score(linked) >= grounded_score(plain) - 1e-9
