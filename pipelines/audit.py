@@ -170,7 +170,7 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
     dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()
     rows = (
         scored | "ToLakeRows" >> beam.FlatMap(to_lake_rows),
-        scored | "WindowMetrics" >> WindowMetrics(),
+        scored | "WindowMetrics" >> WindowMetrics(per_window=streaming),
         dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
     )
     # Streaming writes each window as it closes; a bounded run writes one file per table and hour.
