@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from schemas import AttributionVerdict, EvidencePassage
 from transforms.alignment import index_evidence
 from transforms.contradiction import replaced_and_added
@@ -233,3 +235,41 @@ def test_note_is_not_a_negation():
     assert stem("noted") == stem("notes") == "note" != stem("not")
     v = _one("The report noted that the new bridge was safe.", "The new bridge was safe, the report said.")
     assert v.attribution_verdict != V.contradicted
+
+
+def test_names_the_other_way_round_an_asymmetric_relation_are_contradicted():
+    v = _one("In the final, Leeds beat York by two goals.", "In the final, York beat Leeds by two goals.")
+    assert v.attribution_verdict == V.contradicted
+    assert "'Leeds' and 'York' the other way round" in v.provenance_notes
+    v = _one("Lyon is larger than Paris.", "Paris is larger than Lyon.")
+    assert v.attribution_verdict == V.contradicted
+
+
+def test_same_order_or_passive_voice_is_no_role_swap():
+    assert _one("Microsoft acquired LinkedIn in 2016.", "In 2016 Microsoft acquired LinkedIn.").attribution_verdict == (
+        V.fully_grounded
+    )
+    v = _one("York was beaten by Leeds in the final.", "In the final, Leeds beat York.")
+    assert v.attribution_verdict != V.contradicted
+
+
+def test_names_in_a_list_are_no_role_swap():
+    v = _one(
+        "People drive on the left in the UK, India, South Africa and Japan.",
+        "People drive on the left in Japan, South Africa, India and the UK.",
+    )
+    assert v.attribution_verdict == V.fully_grounded
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence", "word"),
+    [
+        ("More than 50 people attended the opening.", "Fewer than 50 people attended the opening.", "More"),
+        ("The library opened before the election.", "The library opened after the election.", "before"),
+        ("Prices at the market were higher in June.", "Prices at the market were lower in June.", "higher"),
+    ],
+)
+def test_comparative_direction_reversed_is_contradicted(claim, evidence, word):
+    v = _one(claim, evidence)
+    assert v.attribution_verdict == V.contradicted
+    assert f"{word!r} where the evidence says the opposite" in v.provenance_notes

@@ -7,7 +7,8 @@ or a negated form ("unsuitable" / "suitable") may also come from a less aligned
 evidence sentence when the words around it share a content word with the
 claim's words around it (the same slot) and neither side alone is negated;
 likewise a word negated on one side only ("can't try the wines" / "can try the
-wines"), where the other side has no negation near it at all::
+wines"), and two names the other way round around the same relation ("Leeds
+beat York" / "York beat Leeds"): those slot cues live in `transforms.slot_cues`::
 
     find_contradictions(tokens, items, evidence_index, gain_of, total)   # called by analyse_sentence
 """
@@ -16,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import lru_cache
 
 from transforms.evidence_index import one_edit
 from transforms.quantities import Quantity, same_value
+from transforms.slot_cues import anchored_negation, anchored_opposite, negated_forms, negated_heads, swapped_roles
 from transforms.synonyms import synonym_stems
 from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, word_weight
 
@@ -160,36 +161,6 @@ def replaced_and_added(tokens, s) -> tuple[float, float, str]:
     return replaced, added, example
 
 
-_NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "dis", "non", "sub", "anti")
-# Prefixes that begin many words without negating them ("display", "inform", "import"): a short stem after them is
-# more often such a word than a negation.
-_LOOSE_PREFIXES = frozenset({"in", "im", "dis", "sub"})
-
-
-@lru_cache(maxsize=100_000)
-def _prefix_forms(word_stem: str) -> tuple[str, ...]:
-    """The word with a negating prefix added, or without the one it has ("suitabl" -> "unsuitabl", ...)."""
-    forms = []
-    for prefix in _NEGATING_PREFIXES:
-        shortest = 5 if prefix in _LOOSE_PREFIXES else 4
-        if word_stem.startswith(prefix) and len(word_stem) - len(prefix) >= shortest:
-            forms.append(word_stem[len(prefix) :].lstrip("-"))
-        elif len(word_stem) >= shortest:
-            forms.extend((prefix + word_stem, prefix + "-" + word_stem))
-    return tuple(forms)
-
-
-@lru_cache(maxsize=100_000)
-def _opposite_forms(word_stem: str) -> tuple[str, ...]:
-    """Listed antonyms (not the forbidding words, which count as negations) and negated-prefix forms of a word."""
-    return tuple(ANTONYMS.get(word_stem, frozenset()) - NEGATION_STEMS) + _prefix_forms(word_stem)
-
-
-def _negated_forms(word_stem: str, evidence_stems) -> set:
-    """Evidence stems that are this word with or without a negating prefix ("suitable" / "unsuitable")."""
-    return {form for form in _prefix_forms(word_stem) if form in evidence_stems}
-
-
 def _abbreviates(short: str, words: list[str]) -> bool:
     """Whether an all-capital word abbreviates the words ("USA" / "United States", "TV" / "television"): same first
     letter, and its letters in order within them."""
@@ -216,7 +187,7 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     claim_neg = count_negations(claim_stems)
     # A negation only the claim has must deny something the aligned sentence states ("does not serve wine" is no
     # conflict with an aligned sentence about the opening of the bar).
-    denies_it = s.negations or any(claim_stems[m] in s.stems for m in _negated_heads(claim_stems))
+    denies_it = s.negations or any(claim_stems[m] in s.stems for m in negated_heads(claim_stems))
     if align >= 0.6 and (claim_neg % 2) != (s.negations % 2) and denies_it:
         found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
     # An antonym under a negation on one side only agrees ("not allowed" / "banned"): no antonym cue then.
@@ -226,154 +197,18 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
             if t.stem in s.stems:
                 continue
             # Forbidding words ("banned") count as negations already: the parity test above covers them.
-            opposite = (ANTONYMS.get(t.stem, frozenset()) - NEGATION_STEMS) | _negated_forms(t.stem, s.stems)
+            opposite = (ANTONYMS.get(t.stem, frozenset()) - NEGATION_STEMS) | negated_forms(t.stem, s.stems)
             if opposite & s.stems and not opposite & claim_stems:
                 reason = f"{t.text!r} where the evidence says the opposite"
                 found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))
                 break
-    if not found:
-        found.extend(_anchored_opposites(tokens, ev, gain_of, total))
-    if not found:
-        found.extend(_anchored_negations(tokens, ev, gain_of, total))
+    for slot_cue in (anchored_opposite, anchored_negation):
+        cue = None if found else slot_cue(tokens, ev, gain_of, total)
+        if cue:
+            found.append(Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength))
+    role_cue = swapped_roles(tokens, s) if align >= 0.5 and not found else None
+    if role_cue:
+        found.append(Contradiction(s.doc_id, _excerpt(s), role_cue.reason, role_cue.strength * align))
     if align >= 0.4 and not found:
         found.extend(_substitutions(tokens, items, s, gain_of[best], total))
     return found
-
-
-_ANCHOR_WINDOW = 3  # words either side of an opposite that must share a content word with the claim's
-_ANCHOR_ALIGNMENT = 0.25  # evidence sentences that cover less of the claim are about something else
-_MAX_ANCHORED = 3  # best-aligned evidence sentences searched for an opposite in the claim's slot
-
-
-def _shares_context(tokens, i: int, s, j: int) -> bool:
-    """Whether the words around claim word i and evidence word j share a content word (the same slot)."""
-    near = {
-        tokens[k].stem
-        for k in range(max(0, i - _ANCHOR_WINDOW), min(len(tokens), i + _ANCHOR_WINDOW + 1))
-        if k != i and not tokens[k].stop and len(tokens[k].stem) > 2
-    }
-    lo, hi = max(0, j - _ANCHOR_WINDOW), min(len(s.stem_list), j + _ANCHOR_WINDOW + 1)
-    return any(s.stem_list[k] in near for k in range(lo, hi) if k != j)
-
-
-def _negated_near(stems, i: int) -> bool:
-    """Whether a negation cue stands in the few words before position i (its clause's polarity)."""
-    return count_negations(stems[max(0, i - _ANCHOR_WINDOW) : i]) % 2 == 1
-
-
-def _anchored_opposites(tokens, ev, gain_of: dict, total: float) -> list[Contradiction]:
-    """An antonym or a negated form of a claim word in the same slot of any well-aligned evidence sentence
-    ("unsuitable contracts" against "assign suitable tasks"), not only the best-aligned one: a long claim draws on
-    several evidence sentences, and the conflicting one need not be the one that covers most of it. The slot is
-    the words around both: they must share a content word, and the same polarity (no negation on one side only).
-    """
-    claim_stems = [t.stem for t in tokens]
-    claim_set = set(claim_stems)
-    # Opposites found anywhere in the evidence first: nearly always none, and then no sentence needs a look.
-    candidates = []
-    postings = ev.postings
-    for i, t in enumerate(tokens):
-        if not t.stop:
-            opposite = {o for o in _opposite_forms(t.stem) if o in postings and o not in claim_set}
-            if opposite:
-                candidates.append((i, t, opposite))
-    if not candidates:
-        return []
-    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
-        align = gain_of[sid] / total
-        if align < _ANCHOR_ALIGNMENT:
-            break
-        s = ev.sentences[sid]
-        for i, t, opposite in candidates:
-            if t.stem in s.stems:
-                continue
-            for o in opposite & s.stems:
-                for j in s.positions[o]:
-                    if _shares_context(tokens, i, s, j) and _negated_near(claim_stems, i) == _negated_near(
-                        s.stem_list, j
-                    ):
-                        reason = f"{t.text!r} where the evidence says the opposite"
-                        return [Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * max(align, 0.5))]
-    return []
-
-
-def _anchored_negations(tokens, ev, gain_of: dict, total: float) -> list[Contradiction]:
-    """A claim word negated on one side only, in the same slot of the well-aligned evidence sentences ("they can't
-    try other beers" against "you can try other beers"). The word is one of the first two content words after a
-    negation cue on one side, the other side has no negation cue near it at all (a negation placed elsewhere, "no
-    public transport is available" / "public transport is not available", is no conflict), the words around it
-    share another content word, and no aligned sentence has it in the claim's polarity."""
-    claim_stems = [t.stem for t in tokens]
-    claim_heads = _negated_heads(claim_stems)
-    aligned = [
-        (ev.sentences[sid], gain_of[sid] / total)
-        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
-        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
-    ]
-    if not claim_heads and not any(s.negations for s, _ in aligned):
-        return []
-    heads = [_negated_heads(s.stem_list) if s.negations else set() for s, _ in aligned]
-    for i, t in enumerate(tokens):
-        if t.stop or len(t.stem) < 3:
-            continue
-        conflict, agrees = None, False
-        for (s, align), s_heads in zip(aligned, heads, strict=True):
-            for j in s.positions.get(t.stem, ()):
-                if i in claim_heads and not _negation_near(s.stem_list, j) and not _undone(claim_heads, i, tokens, s):
-                    side = "claim"
-                elif j in s_heads and not _negation_near(claim_stems, i):
-                    side = "evidence"
-                else:
-                    agrees = True
-                    continue
-                if conflict is None and _shares_context(tokens, i, s, j):
-                    conflict = (s, align, side)
-        if conflict and not agrees:
-            s, align, side = conflict
-            reason = f"{t.text!r} negated in the {side} only"
-            return [Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * max(align, 0.5))]
-    return []
-
-
-def _is_negation_at(stems, k: int) -> bool:
-    st = stems[k]
-    if not (st in NEGATION_STEMS or st.endswith("n't")):
-        return False
-    following = stems[k + 1] if k + 1 < len(stems) else ""
-    # "not only" intensifies and "no 1" is a rank: neither negates.
-    return not (st == "not" and following in ("only", "just")) and not (st == "no" and following[:1].isdigit())
-
-
-def _negated_heads(stems) -> dict:
-    """Positions of the first two content words after each negation cue (what the negation denies), to the cue's."""
-    out = {}
-    for k in range(len(stems)):
-        if _is_negation_at(stems, k):
-            taken = 0
-            for m in range(k + 1, min(len(stems), k + 6)):
-                if stems[m] not in STOP_STEMS and stems[m] not in NEGATION_STEMS:
-                    out[m] = k
-                    taken += 1
-                    if taken == 2:
-                        break
-    return out
-
-
-def _undone(heads: dict, i: int, tokens, s) -> bool:
-    """Whether the negation over claim word i also covers a word the evidence states in its opposite form: a double
-    negation ("did not hire unsuitable builders" / "hired suitable builders") that agrees."""
-    for m, cue in heads.items():
-        if cue == heads[i] and m != i:
-            st = tokens[m].stem
-            if (ANTONYMS.get(st, frozenset()) | _negated_forms(st, s.stems)) & s.stems:
-                return True
-    return False
-
-
-_NEGATION_REACH = 5  # words either side of a word within which any negation cue makes its polarity uncertain
-
-
-def _negation_near(stems, i: int) -> bool:
-    return any(
-        _is_negation_at(stems, k) for k in range(max(0, i - _NEGATION_REACH), min(len(stems), i + _NEGATION_REACH + 1))
-    )

@@ -28,7 +28,8 @@ rest, so `grounded_score(verdict)` recovers p for ROC curves and thresholds.
 Pieces: `transforms.sentences` (splitting), `transforms.textmatch` (tokens,
 stems, weights, cues), `transforms.synonyms`, `transforms.quantities` (numbers,
 units, dates, times), `transforms.evidence_index`, `transforms.alignment`,
-`transforms.contradiction`.
+`transforms.contradiction` and `transforms.slot_cues` (cues in the claim's
+slot of an evidence sentence: antonyms, one-sided negations, swapped roles).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "18"
+    version = "19"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])

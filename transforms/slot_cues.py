@@ -1,0 +1,242 @@
+"""Contradiction cues found in the claim's slot of an evidence sentence: the words around a claim word and around
+an evidence word share a content word, so both say something about the same thing.
+
+Used by `transforms.contradiction`; each cue returns the evidence sentence, a reason and a strength::
+
+    anchored_opposite(tokens, ev, gain_of, total)   # "unsuitable contracts" / "assign suitable tasks"
+    anchored_negation(tokens, ev, gain_of, total)   # "can't try the wines" / "can try the wines"
+    swapped_roles(tokens, s)                        # "Leeds beat York" / "York beat Leeds"
+
+They search the few best-aligned evidence sentences (a long claim draws on
+several, and the conflicting one need not be the one that covers most of it).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, count_negations
+
+__all__ = ["Cue", "anchored_negation", "anchored_opposite", "negated_forms", "negated_heads", "swapped_roles"]
+
+
+class Cue(NamedTuple):
+    """An evidence sentence that conflicts with the claim, why, and how strongly (0..1)."""
+
+    sentence: object
+    reason: str
+    strength: float
+
+
+_NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "dis", "non", "sub", "anti")
+# Prefixes that begin many words without negating them ("display", "inform", "import"): a short stem after them is
+# more often such a word than a negation.
+_LOOSE_PREFIXES = frozenset({"in", "im", "dis", "sub"})
+
+
+@lru_cache(maxsize=100_000)
+def _prefix_forms(word_stem: str) -> tuple[str, ...]:
+    """The word with a negating prefix added, or without the one it has ("suitabl" -> "unsuitabl", ...)."""
+    forms = []
+    for prefix in _NEGATING_PREFIXES:
+        shortest = 5 if prefix in _LOOSE_PREFIXES else 4
+        if word_stem.startswith(prefix) and len(word_stem) - len(prefix) >= shortest:
+            forms.append(word_stem[len(prefix) :].lstrip("-"))
+        elif len(word_stem) >= shortest:
+            forms.extend((prefix + word_stem, prefix + "-" + word_stem))
+    return tuple(forms)
+
+
+@lru_cache(maxsize=100_000)
+def _opposite_forms(word_stem: str) -> tuple[str, ...]:
+    """Listed antonyms (not the forbidding words, which count as negations) and negated-prefix forms of a word."""
+    return tuple(ANTONYMS.get(word_stem, frozenset()) - NEGATION_STEMS) + _prefix_forms(word_stem)
+
+
+def negated_forms(word_stem: str, evidence_stems) -> set:
+    """Evidence stems that are this word with or without a negating prefix ("suitable" / "unsuitable")."""
+    return {form for form in _prefix_forms(word_stem) if form in evidence_stems}
+
+
+_ANCHOR_WINDOW = 3  # words either side of an opposite that must share a content word with the claim's
+_ANCHOR_ALIGNMENT = 0.25  # evidence sentences that cover less of the claim are about something else
+_MAX_ANCHORED = 3  # best-aligned evidence sentences searched for an opposite in the claim's slot
+
+
+def _shares_context(tokens, i: int, s, j: int) -> bool:
+    """Whether the words around claim word i and evidence word j share a content word (the same slot)."""
+    near = {
+        tokens[k].stem
+        for k in range(max(0, i - _ANCHOR_WINDOW), min(len(tokens), i + _ANCHOR_WINDOW + 1))
+        if k != i and not tokens[k].stop and len(tokens[k].stem) > 2
+    }
+    lo, hi = max(0, j - _ANCHOR_WINDOW), min(len(s.stem_list), j + _ANCHOR_WINDOW + 1)
+    return any(s.stem_list[k] in near for k in range(lo, hi) if k != j)
+
+
+def _negated_near(stems, i: int) -> bool:
+    """Whether a negation cue stands in the few words before position i (its clause's polarity)."""
+    return count_negations(stems[max(0, i - _ANCHOR_WINDOW) : i]) % 2 == 1
+
+
+def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
+    """An antonym or a negated form of a claim word in the same slot of any well-aligned evidence sentence
+    ("unsuitable contracts" against "assign suitable tasks"), not only the best-aligned one: a long claim draws on
+    several evidence sentences, and the conflicting one need not be the one that covers most of it. The slot is
+    the words around both: they must share a content word, and the same polarity (no negation on one side only).
+    """
+    claim_stems = [t.stem for t in tokens]
+    claim_set = set(claim_stems)
+    # Opposites found anywhere in the evidence first: nearly always none, and then no sentence needs a look.
+    candidates = []
+    postings = ev.postings
+    for i, t in enumerate(tokens):
+        if not t.stop:
+            opposite = {o for o in _opposite_forms(t.stem) if o in postings and o not in claim_set}
+            if opposite:
+                candidates.append((i, t, opposite))
+    if not candidates:
+        return None
+    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
+        align = gain_of[sid] / total
+        if align < _ANCHOR_ALIGNMENT:
+            break
+        s = ev.sentences[sid]
+        for i, t, opposite in candidates:
+            if t.stem in s.stems:
+                continue
+            for o in opposite & s.stems:
+                for j in s.positions[o]:
+                    if _shares_context(tokens, i, s, j) and _negated_near(claim_stems, i) == _negated_near(
+                        s.stem_list, j
+                    ):
+                        reason = f"{t.text!r} where the evidence says the opposite"
+                        return Cue(s, reason, 0.7 * max(align, 0.5))
+    return None
+
+
+def anchored_negation(tokens, ev, gain_of: dict, total: float) -> Cue | None:
+    """A claim word negated on one side only, in the same slot of the well-aligned evidence sentences ("they can't
+    try other beers" against "you can try other beers"). The word is one of the first two content words after a
+    negation cue on one side, the other side has no negation cue near it at all (a negation placed elsewhere, "no
+    public transport is available" / "public transport is not available", is no conflict), the words around it
+    share another content word, and no aligned sentence has it in the claim's polarity."""
+    claim_stems = [t.stem for t in tokens]
+    claim_heads = negated_heads(claim_stems)
+    aligned = [
+        (ev.sentences[sid], gain_of[sid] / total)
+        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
+        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
+    ]
+    if not claim_heads and not any(s.negations for s, _ in aligned):
+        return None
+    heads = [negated_heads(s.stem_list) if s.negations else set() for s, _ in aligned]
+    for i, t in enumerate(tokens):
+        if t.stop or len(t.stem) < 3:
+            continue
+        conflict, agrees = None, False
+        for (s, align), s_heads in zip(aligned, heads, strict=True):
+            for j in s.positions.get(t.stem, ()):
+                if i in claim_heads and not _negation_near(s.stem_list, j) and not _undone(claim_heads, i, tokens, s):
+                    side = "claim"
+                elif j in s_heads and not _negation_near(claim_stems, i):
+                    side = "evidence"
+                else:
+                    agrees = True
+                    continue
+                if conflict is None and _shares_context(tokens, i, s, j):
+                    conflict = (s, align, side)
+        if conflict and not agrees:
+            s, align, side = conflict
+            reason = f"{t.text!r} negated in the {side} only"
+            return Cue(s, reason, 0.7 * max(align, 0.5))
+    return None
+
+
+def _is_negation_at(stems, k: int) -> bool:
+    st = stems[k]
+    if not (st in NEGATION_STEMS or st.endswith("n't")):
+        return False
+    following = stems[k + 1] if k + 1 < len(stems) else ""
+    # "not only" intensifies and "no 1" is a rank: neither negates.
+    return not (st == "not" and following in ("only", "just")) and not (st == "no" and following[:1].isdigit())
+
+
+def negated_heads(stems) -> dict:
+    """Positions of the first two content words after each negation cue (what the negation denies), to the cue's."""
+    out = {}
+    for k in range(len(stems)):
+        if _is_negation_at(stems, k):
+            taken = 0
+            for m in range(k + 1, min(len(stems), k + 6)):
+                if stems[m] not in STOP_STEMS and stems[m] not in NEGATION_STEMS:
+                    out[m] = k
+                    taken += 1
+                    if taken == 2:
+                        break
+    return out
+
+
+def _undone(heads: dict, i: int, tokens, s) -> bool:
+    """Whether the negation over claim word i also covers a word the evidence states in its opposite form: a double
+    negation ("did not hire unsuitable builders" / "hired suitable builders") that agrees."""
+    for m, cue in heads.items():
+        if cue == heads[i] and m != i:
+            st = tokens[m].stem
+            if (ANTONYMS.get(st, frozenset()) | negated_forms(st, s.stems)) & s.stems:
+                return True
+    return False
+
+
+_NEGATION_REACH = 5  # words either side of a word within which any negation cue makes its polarity uncertain
+
+
+def _negation_near(stems, i: int) -> bool:
+    return any(
+        _is_negation_at(stems, k) for k in range(max(0, i - _NEGATION_REACH), min(len(stems), i + _NEGATION_REACH + 1))
+    )
+
+
+# Relations that hold both ways ("Smith met Jones" is "Jones met Smith"), and words that join a list.
+_SYMMETRIC = frozenset(
+    """and or with meet met marry married wed play played face faced tie tied draw drew vs versus against between
+    partner partnered join joined collaborate collaborated talk talked discuss discussed merge merged""".split()
+)
+_ROLE_SPAN = 5  # at most this many words from one name to the other
+
+
+def _relation(stems, first: int, second: int) -> frozenset | None:
+    """The content words between two positions (the relation they stand in), or None for a symmetric one or none."""
+    between = stems[first + 1 : second]
+    if not between or any(st in _SYMMETRIC for st in between):
+        return None
+    content = frozenset(st for st in between if st not in STOP_STEMS or st in ("than", "by"))
+    return content or None
+
+
+def swapped_roles(tokens, s) -> Cue | None:
+    """Two names of the claim that the aligned evidence sentence has the other way round around the same relation
+    ("Leeds beat York" / "York beat Leeds", "Lyon is larger than Paris" / "Paris is larger than Lyon"). Symmetric
+    relations ("met", "and") are no swap, and evidence that also has the claim's order contradicts nothing."""
+    names = [(i, t) for i, t in enumerate(tokens) if t.capital and not t.stop and t.stem in s.positions]
+    stems = [t.stem for t in tokens]
+    for a, (i, x) in enumerate(names):
+        for k, y in names[a + 1 :]:
+            if x.stem == y.stem or k - i > _ROLE_SPAN:
+                continue
+            relation = _relation(stems, i, k)
+            if relation is None or not any(st not in ("than", "by") for st in relation):
+                continue
+            if any(tokens[m].capital for m in range(i + 1, k)):
+                continue  # a name in between: a list or a longer name, not a relation
+            same = other = False
+            for px in s.positions[x.stem]:
+                for py in s.positions[y.stem]:
+                    if 0 < py - px <= _ROLE_SPAN and _relation(s.stem_list, px, py) == relation:
+                        same = True
+                    elif 0 < px - py <= _ROLE_SPAN and _relation(s.stem_list, py, px) == relation:
+                        other = True
+            if other and not same:
+                return Cue(s, f"{x.text!r} and {y.text!r} the other way round in the evidence", 0.7)
+    return None
