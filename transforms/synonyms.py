@@ -60,6 +60,10 @@ spouse | song track | album LP | singer vocalist | actor performer |
 series show | episode installment | magazine journal | paper article | newspaper paper |
 website site | phone telephone | computer pc | software program programme | data information
 | percent percentage
+| reveal disclose | claim assert allege contend | warn caution | approve endorse authorize authorise
+| cancel scrap | postpone delay defer | emphasize emphasise stress highlight | happen occur | finish complete
+| resident inhabitant | career profession | participate partake | expand extend broaden | remove delete erase
+| mandate require oblige | reporter journalist | lawsuit litigation | estimate approximate
 """
 
 # A country and the adjective of its people name the same place ("a Chinese mine" / "a mine in China"); the ones
