@@ -5,7 +5,8 @@
 Lines are kept as the original bytes (no decoding here: a line that is not
 UTF-8 must reach the dead-letter table as it was). Blank lines carry no
 message and are skipped. Line numbers start at 1. Compressed files (`.gz`, `.bz2`, ...)
-are read by their extension.
+are read by their extension. The lines are shuffled on to the next stages,
+so the audit of one large file is spread over all workers.
 """
 
 from __future__ import annotations
@@ -55,4 +56,7 @@ class ReadJsonlMessages(beam.PTransform):
             | "MatchFiles" >> fileio.MatchFiles(self._pattern)
             | "ReadMatches" >> fileio.ReadMatches()
             | "ReadLines" >> beam.ParDo(_ReadLinesDoFn())
+            # A file is read whole by one worker; without a shuffle every later stage fused with the read would
+            # run there too, so the audit of a large file would use one core (or one Dataflow worker).
+            | "SpreadOverWorkers" >> beam.Reshuffle()
         )
