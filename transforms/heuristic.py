@@ -6,8 +6,10 @@ checks every number, unit, date, time and duration exactly (a gap between two
 evidence times supports a stated duration), looks for a different value of the
 same quantity, a flipped negation, an antonym or a swapped name in the
 best-aligned evidence sentence (contradiction: "founded in Paris" against
-"founded in London"), and reports what no passage supports as exact spans of
-the sentence::
+"founded in London"), an antonym or a one-sided negation in the same slot of
+any well-aligned one, names the other way round around the same relation
+("Leeds beat York" / "York beat Leeds"), and reports what no passage supports
+as exact spans of the sentence::
 
     verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     verdicts[0].attribution_verdict   # AttributionVerdict.contradicted

@@ -93,9 +93,11 @@ def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
     postings = ev.postings
     for i, t in enumerate(tokens):
         if not t.stop:
-            opposite = {o for o in _opposite_forms(t.stem) if o in postings and o not in claim_set}
-            if opposite:
-                candidates.append((i, t, opposite))
+            forms = _opposite_forms(t.stem)
+            if forms and not postings.keys().isdisjoint(forms):
+                opposite = {o for o in forms if o in postings and o not in claim_set}
+                if opposite:
+                    candidates.append((i, t, opposite))
     if not candidates:
         return None
     for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
@@ -166,6 +168,8 @@ def _is_negation_at(stems, k: int) -> bool:
 def negated_heads(stems) -> dict:
     """Positions of the first two content words after each negation cue (what the negation denies), to the cue's."""
     out = {}
+    if NEGATION_STEMS.isdisjoint(stems):
+        return out  # the common case: no negation at all (the usual contractions are listed cues)
     for k in range(len(stems)):
         if _is_negation_at(stems, k):
             taken = 0
@@ -219,7 +223,10 @@ def swapped_roles(tokens, s) -> Cue | None:
     """Two names of the claim that the aligned evidence sentence has the other way round around the same relation
     ("Leeds beat York" / "York beat Leeds", "Lyon is larger than Paris" / "Paris is larger than Lyon"). Symmetric
     relations ("met", "and") are no swap, and evidence that also has the claim's order contradicts nothing."""
-    names = [(i, t) for i, t in enumerate(tokens) if t.capital and not t.stop and t.stem in s.positions]
+    positions = s.positions
+    names = [(i, t) for i, t in enumerate(tokens) if t.capital and not t.stop and t.stem in positions]
+    if len(names) < 2:
+        return None
     stems = [t.stem for t in tokens]
     for a, (i, x) in enumerate(names):
         for k, y in names[a + 1 :]:

@@ -68,8 +68,8 @@ _COMMON = frozenset(
 
 NEGATION_CUES = frozenset(
     """not no never none neither nor without cannot can't won't don't doesn't didn't isn't aren't wasn't weren't
-    hasn't haven't hadn't shouldn't wouldn't couldn't nobody nothing nowhere n't fail failed fails failing unable
-    lack lacks lacked refuse refused deny denied denies non""".split()
+    hasn't haven't hadn't shouldn't wouldn't couldn't mustn't needn't shan't ain't nobody nothing nowhere n't fail
+    failed fails failing unable lack lacks lacked refuse refused deny denied denies non""".split()
     # Verbs that forbid: "prohibited" says what "not allowed" says.
     + "ban banned bans prohibit prohibited prohibits prohibition forbid forbids forbidden forbade".split()
 )
@@ -169,6 +169,7 @@ _CONNECTIVES = frozenset(
     nonetheless meanwhile consequently accordingly likewise similarly conversely ultimately overall importantly
     indeed""".split()
 )  # whole words, not stems: "finally" and "importantly" would take "final" and "important" with them
+_CONNECTIVE_STEMS = frozenset(stem(w) for w in _CONNECTIVES)  # a cheap first test
 STOP_STEMS = _STOP_STEMS = frozenset(stem(w) for w in STOPWORDS) | STOPWORDS
 
 
@@ -232,7 +233,7 @@ def is_negation(token: Token) -> bool:
 
 def word_weight(token: Token) -> float:
     """How much a word counts towards a claim: 0 for function words, low for common words, high for names."""
-    if token.stop or token.text.lower() in _CONNECTIVES:
+    if token.stop or (token.stem in _CONNECTIVE_STEMS and token.text.lower() in _CONNECTIVES):
         return 0.0
     if token.stem in _COMMON_STEMS:
         return 0.35
