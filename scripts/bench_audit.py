@@ -2,13 +2,14 @@
 """Benchmark the audit: the verifier alone (sentences/s, one core) and the whole pipeline (responses/s).
 
     python scripts/bench_audit.py [--responses 5000] [--verifier heuristic] [extra Beam options]
-    python scripts/bench_audit.py --direct_num_workers=2 --direct_running_mode=multi_processing  # both cores
+    python scripts/bench_audit.py --direct_num_workers=1   # the whole pipeline in this one process
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic`), times `Verifier.verify` over all their sentences in
 this process (CPU time, one core), the plain function behind each pipeline
 stage (CPU ms per response), then writes the responses as JSONL and times
-`groundwatch audit` on the default in-process runner (reading, parsing,
+`groundwatch audit` with its default options (one worker process per core for
+inputs of 8 MiB or more, about 3,300 of these responses; reading, parsing,
 windowing, dedupe, verifying, citation and claim audits, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory. Not a test: figures depend on the machine and its load
@@ -30,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-from pipelines.audit import AuditOptions, audit_steps, run  # noqa: E402
+from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run  # noqa: E402
 from pipelines.traffic import generate_responses, write_jsonl  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
 from transforms.audit import score_and_flag, verify_response  # noqa: E402
@@ -88,6 +89,14 @@ def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
     return costs
 
 
+def _runner_mode(argv: list[str]) -> str:
+    """The runner and workers the audit will use with these arguments (large inputs get one worker per core)."""
+    options = pipeline_options(argv).get_all_options()
+    if options["runner"] != "FnApiRunner" or options["direct_num_workers"] in (None, 0, 1):
+        return f"{options['runner']}, in process" if options["runner"] == "FnApiRunner" else options["runner"]
+    return f"FnApiRunner, {options['direct_num_workers']} worker processes"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--responses", type=int, default=5000, help="Responses to generate. Default 5000.")
@@ -110,9 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         write_jsonl(lines, path)
         load0, cpu0, wall0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
+        mode = _runner_mode(argv)
         counts = run(argv, out=lambda _: None)
         wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
-    print(f"pipeline ({' '.join(beam_args) or 'default runner: FnApiRunner, in process'}):")
+    print(f"pipeline ({' '.join(beam_args) or 'default options'}: {mode}):")
     print(f"  {counts.read} responses read, {counts.audited} audited, {counts.dead_lettered} dead-lettered")
     print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
     print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
