@@ -54,3 +54,28 @@ def test_connective_does_not_lower_the_score():
     linked = _one("Moreover, the museum reopened in June after a two-year renovation.", evidence)
     assert linked.attribution_verdict == V.fully_grounded
     assert grounded_score(linked) >= grounded_score(plain) - 1e-9
+
+
+_SONG = 'The band released the single "Rock and Roll All Nite" on their 1975 album.'
+
+
+def test_quoted_title_not_found_word_for_word_is_not_grounded():
+    v = _one("The band released the single 'I Want to Rock and Roll' on their 1975 album.", _SONG)
+    assert v.attribution_verdict != V.fully_grounded
+    assert "I Want to Rock and Roll" in v.unsupported_spans
+    assert grounded_score(v) < 0.5
+
+
+def test_quoted_title_in_other_case_and_punctuation_is_grounded():
+    v = _one('The band released the single "Rock and roll all nite" on their 1975 album.', _SONG)
+    assert v.attribution_verdict == V.fully_grounded
+    v = _one('She starred in "Ray & Liz" in 2018.', "In 2018 she starred in Ray and Liz.")
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_lowercase_quoted_speech_is_not_held_to_the_letter():
+    v = _one(
+        'The minister said the plan was "a good start for the city".',
+        "The minister said the plan was a good start for the whole city.",
+    )
+    assert v.attribution_verdict == V.fully_grounded

@@ -10,12 +10,15 @@ Evidence passages are indexed by `transforms.evidence_index` (re-exported here);
 each sentence of the answer is matched against them through the inverted index
 of stems, and a greedy cover picks the few evidence sentences that together
 support the most weight. Quantities must match exactly; a duration may be the
-gap between two evidence times or dates.
+gap between two evidence times or dates. A quoted title ("the song 'Gone Gone
+Gone'", capitalised, 2 to 10 words) must appear word for word in one evidence
+sentence, and a sentence with a contradiction cue is never fully grounded.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
@@ -262,6 +265,26 @@ def _longest_unsupported(spans: list[str]) -> float:
     return max((sum(word_weight(t) for t in tokenize(span)) for span in spans), default=0.0)
 
 
+# A quotation in double or curly quotes, or in single quotes that are not apostrophes ("the song 'Hello'").
+_QUOTED = re.compile(
+    r"\"([^\"]{2,120})\"|\u201c([^\u201d]{2,120})\u201d|\u2018([^\u2019]{2,120})\u2019|(?<!\w)'([^']{2,120})'(?!\w)"
+)
+_TITLE_WORDS = 2, 10  # a title has a few words; a longer quotation is quoted speech, often paraphrased
+
+
+def _unmatched_titles(sentence: str, ev: EvidenceIndex) -> list[str]:
+    """Quoted titles of the sentence (capitalised, a few words) whose words are not in the evidence in that order."""
+    if "'" not in sentence and '"' not in sentence and "\u201c" not in sentence and "\u2018" not in sentence:
+        return []
+    out = []
+    for m in _QUOTED.finditer(sentence):
+        quote = next(g for g in m.groups() if g)
+        stems = [t.stem for t in tokenize(quote.replace("&", " and "))]  # "Ray & Liz" is "Ray and Liz"
+        if quote[:1].isupper() and _TITLE_WORDS[0] <= len(stems) <= _TITLE_WORDS[1] and not ev.contains_run(stems):
+            out.append(quote.strip(" .,;:"))
+    return out
+
+
 def _is_name(tokens, item) -> bool:
     t = tokens[item.token_ids[0]]
     return t.capital and t.start > 0
@@ -322,6 +345,14 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         "bad_scope": sum(1 for t in tokens if t.text.lower() in SCOPE_WORDS and t.stem not in ev.postings),
     }
     out.grounded_probability = _probability(out.features)
+    misquoted = _unmatched_titles(sentence, ev)
+    if misquoted:
+        # A quoted title ("the song 'Gone Gone Gone'") names one exact thing: evidence without those words in that
+        # order does not support it, however many of them it has elsewhere.
+        out.unsupported_spans = sorted(set(out.unsupported_spans) | set(misquoted), key=sentence.find)
+        if out.grounded_probability >= 0.5:
+            out.grounded_probability = 0.45
+            out.notes.append(f"quoted title {misquoted[0]!r} not found word for word in the evidence")
     if out.grounded_probability >= 0.5 and out.contradictions:
         # A cue ties a claim word to a conflicting word or value in the same slot of the evidence: however much of the
         # rest is supported, the sentence says something the evidence denies.

@@ -127,9 +127,13 @@ class EvidenceIndex:
     def adjacent(self, first: str, second: str) -> bool:
         """Whether two stems stand next to each other somewhere in the evidence (a substring test on joined stems:
         far cheaper than building a set of every evidence bigram, which most sentences never need)."""
+        return self.contains_run([first, second])
+
+    def contains_run(self, stems) -> bool:
+        """Whether the stems occur one after the other, in this order, within one evidence sentence."""
         if self._joined is None:
             self._joined = " " + " | ".join(" ".join(s.stem_list) for s in self.sentences) + " "
-        return f" {first} {second} " in self._joined
+        return f" {' '.join(stems)} " in self._joined
 
 
 def one_edit(a: str, b: str) -> bool:

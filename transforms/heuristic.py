@@ -8,8 +8,9 @@ same quantity, a flipped negation, an antonym or a swapped name in the
 best-aligned evidence sentence (contradiction: "founded in Paris" against
 "founded in London"), an antonym or a one-sided negation in the same slot of
 any well-aligned one, names the other way round around the same relation
-("Leeds beat York" / "York beat Leeds"), and reports what no passage supports
-as exact spans of the sentence::
+("Leeds beat York" / "York beat Leeds"), checks that a quoted title appears
+word for word, and reports what no passage supports as exact spans of the
+sentence::
 
     verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
@@ -101,7 +102,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "20"
+    version = "21"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])
