@@ -122,20 +122,23 @@ def metrics_table(block: dict, *, markdown: bool = False) -> list[str]:
 
 
 def confusion_lines(m: dict, *, markdown: bool = False) -> list[str]:
-    """The confusion matrix, rows = human label, columns = verifier label, with per-class recall."""
+    """The confusion matrix, rows = human label, columns = verifier label, with per-class recall (strict, and
+    compatible: the prediction is one the annotation allows)."""
     labels = m["labels"]
     short = [lab[:12] for lab in labels]
     if markdown:
-        lines = [f"| {_CORNER} | " + " | ".join(short) + " | recall |", "|" + "---|" * (len(labels) + 2)]
+        lines = [f"| {_CORNER} | " + " | ".join(short) + " | recall | compat |", "|" + "---|" * (len(labels) + 3)]
     else:
-        lines = [f"{_CORNER:<20}" + " ".join(f"{s:>12}" for s in short) + f"{'recall':>8}"]
+        lines = [f"{_CORNER:<20}" + " ".join(f"{s:>12}" for s in short) + f"{'recall':>8}{'compat':>8}"]
+    compatible = m.get("compatible_recall", {})
     for label, row in zip(labels, m["confusion_matrix"], strict=True):
         recall = m["per_class"][label]["recall"] if m["per_class"][label]["support"] else None
         rtxt = "-" if recall is None else f"{recall:.2f}"
+        ctxt = "-" if compatible.get(label) is None else f"{compatible[label]:.2f}"
         if markdown:
-            lines.append(f"| {label} | " + " | ".join(str(c) for c in row) + f" | {rtxt} |")
+            lines.append(f"| {label} | " + " | ".join(str(c) for c in row) + f" | {rtxt} | {ctxt} |")
         else:
-            lines.append(f"{label:<20}" + " ".join(f"{c:>12}" for c in row) + f"{rtxt:>8}")
+            lines.append(f"{label:<20}" + " ".join(f"{c:>12}" for c in row) + f"{rtxt:>8}{ctxt:>8}")
     return lines
 
 

@@ -79,6 +79,8 @@ def test_sentence_metrics_match_hand_computation():
     # One item per bin, so ECE is the mean |score - truth|.
     assert m["expected_calibration_error"] == pytest.approx((0.1 + 0.4 + 0.7 + 0.2 + 0.55 + 0.1 + 0.4 + 0.05) / 8)
     assert m["per_class"][CT]["recall"] == 0.5
+    # Compatible recall: the contradicted item predicted ungrounded is allowed by its annotation (CT or UG).
+    assert m["compatible_recall"] == {FG: 2 / 3, PG: 1 / 2, UG: 1.0, CT: 1.0}
 
 
 def test_metrics_agree_with_scikit_learn():

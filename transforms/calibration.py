@@ -33,6 +33,7 @@ __all__ = [
     "bootstrap_intervals",
     "classification_metrics",
     "cohen_kappa",
+    "compatible_recall",
     "confusion_matrix",
     "flags_sentence",
     "macro_f1",
@@ -98,6 +99,20 @@ def per_class(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[st
         recall = tp / n_gold if n_gold else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         out[label] = {"precision": precision, "recall": recall, "f1": f1, "support": n_gold, "predicted": n_pred}
+    return out
+
+
+def compatible_recall(items: Sequence[Scored], labels: Sequence[str]) -> dict[str, float | None]:
+    """Per gold label, the share of its items whose prediction the annotation allows (`acceptable`, else the label).
+
+    Where a source cannot tell two classes apart (a derived label), this is the recall to read: a SummEdits
+    edit labelled contradicted may be predicted ungrounded and still agree with the humans.
+    """
+    out: dict[str, float | None] = {}
+    for label in labels:
+        members = [it for it in items if it.gold == label]
+        ok = sum(it.predicted in (it.acceptable or (it.gold,)) for it in members)
+        out[label] = ok / len(members) if members else None
     return out
 
 
@@ -338,5 +353,6 @@ def classification_metrics(items: Sequence[Scored], labels: Sequence[str], *, po
         "labels": list(labels),
         "confusion_matrix": confusion_matrix(gold, pred, labels),
         "per_class": per_class(gold, pred, labels),
+        "compatible_recall": compatible_recall(items, labels),
         "reliability": bins,
     }
