@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from schemas import AttributionVerdict, EvidencePassage
-from transforms.alignment import index_evidence
+from transforms.alignment import _greedy_cover, _items, index_evidence
 from transforms.contradiction import replaced_and_added
 from transforms.heuristic import HeuristicVerifier, grounded_score
+from transforms.slot_cues import anchored_name_swap
 from transforms.textmatch import stem, tokenize, word_weight
 
 V = AttributionVerdict
@@ -273,3 +274,21 @@ def test_comparative_direction_reversed_is_contradicted(claim, evidence, word):
     v = _one(claim, evidence)
     assert v.attribution_verdict == V.contradicted
     assert f"{word!r} where the evidence says the opposite" in v.provenance_notes
+
+
+_KOWAL = "Family tree of Jan Kowal, painter. Jan Kowal was born on 5 July 1867 in Warsaw, and died in 1951 in Krakow."
+
+
+def test_name_in_the_slot_of_another_name_is_contradicted_without_word_alignment():
+    # "born ... in Warsaw" several words apart: the same anchor word and preposition, another name.
+    ev = index_evidence([("e1", _KOWAL)])
+    tokens, items, _ = _items("Jan Kowal was born in Gdansk.", ev)
+    total = sum(it.weight for it in items)
+    _, _, gain = _greedy_cover(items, total)
+    cue = anchored_name_swap(tokens, items, ev, gain, total)
+    assert cue is not None and cue.reason == "'Gdansk' where the evidence has 'Warsaw'"
+    assert _one("Jan Kowal was born in Gdansk.", _KOWAL).attribution_verdict == V.contradicted
+
+
+def test_the_named_place_itself_is_no_swap():
+    assert _one("Jan Kowal was born in Warsaw.", _KOWAL).attribution_verdict == V.fully_grounded

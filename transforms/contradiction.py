@@ -20,7 +20,14 @@ from difflib import SequenceMatcher
 
 from transforms.evidence_index import one_edit
 from transforms.quantities import Quantity, same_value
-from transforms.slot_cues import anchored_negation, anchored_opposite, negated_forms, negated_heads, swapped_roles
+from transforms.slot_cues import (
+    anchored_name_swap,
+    anchored_negation,
+    anchored_opposite,
+    negated_forms,
+    negated_heads,
+    swapped_roles,
+)
 from transforms.synonyms import synonym_stems
 from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, word_weight
 
@@ -211,4 +218,7 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
         found.append(Contradiction(s.doc_id, _excerpt(s), role_cue.reason, role_cue.strength * align))
     if align >= 0.4 and not found:
         found.extend(_substitutions(tokens, items, s, gain_of[best], total))
+    cue = None if found else anchored_name_swap(tokens, items, ev, gain_of, total)
+    if cue:
+        found.append(Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength))
     return found

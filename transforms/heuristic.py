@@ -8,7 +8,8 @@ same quantity, a flipped negation, an antonym or a swapped name in the
 best-aligned evidence sentence (contradiction: "founded in Paris" against
 "founded in London"), an antonym or a one-sided negation in the same slot of
 any well-aligned one, names the other way round around the same relation
-("Leeds beat York" / "York beat Leeds"), checks that a quoted title appears
+("Leeds beat York" / "York beat Leeds") or a name in the slot of another
+("born in Gdansk" / "born on 5 July 1867 in Warsaw"), checks that a quoted title appears
 word for word, and reports what no passage supports as exact spans of the
 sentence::
 
@@ -102,7 +103,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "21"
+    version = "22"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])

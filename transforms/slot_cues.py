@@ -6,6 +6,7 @@ Used by `transforms.contradiction`; each cue returns the evidence sentence, a re
     anchored_opposite(tokens, ev, gain_of, total)   # "unsuitable contracts" / "assign suitable tasks"
     anchored_negation(tokens, ev, gain_of, total)   # "can't try the wines" / "can try the wines"
     swapped_roles(tokens, s)                        # "Leeds beat York" / "York beat Leeds"
+    anchored_name_swap(tokens, items, ev, gain_of, total)   # "born in Gdansk" / "born on 5 July 1867 in Warsaw"
 
 They search the few best-aligned evidence sentences (a long claim draws on
 several, and the conflicting one need not be the one that covers most of it).
@@ -16,9 +17,17 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, count_negations
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations
 
-__all__ = ["Cue", "anchored_negation", "anchored_opposite", "negated_forms", "negated_heads", "swapped_roles"]
+__all__ = [
+    "Cue",
+    "anchored_name_swap",
+    "anchored_negation",
+    "anchored_opposite",
+    "negated_forms",
+    "negated_heads",
+    "swapped_roles",
+]
 
 
 class Cue(NamedTuple):
@@ -247,3 +256,45 @@ def swapped_roles(tokens, s) -> Cue | None:
             if other and not same:
                 return Cue(s, f"{x.text!r} and {y.text!r} the other way round in the evidence", 0.7)
     return None
+
+
+_NAME_REACH = 6  # evidence words after the anchor searched for the other name
+
+
+def anchored_name_swap(tokens, items, ev, gain_of: dict, total: float) -> Cue | None:
+    """A name of the claim found nowhere in the evidence, in a slot where a well-aligned evidence sentence has
+    another name: the same content word before it and the same preposition right before the name ("born in
+    Mutschelleben" against "born on 5 July 1767 in Montbeliard"). The aligned sentences need not line up word for
+    word (a claim's slot often sits in a longer evidence sentence)."""
+    nowhere = {i for it in items if not it.support and it.quantity is None for i in it.token_ids}
+    names = [i for i in sorted(nowhere) if tokens[i].capital and tokens[i].start > 0 and not tokens[i].stop]
+    if not names:
+        return None
+    claim_stems = {t.stem for t in tokens}
+    aligned = [
+        ev.sentences[sid]
+        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
+        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
+    ]
+    for i in names:
+        if i < 2 or not tokens[i - 1].stop or tokens[i - 1].capital:
+            continue  # the name must follow a preposition ("in", "at", "from", "by")
+        prep = tokens[i - 1].stem
+        anchor = next((k for k in range(i - 2, max(-1, i - 5), -1) if not tokens[k].stop), None)
+        if anchor is None or tokens[anchor].capital:
+            continue
+        for s in aligned:
+            words = _words_of(s)
+            for j in s.positions.get(tokens[anchor].stem, ()):
+                for m in range(j + 2, min(len(words), j + _NAME_REACH + 1)):
+                    w = words[m]
+                    if s.stem_list[m - 1] == prep and w[:1].isupper() and s.stem_list[m] not in claim_stems:
+                        if s.stem_list[m] in STOP_STEMS or len(w) < 3:
+                            continue
+                        return Cue(s, f"{tokens[i].text!r} where the evidence has {w!r}", 0.6)
+    return None
+
+
+def _words_of(s) -> list[str]:
+    """The words of an evidence sentence as written (capitals kept), parallel to its stems."""
+    return WORD_PATTERN.findall(s.text, s.start, s.end)
