@@ -14,6 +14,7 @@ words; if the two talk about the same thing, four distortions are looked for:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from transforms.quantities import extract_quantities, same_value
@@ -57,11 +58,22 @@ def align(claim: str, passage: str) -> tuple[str, float]:
     if not claim_words:
         return "", 0.0
     best, best_share = "", 0.0
-    for sentence in split_sentences(passage) or [passage]:
-        share = len(claim_words & _content(tokenize(sentence))) / len(claim_words)
+    for sentence, words in _sentence_words(passage):
+        share = len(claim_words & words) / len(claim_words)
         if share > best_share:
             best, best_share = sentence, share
     return best, best_share
+
+
+@lru_cache(maxsize=256)
+def _sentence_words(passage: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The passage's sentences with their content words (remembered: a response cites its passages many times)."""
+    return tuple((s, frozenset(_content(tokenize(s)))) for s in split_sentences(passage) or [passage])
+
+
+@lru_cache(maxsize=256)
+def _quantities(text: str) -> tuple:
+    return tuple(extract_quantities(text))
 
 
 def _lower_words(tokens: tuple[Token, ...]) -> list[str]:
@@ -127,11 +139,14 @@ def _negated_stems(tokens: tuple[Token, ...], shared: set[str]) -> set[str]:
     return negated
 
 
-def _negation(claim_toks, source_toks, passage_toks=()) -> FidelityIssue | None:
+def _negation(claim_toks, source_toks, passage: str = "") -> FidelityIssue | None:
     shared = _content(claim_toks) & _content(source_toks)
     in_claim, in_source = _negated_stems(claim_toks, shared), _negated_stems(source_toks, shared)
-    # A claim's negation the passage states elsewhere (another sentence) is not a flip.
-    flipped = (in_claim - in_source - _negated_stems(passage_toks, in_claim)) | (in_source - in_claim)
+    only_claim = in_claim - in_source
+    if only_claim:
+        # A claim's negation the passage states elsewhere (another sentence) is not a flip.
+        only_claim -= _negated_stems(tokenize(passage), in_claim)
+    flipped = only_claim | (in_source - in_claim)
     if not flipped:
         return None
     # Name the first flipped word in reading order, with the negation before it.
@@ -150,8 +165,8 @@ def _negation(claim_toks, source_toks, passage_toks=()) -> FidelityIssue | None:
 
 def _numbers(claim: str, source_sentence: str, passage: str) -> list[FidelityIssue]:
     issues = []
-    in_passage = extract_quantities(passage)
-    in_sentence = extract_quantities(source_sentence)
+    in_passage = _quantities(passage)
+    in_sentence = _quantities(source_sentence)
     claim_quantities = extract_quantities(claim)
     for q in claim_quantities:
         if any(same_value(q, e) for e in in_passage):
@@ -176,5 +191,5 @@ def fidelity_issues(claim: str, passage: str) -> list[FidelityIssue]:
         return []
     claim_toks, source_toks = tokenize(claim), tokenize(sentence)
     issues = [_hedge(claim_toks, source_toks), _scope(claim_toks, source_toks)]
-    issues.append(_negation(claim_toks, source_toks, tokenize(passage)))
+    issues.append(_negation(claim_toks, source_toks, passage))
     return [i for i in issues if i is not None] + _numbers(claim, sentence, passage)
