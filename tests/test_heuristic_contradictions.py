@@ -8,7 +8,7 @@ from schemas import AttributionVerdict, EvidencePassage
 from transforms.alignment import _greedy_cover, _items, index_evidence
 from transforms.contradiction import replaced_and_added
 from transforms.heuristic import HeuristicVerifier, grounded_score
-from transforms.slot_cues import anchored_name_swap
+from transforms.slot_cues import anchored_name_swap, negated_heads
 from transforms.textmatch import stem, tokenize, word_weight
 
 V = AttributionVerdict
@@ -292,3 +292,40 @@ def test_name_in_the_slot_of_another_name_is_contradicted_without_word_alignment
 
 def test_the_named_place_itself_is_no_swap():
     assert _one("Jan Kowal was born in Warsaw.", _KOWAL).attribution_verdict == V.fully_grounded
+
+
+def test_negation_reaches_over_a_preposition_but_not_into_the_next_phrase():
+    assert negated_heads([stem(w) for w in "plead not guilty to the murder".split()]) == {2: 1, 5: 1}
+    # A song called "No Good" before "the album": the negation does not reach the album.
+    assert negated_heads([stem(w) for w in "it no good the album".split()]) == {2: 1}
+    v = _one(
+        "At the May hearing in Leeds, Brown pleaded guilty to the murder of a local shopkeeper.",
+        "At the May hearing in Leeds, Brown appeared before the court for the killing of a local shopkeeper. "
+        "He pleaded not guilty to the murder and guilty to manslaughter.",
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "'murder' negated in the evidence only" in v.provenance_notes
+
+
+def test_a_title_with_no_in_it_does_not_negate_what_follows():
+    v = _one(
+        "Ultra is an album by the band.",
+        'Preceded by the singles "Barrel" and "It\'s No Good", the album Ultra by the band was released in 1997.',
+    )
+    assert v.attribution_verdict != V.contradicted
+
+
+def test_a_word_the_evidence_also_says_in_the_slot_has_no_opposite():
+    v = _one(
+        "The oxygen atom carries a negative charge.",
+        "Oxygen has a larger positive charge in its nucleus. The oxygen atom carries a slightly negative charge.",
+    )
+    assert v.attribution_verdict == V.fully_grounded
+
+
+def test_a_capitalised_word_after_an_article_is_no_name_swap():
+    v = _one(
+        "She was appointed to the U.S. Supreme Court by President Reagan in 1981.",
+        "In 1981 she was appointed to the Supreme Court by President Reagan, from Maricopa County.",
+    )
+    assert v.attribution_verdict != V.contradicted

@@ -192,9 +192,13 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     s = ev.sentences[best]
     claim_stems = [t.stem for t in tokens]
     claim_neg = count_negations(claim_stems)
-    # A negation only the claim has must deny something the aligned sentence states ("does not serve wine" is no
-    # conflict with an aligned sentence about the opening of the bar).
-    denies_it = s.negations or any(claim_stems[m] in s.stems for m in negated_heads(claim_stems))
+    # A negation on one side must deny something the other side states ("does not serve wine" is no conflict with an
+    # aligned sentence about the opening of the bar, nor a song called "No Good" with a claim about the album).
+    if claim_neg % 2:
+        denies_it = any(claim_stems[m] in s.stems for m in negated_heads(claim_stems))
+    else:
+        prefixes = {st[:5] for st in claim_stems}  # "renewable" is denied, "renewed" claimed
+        denies_it = any(s.stem_list[m][:5] in prefixes for m in negated_heads(s.stem_list))
     if align >= 0.6 and (claim_neg % 2) != (s.negations % 2) and denies_it:
         found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
     # An antonym under a negation on one side only agrees ("not allowed" / "banned"): no antonym cue then.

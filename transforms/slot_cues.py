@@ -109,11 +109,18 @@ def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
                     candidates.append((i, t, opposite))
     if not candidates:
         return None
-    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
-        align = gain_of[sid] / total
-        if align < _ANCHOR_ALIGNMENT:
-            break
-        s = ev.sentences[sid]
+    aligned = [
+        (ev.sentences[sid], gain_of[sid] / total)
+        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
+        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
+    ]
+    # A claim word that an aligned sentence also says in the same slot is stated, whatever else the evidence says.
+    candidates = [
+        (i, t, opposite)
+        for i, t, opposite in candidates
+        if not any(_shares_context(tokens, i, s, j) for s, _ in aligned for j in s.positions.get(t.stem, ()))
+    ]
+    for s, align in aligned:
         for i, t, opposite in candidates:
             if t.stem in s.stems:
                 continue
@@ -174,20 +181,34 @@ def _is_negation_at(stems, k: int) -> bool:
     return not (st == "not" and following in ("only", "just")) and not (st == "no" and following[:1].isdigit())
 
 
+# Prepositions that carry a negation on to the next content word ("not guilty to murder").
+_LINKS = frozenset("to of for in on at with from by".split())
+
+
 def negated_heads(stems) -> dict:
-    """Positions of the first two content words after each negation cue (what the negation denies), to the cue's."""
+    """Positions of the content words a negation cue denies, to the cue's: the first content word after it, and the
+    next one when it follows at once or after a preposition ("can't try different wines", "not guilty to the murder";
+    not "'It's No Good', the album")."""
     out = {}
     if NEGATION_STEMS.isdisjoint(stems):
         return out  # the common case: no negation at all (the usual contractions are listed cues)
     for k in range(len(stems)):
         if _is_negation_at(stems, k):
-            taken = 0
-            for m in range(k + 1, min(len(stems), k + 6)):
+            for m in range(k + 1, min(len(stems), k + 5)):
                 if stems[m] not in STOP_STEMS and stems[m] not in NEGATION_STEMS:
                     out[m] = k
-                    taken += 1
-                    if taken == 2:
-                        break
+                    following = m + 1
+                    if following < len(stems) and stems[following] in _LINKS:
+                        following += 1
+                        while following < len(stems) and stems[following] in ("a", "an", "the"):
+                            following += 1
+                    if (
+                        following < len(stems)
+                        and stems[following] not in STOP_STEMS
+                        and not stems[following][:1].isdigit()
+                    ):
+                        out[following] = k
+                    break
     return out
 
 
@@ -259,6 +280,7 @@ def swapped_roles(tokens, s) -> Cue | None:
 
 
 _NAME_REACH = 6  # evidence words after the anchor searched for the other name
+_PREPOSITIONS = frozenset("in at from to by on of into near".split())
 
 
 def anchored_name_swap(tokens, items, ev, gain_of: dict, total: float) -> Cue | None:
@@ -277,7 +299,7 @@ def anchored_name_swap(tokens, items, ev, gain_of: dict, total: float) -> Cue | 
         if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
     ]
     for i in names:
-        if i < 2 or not tokens[i - 1].stop or tokens[i - 1].capital:
+        if i < 2 or tokens[i - 1].stem not in _PREPOSITIONS or tokens[i - 1].capital or len(tokens[i].text) < 3:
             continue  # the name must follow a preposition ("in", "at", "from", "by")
         prep = tokens[i - 1].stem
         anchor = next((k for k in range(i - 2, max(-1, i - 5), -1) if not tokens[k].stop), None)
