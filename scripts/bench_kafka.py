@@ -185,13 +185,20 @@ def _report(name: str, count: int, seconds: float, sampler: _Sampler, audited: l
     print(f"max lag              {max((lag for _, lag in sampler.lag), default=0)}")
 
 
+def _log_tail(work: Path, topic: str, lines: int = 25) -> str:
+    """The end of a monitor's log, for an error: the log's temporary folder is gone once the error propagates."""
+    log = work / f"{topic}.log"
+    tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else ["(no log)"]
+    return "the end of its log:\n" + "\n".join(tail)
+
+
 def _wait_lake(lake: Path, topic: str, count: int, process: subprocess.Popen, timeout_s: float) -> float:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if len(_offsets_in_lake(lake, topic)) >= count:
             return time.monotonic()
         if process.poll() not in (None, 0):
-            raise RuntimeError(f"monitor exited with {process.returncode}; see {lake.parent}/{topic}.log")
+            raise RuntimeError(f"monitor exited with {process.returncode}; {_log_tail(lake.parent, topic)}")
         time.sleep(0.5)
     raise RuntimeError(f"the lake did not get {count} responses within {timeout_s:.0f}s")
 
@@ -207,7 +214,7 @@ def bench_bounded(bootstrap: str, count: int, window: int, work: Path) -> None:
         sampler = _Sampler(bootstrap, topic, f"bench-{topic}", process.pid)
         sampler.start()
         if process.wait() != 0:
-            raise RuntimeError(f"bounded monitor failed; see {work}/{topic}.log")
+            raise RuntimeError(f"bounded monitor failed; {_log_tail(work, topic)}")
         seconds = time.monotonic() - started
         sampler.stop()
         latencies = _latencies(bootstrap, topic, lake)
