@@ -26,6 +26,7 @@ fabricated, misattributed or unverifiable, when it distorts the source, or when 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from schemas import (
     AttributionVerdict,
@@ -110,8 +111,10 @@ def _quote_carries_claim(ref: CitationRef, quote: tuple[str, QuoteFound] | None)
     return sum(not t.stop for t in tokenize(rest)) <= _LEAD_IN_WORDS
 
 
-def _content_stems(text: str) -> set[str]:
-    return {t.stem for t in tokenize(text) if not t.stop}
+@lru_cache(maxsize=1024)
+def _content_stems(text: str) -> frozenset[str]:
+    """The content-word stems of a text (remembered: each passage of a response is ranked against several claims)."""
+    return frozenset(t.stem for t in tokenize(text) if not t.stop)
 
 
 def _other_support(

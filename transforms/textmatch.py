@@ -220,8 +220,10 @@ def count_negations(stems: list[str]) -> int:
     return n
 
 
+@lru_cache(maxsize=100_000)
 def is_negation_word(word: str) -> bool:
-    """Whether a word negates its clause ("not", "never", "didn't", ...)."""
+    """Whether a word negates its clause ("not", "never", "didn't", ...); cached like `stem`: asked of every word
+    near a claim word, for each passage a claim is checked against."""
     low = word.lower().replace("\u2019", "'")
     return low in NEGATION_CUES or low.endswith("n't")
 
