@@ -21,8 +21,6 @@ import math
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import NamedTuple
 
 from transforms.contradiction import Contradiction, find_contradictions, replaced_and_added
 from transforms.evidence_index import PREFIX as _PREFIX
@@ -102,68 +100,22 @@ class _Item:
     gap_ends: tuple = ()  # the two evidence times or dates a derived duration lies between
 
 
-class _ClaimWords(NamedTuple):
-    """What the alignment needs of a sentence alone, whatever the evidence (see `_claim_words`).
-
-    Flat tuples of strings and numbers, few objects per sentence: a remembered object that holds many small
-    containers makes every garbage collection slower, which cost more than the cache saved (measured).
-    """
-
-    tokens: tuple  # the words, citation markers left out
-    quantities: tuple  # the quantities, citation markers left out
-    quantity_ids: tuple  # first token index, index after the last, of each quantity
-    word_ids: tuple  # token indexes of the words that weigh something and are not part of a quantity
-    word_weights: tuple  # their weights
-    pairs: tuple  # " a b " for each two adjacent stems: the needle of an adjacency test
-    content: tuple  # the content stems in order (function words skipped)
-    scope_stems: tuple  # stems of the superlatives and exclusives (SCOPE_WORDS)
-
-
-@lru_cache(maxsize=4096)
-def _claim_words(sentence: str) -> _ClaimWords:
-    """The sentence's words, quantities and word pairs, without the citation markers.
-
-    Remembered for the last sentences seen: one response puts each claim to several passage sets (the sentence
-    verdicts, then each citation's passage and its alternatives), and this part never depends on the evidence.
-    """
+def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], list[Quantity]]:
     markers = citation_marker_spans(sentence)
-    tokens = tokenize(sentence)
-    quantities = extract_quantities(sentence)
+    tokens = list(tokenize(sentence))
+    quantities = list(extract_quantities(sentence))
     if markers:
-        tokens = tuple(t for t in tokens if not any(s <= t.start < e for s, e in markers))
-        quantities = tuple(q for q in quantities if not any(s <= q.start < e for s, e in markers))
+        tokens = [t for t in tokens if not any(s <= t.start < e for s, e in markers)]
+        quantities = [q for q in quantities if not any(s <= q.start < e for s, e in markers)]
+    items, in_quantity = [], {}
     starts = [t.start for t in tokens]
-    quantity_ids, in_quantity = [], set()
     for q in quantities:
-        first, stop = bisect_left(starts, q.start), bisect_left(starts, q.end)
-        in_quantity.update(range(first, stop))
-        quantity_ids += (first, stop)
-    word_ids, word_weights = [], []
-    for i, t in enumerate(tokens):
-        w = word_weight(t)
-        if i not in in_quantity and w != 0.0:
-            word_ids.append(i)
-            word_weights.append(w)
-    return _ClaimWords(
-        tokens,
-        quantities,
-        tuple(quantity_ids),
-        tuple(word_ids),
-        tuple(word_weights),
-        tuple(f" {x.stem} {y.stem} " for x, y in zip(tokens, tokens[1:], strict=False)),
-        tuple(t.stem for t in tokens if not t.stop),
-        tuple(t.stem for t in tokens if t.text.lower() in SCOPE_WORDS),
-    )
-
-
-def _items(sentence: str, ev: EvidenceIndex) -> tuple[tuple[Token, ...], list[_Item], tuple[Quantity, ...]]:
-    claim = _claim_words(sentence)
-    items = []
-    for k, q in enumerate(claim.quantities):
+        ids = list(range(bisect_left(starts, q.start), bisect_left(starts, q.end)))
+        for i in ids:
+            in_quantity[i] = True
         support = ev.exact.get(quantity_key(q), ())
         if not support and (q.kind in ("date", "year") or q.kind == "number" and q.value):
             support = {sid for eq, sid in ev.quantities if same_value(q, eq)}
-        ids = list(range(claim.quantity_ids[2 * k], claim.quantity_ids[2 * k + 1]))
         item = _Item(q.text, _QUANTITY_WEIGHT, support, ids, quantity=q)
         if not support and q.kind == "duration":
             pairs = ev.gaps().get(float(q.value))
@@ -173,10 +125,11 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[tuple[Token, ...], list[_I
                 item.gap_ends = (qa.text, qb.text)
                 item.support = {sa, sb}
         items.append(item)
-    postings, tokens = ev.postings, claim.tokens
-    for i, w in zip(claim.word_ids, claim.word_weights, strict=True):
-        t = tokens[i]
-        support, w_support = postings.get(t.stem, ()), 1.0
+    for i, t in enumerate(tokens):
+        w = word_weight(t)
+        if i in in_quantity or w == 0.0:
+            continue
+        support, w_support = ev.postings.get(t.stem, ()), 1.0
         if not support and t.stem in SYNONYMS:  # a paraphrase: "purchased" for "bought"
             support, w_support = ev.synonymous(t.stem), _SYNONYM_STRENGTH
         if not support and 2 <= len(t.text) <= 5 and t.text.isupper() and t.text.isalpha():  # "USA", "NHS"
@@ -195,7 +148,7 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[tuple[Token, ...], list[_I
     for it in items:
         if it.quantity is not None and it.pair is None and it.support and worded:
             it.support = [sid for sid in it.support if sid in worded]
-    return claim.tokens, items, claim.quantities
+    return tokens, items, quantities
 
 
 def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int], dict[int, float]]:
@@ -224,20 +177,23 @@ def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int]
 
 
 def _token_spans(
-    sentence: str, claim: _ClaimWords, unsupported: set[int], ev: EvidenceIndex, bounds: dict[int, int]
+    sentence: str, tokens: list[Token], unsupported: set[int], ev: EvidenceIndex, bounds: dict[int, int]
 ) -> list[str]:
-    """Contiguous runs of unsupported tokens (function words joined in), as exact substrings of the sentence.
-
-    A function word is supported when it stands next to one of its neighbours in the evidence too."""
-    tokens, pairs, joined = claim.tokens, claim.pairs, ev.joined_stems()
-    status = []
-    for i, t in enumerate(tokens):
+    """Contiguous runs of unsupported tokens (function words joined in), as exact substrings of the sentence."""
+    status = [None] * len(tokens)
+    for i in range(len(tokens)):
         if i in unsupported:
-            status.append(False)
-        elif not t.stop:
-            status.append(True)
-        else:
-            status.append((i > 0 and pairs[i - 1] in joined) or (i + 1 < len(tokens) and pairs[i] in joined))
+            status[i] = False
+    content = {i for i, t in enumerate(tokens) if not t.stop}
+    for i in range(len(tokens)):
+        if i in unsupported or i in content:
+            status[i] = i not in unsupported
+    for i, t in enumerate(tokens):
+        if status[i] is not None:
+            continue
+        prev_ok = i > 0 and ev.adjacent(tokens[i - 1].stem, t.stem)
+        next_ok = i + 1 < len(tokens) and ev.adjacent(t.stem, tokens[i + 1].stem)
+        status[i] = prev_ok or next_ok
     spans, run = [], []
     for i, ok in enumerate(status):
         if ok is False:
@@ -286,8 +242,9 @@ def _local_coverage(items, gain_of, ev, total) -> float:
     return best
 
 
-def _content_bigrams(content: tuple, ev) -> float:
+def _content_bigrams(tokens, ev) -> float:
     """Share of adjacent content-word pairs of the claim (function words skipped) found adjacent in the evidence."""
+    content = [t.stem for t in tokens if not t.stop]
     pairs = list(zip(content, content[1:], strict=False))
     if not pairs:
         return 1.0
@@ -335,7 +292,6 @@ def _is_name(tokens, item) -> bool:
 
 def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
     """Align one sentence with the evidence: coverage, sources, unsupported spans, contradictions."""
-    claim = _claim_words(sentence)
     tokens, items, _ = _items(sentence, ev)
     total = sum(it.weight for it in items)
     out = SentenceAnalysis()
@@ -371,22 +327,22 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         if it.quantity is not None and it.token_ids:
             bounds[it.token_ids[-1]] = it.quantity.end
             bounds[-it.token_ids[0] - 1] = it.quantity.start
-    out.unsupported_spans = _token_spans(sentence, claim, unsupported_tokens, ev, bounds)
+    out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, ev, bounds)
     out.contradictions = find_contradictions(tokens, items, ev, gain_of, total)
     bad_quantities = sum(1 for k, it in enumerate(items) if it.quantity is not None and k not in covered)
-    joined = ev.joined_stems()
+    pairs = list(zip(tokens, tokens[1:], strict=False))
     out.features = {
         "coverage": out.coverage,
         "local": _local_coverage(items, gain_of, ev, total),
-        "bigram": sum(pair in joined for pair in claim.pairs) / max(1, len(claim.pairs)),
-        "cbigram": _content_bigrams(claim.content, ev),
+        "bigram": sum(ev.adjacent(x.stem, y.stem) for x, y in pairs) / max(1, len(pairs)),
+        "cbigram": _content_bigrams(tokens, ev),
         "novel": sum(it.weight for it in items if not it.support) / total,
         "bad_quantities": bad_quantities,
         "bad_names": sum(
             it.weight for k, it in enumerate(items) if k not in covered and it.quantity is None and _is_name(tokens, it)
         ),
         "contra": max((c.strength for c in out.contradictions), default=0.0),
-        "bad_scope": sum(1 for st in claim.scope_stems if st not in ev.postings),
+        "bad_scope": sum(1 for t in tokens if t.text.lower() in SCOPE_WORDS and t.stem not in ev.postings),
     }
     out.grounded_probability = _probability(out.features)
     misquoted = _unmatched_titles(sentence, ev)

@@ -131,14 +131,9 @@ class EvidenceIndex:
 
     def contains_run(self, stems) -> bool:
         """Whether the stems occur one after the other, in this order, within one evidence sentence."""
-        return f" {' '.join(stems)} " in self.joined_stems()
-
-    def joined_stems(self) -> str:
-        """The stems of all evidence sentences, space-separated, sentences apart by " | " (built on first use):
-        " a b " is in it exactly when stem b follows stem a within one sentence."""
         if self._joined is None:
             self._joined = " " + " | ".join(" ".join(s.stem_list) for s in self.sentences) + " "
-        return self._joined
+        return f" {' '.join(stems)} " in self._joined
 
 
 def one_edit(a: str, b: str) -> bool:
