@@ -71,11 +71,6 @@ def _sentence_words(passage: str) -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple((s, frozenset(_content(tokenize(s)))) for s in split_sentences(passage) or [passage])
 
 
-@lru_cache(maxsize=256)
-def _quantities(text: str) -> tuple:
-    return tuple(extract_quantities(text))
-
-
 def _lower_words(tokens: tuple[Token, ...]) -> list[str]:
     return [t.text.lower().replace("\u2019", "'") for t in tokens]
 
@@ -165,8 +160,8 @@ def _negation(claim_toks, source_toks, passage: str = "") -> FidelityIssue | Non
 
 def _numbers(claim: str, source_sentence: str, passage: str) -> list[FidelityIssue]:
     issues = []
-    in_passage = _quantities(passage)
-    in_sentence = _quantities(source_sentence)
+    in_passage = extract_quantities(passage)  # remembered by `extract_quantities` itself
+    in_sentence = extract_quantities(source_sentence)
     claim_quantities = extract_quantities(claim)
     for q in claim_quantities:
         if any(same_value(q, e) for e in in_passage):
