@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from heuristic_verdict import verdict_on
 
-from schemas import AttributionVerdict, EvidencePassage
+from schemas import AttributionVerdict
 from transforms.alignment import _greedy_cover, _items, index_evidence
 from transforms.contradiction import replaced_and_added
-from transforms.heuristic import HeuristicVerifier, grounded_score
+from transforms.heuristic import grounded_score
 from transforms.slot_cues import anchored_name_swap, negated_heads
 from transforms.textmatch import stem, tokenize, word_weight
 
 V = AttributionVerdict
 
 
-def _one(sentence: str, evidence: str):
-    [verdict] = HeuristicVerifier().verify([sentence], [EvidencePassage(doc_id="e1", content=evidence)])
-    return verdict
-
-
 def test_swapped_place_name_is_contradicted_and_named():
-    v = _one("The company was founded in Paris.", "The company was founded in London.")
+    v = verdict_on("The company was founded in Paris.", "The company was founded in London.")
     assert v.attribution_verdict == V.contradicted
     assert v.contradicting_evidence_ids == ["e1"]
     assert "'Paris' where the evidence has 'London'" in v.provenance_notes
@@ -28,13 +24,13 @@ def test_swapped_place_name_is_contradicted_and_named():
 
 
 def test_swapped_name_in_a_list_is_contradicted():
-    v = _one("The treaty was signed by France and Spain.", "The treaty was signed by France and Portugal.")
+    v = verdict_on("The treaty was signed by France and Spain.", "The treaty was signed by France and Portugal.")
     assert v.attribution_verdict == V.contradicted
     assert "'Spain' where the evidence has 'Portugal'" in v.provenance_notes
 
 
 def test_swapped_name_inside_a_longer_title_is_contradicted():
-    v = _one(
+    v = verdict_on(
         "We propose the Neuro-Symbolic Evolution Learner, a model that learns visual concepts.",
         "We propose the Neuro-Symbolic Concept Learner, a model that learns visual concepts.",
     )
@@ -43,23 +39,25 @@ def test_swapped_name_inside_a_longer_title_is_contradicted():
 
 
 def test_names_in_another_order_are_no_swap():
-    v = _one("In 2001 Smith met Jones in Leeds.", "In 2001 Jones met Smith in Leeds.")
+    v = verdict_on("In 2001 Smith met Jones in Leeds.", "In 2001 Jones met Smith in Leeds.")
     assert v.attribution_verdict != V.contradicted
 
 
 def test_added_name_is_unsupported_not_contradicted():
-    v = _one("The company was founded in Paris by Marie Curie.", "The company was founded in Paris.")
+    v = verdict_on("The company was founded in Paris by Marie Curie.", "The company was founded in Paris.")
     assert v.attribution_verdict == V.partially_grounded
     assert v.unsupported_spans == ["by Marie Curie"]
 
 
 def test_same_name_is_grounded():
-    v = _one("The company was founded in Paris.", "The company was founded in Paris by two engineers.")
+    v = verdict_on("The company was founded in Paris.", "The company was founded in Paris by two engineers.")
     assert v.attribution_verdict == V.fully_grounded
 
 
 def test_capitalised_first_word_is_not_a_name():
-    v = _one("Researchers found the drug lowers blood pressure.", "Scientists found the drug lowers blood pressure.")
+    v = verdict_on(
+        "Researchers found the drug lowers blood pressure.", "Scientists found the drug lowers blood pressure."
+    )
     assert v.attribution_verdict == V.fully_grounded
 
 
@@ -71,7 +69,7 @@ def test_connectives_and_emphasis_weigh_little():
 
 
 def test_emphasis_around_a_supported_fact_keeps_it_grounded():
-    v = _one(
+    v = verdict_on(
         "Additionally, the new drug notably and significantly lowers blood pressure.",
         "The new drug lowers blood pressure.",
     )
@@ -79,25 +77,27 @@ def test_emphasis_around_a_supported_fact_keeps_it_grounded():
 
 
 def test_listed_synonym_supports_a_paraphrase():
-    v = _one("The museum purchased the painting in 1990.", "The museum bought the painting in 1990.")
+    v = verdict_on("The museum purchased the painting in 1990.", "The museum bought the painting in 1990.")
     assert v.attribution_verdict == V.fully_grounded
     assert "purchased" in v.provenance_notes
 
 
 def test_unlisted_word_is_still_unsupported():
-    v = _one("The museum stole the painting in 1990.", "The museum bought the painting in 1990.")
+    v = verdict_on("The museum stole the painting in 1990.", "The museum bought the painting in 1990.")
     assert "stole" not in v.provenance_notes  # the supported parts are listed there; "stole" is not one
     assert "museum" in v.provenance_notes
 
 
 def test_abbreviation_is_supported_by_its_words():
-    v = _one("The NHS paid for the new hospital wing.", "The National Health Service paid for the new hospital wing.")
+    v = verdict_on(
+        "The NHS paid for the new hospital wing.", "The National Health Service paid for the new hospital wing."
+    )
     assert v.attribution_verdict == V.fully_grounded
     assert "NHS" in v.provenance_notes
 
 
 def test_abbreviation_in_place_of_its_words_is_no_swap():
-    v = _one(
+    v = verdict_on(
         "The cartoon aired on TV in Japan in 1999.",
         "The cartoon aired on television in Japan in 1999.",
     )
@@ -105,24 +105,26 @@ def test_abbreviation_in_place_of_its_words_is_no_swap():
 
 
 def test_not_allowed_agrees_with_prohibited():
-    v = _one("Tobacco and alcohol are not allowed in the park.", "Tobacco and alcohol are prohibited in the park.")
+    v = verdict_on(
+        "Tobacco and alcohol are not allowed in the park.", "Tobacco and alcohol are prohibited in the park."
+    )
     assert v.attribution_verdict == V.fully_grounded
 
 
 def test_allowed_contradicts_prohibited():
-    v = _one("Tobacco and alcohol are allowed in the park.", "Tobacco and alcohol are prohibited in the park.")
+    v = verdict_on("Tobacco and alcohol are allowed in the park.", "Tobacco and alcohol are prohibited in the park.")
     assert v.attribution_verdict == V.contradicted
 
 
 def test_irregular_antonym_is_contradicted():
-    v = _one("The shares rose sharply in 2020.", "The shares fell sharply in 2020.")
+    v = verdict_on("The shares rose sharply in 2020.", "The shares fell sharply in 2020.")
     assert v.attribution_verdict == V.contradicted
     assert "opposite" in v.provenance_notes
 
 
 def test_word_starting_with_a_prefix_is_no_negation():
     # "displayed" is not "dis-" + "played": no antonym cue.
-    v = _one("The band played old songs at the museum.", "The museum displayed old songs the band played.")
+    v = verdict_on("The band played old songs at the museum.", "The museum displayed old songs the band played.")
     assert "opposite" not in v.provenance_notes
 
 
@@ -136,14 +138,14 @@ def test_synonym_in_the_aligned_slot_is_no_replacement():
 
 def test_exclusive_word_the_evidence_never_uses_lowers_the_score():
     claim = "The clinic is the only hospital that treats burns in the region."
-    with_it = _one(claim, "The clinic is the only hospital that treats burns in the region.")
-    without = _one(claim, "The clinic is a hospital that treats burns in the region.")
+    with_it = verdict_on(claim, "The clinic is the only hospital that treats burns in the region.")
+    without = verdict_on(claim, "The clinic is a hospital that treats burns in the region.")
     assert with_it.attribution_verdict == V.fully_grounded
     assert grounded_score(without) < grounded_score(with_it)
 
 
 def test_six_letter_prefix_supports_a_related_form():
-    v = _one(
+    v = verdict_on(
         "The Canadian singer released the album in Toronto.", "The singer from Canada released the album in Toronto."
     )
     assert "Canadian" in v.provenance_notes
@@ -157,7 +159,7 @@ _COUNCIL = (
 
 def test_opposite_in_a_second_evidence_sentence_is_contradicted_despite_high_coverage():
     # Most of the claim is covered by the first sentence; the negated word sits in the slot of the second one.
-    v = _one(
+    v = verdict_on(
         "The city council approved the budget for the new library in March and hired unsuitable contractors for the "
         "building work.",
         _COUNCIL,
@@ -168,7 +170,7 @@ def test_opposite_in_a_second_evidence_sentence_is_contradicted_despite_high_cov
 
 
 def test_opposite_under_a_negation_is_no_contradiction():
-    v = _one(
+    v = verdict_on(
         "The city council approved the budget for the new library in March and did not hire unsuitable contractors "
         "for the building work.",
         _COUNCIL,
@@ -177,7 +179,7 @@ def test_opposite_under_a_negation_is_no_contradiction():
 
 
 def test_same_words_in_both_sentences_are_grounded():
-    v = _one(
+    v = verdict_on(
         "The city council approved the budget for the new library in March and hired suitable contractors for the "
         "building work.",
         _COUNCIL,
@@ -186,7 +188,7 @@ def test_same_words_in_both_sentences_are_grounded():
 
 
 def test_listed_antonym_of_a_feeling_is_contradicted():
-    v = _one(
+    v = verdict_on(
         "Most residents love the new park by the river.",
         "A survey found that most residents dislike the new park by the river.",
     )
@@ -198,7 +200,7 @@ _BAR = "The hotel opened a new rooftop bar in May after a long renovation of its
 
 
 def test_negation_in_the_slot_of_a_second_evidence_sentence_is_contradicted():
-    v = _one(
+    v = verdict_on(
         "The hotel opened a new rooftop bar in May, and guests can't try local wines at the bar.",
         _BAR + "At the bar, guests can try local wines.",
     )
@@ -207,7 +209,7 @@ def test_negation_in_the_slot_of_a_second_evidence_sentence_is_contradicted():
 
 
 def test_word_the_evidence_negates_is_contradicted():
-    v = _one(
+    v = verdict_on(
         "The hotel opened a new rooftop bar in May, and the bar serves local wines.",
         _BAR + "The bar does not serve local wines.",
     )
@@ -217,7 +219,7 @@ def test_word_the_evidence_negates_is_contradicted():
 
 def test_same_negation_in_the_second_sentence_is_no_contradiction():
     # The best-aligned sentence (the opening) has no negation, but the claim's negation denies nothing it states.
-    v = _one(
+    v = verdict_on(
         "The hotel opened a new rooftop bar in May, but the bar does not serve local wines.",
         _BAR + "The bar does not serve local wines.",
     )
@@ -225,7 +227,7 @@ def test_same_negation_in_the_second_sentence_is_no_contradiction():
 
 
 def test_negation_elsewhere_in_the_clause_is_no_contradiction():
-    v = _one(
+    v = verdict_on(
         "No public transport is available near the new stadium.",
         "Public transport is not available near the new stadium.",
     )
@@ -234,28 +236,28 @@ def test_negation_elsewhere_in_the_clause_is_no_contradiction():
 
 def test_note_is_not_a_negation():
     assert stem("noted") == stem("notes") == "note" != stem("not")
-    v = _one("The report noted that the new bridge was safe.", "The new bridge was safe, the report said.")
+    v = verdict_on("The report noted that the new bridge was safe.", "The new bridge was safe, the report said.")
     assert v.attribution_verdict != V.contradicted
 
 
 def test_names_the_other_way_round_an_asymmetric_relation_are_contradicted():
-    v = _one("In the final, Leeds beat York by two goals.", "In the final, York beat Leeds by two goals.")
+    v = verdict_on("In the final, Leeds beat York by two goals.", "In the final, York beat Leeds by two goals.")
     assert v.attribution_verdict == V.contradicted
     assert "'Leeds' and 'York' the other way round" in v.provenance_notes
-    v = _one("Lyon is larger than Paris.", "Paris is larger than Lyon.")
+    v = verdict_on("Lyon is larger than Paris.", "Paris is larger than Lyon.")
     assert v.attribution_verdict == V.contradicted
 
 
 def test_same_order_or_passive_voice_is_no_role_swap():
-    assert _one("Microsoft acquired LinkedIn in 2016.", "In 2016 Microsoft acquired LinkedIn.").attribution_verdict == (
-        V.fully_grounded
-    )
-    v = _one("York was beaten by Leeds in the final.", "In the final, Leeds beat York.")
+    assert verdict_on(
+        "Microsoft acquired LinkedIn in 2016.", "In 2016 Microsoft acquired LinkedIn."
+    ).attribution_verdict == (V.fully_grounded)
+    v = verdict_on("York was beaten by Leeds in the final.", "In the final, Leeds beat York.")
     assert v.attribution_verdict != V.contradicted
 
 
 def test_names_in_a_list_are_no_role_swap():
-    v = _one(
+    v = verdict_on(
         "People drive on the left in the UK, India, South Africa and Japan.",
         "People drive on the left in Japan, South Africa, India and the UK.",
     )
@@ -271,7 +273,7 @@ def test_names_in_a_list_are_no_role_swap():
     ],
 )
 def test_comparative_direction_reversed_is_contradicted(claim, evidence, word):
-    v = _one(claim, evidence)
+    v = verdict_on(claim, evidence)
     assert v.attribution_verdict == V.contradicted
     assert f"{word!r} where the evidence says the opposite" in v.provenance_notes
 
@@ -287,18 +289,18 @@ def test_name_in_the_slot_of_another_name_is_contradicted_without_word_alignment
     _, _, gain = _greedy_cover(items, total)
     cue = anchored_name_swap(tokens, items, ev, gain, total)
     assert cue is not None and cue.reason == "'Gdansk' where the evidence has 'Warsaw'"
-    assert _one("Jan Kowal was born in Gdansk.", _KOWAL).attribution_verdict == V.contradicted
+    assert verdict_on("Jan Kowal was born in Gdansk.", _KOWAL).attribution_verdict == V.contradicted
 
 
 def test_the_named_place_itself_is_no_swap():
-    assert _one("Jan Kowal was born in Warsaw.", _KOWAL).attribution_verdict == V.fully_grounded
+    assert verdict_on("Jan Kowal was born in Warsaw.", _KOWAL).attribution_verdict == V.fully_grounded
 
 
 def test_negation_reaches_over_a_preposition_but_not_into_the_next_phrase():
     assert negated_heads([stem(w) for w in "plead not guilty to the murder".split()]) == {2: 1, 5: 1}
     # A song called "No Good" before "the album": the negation does not reach the album.
     assert negated_heads([stem(w) for w in "it no good the album".split()]) == {2: 1}
-    v = _one(
+    v = verdict_on(
         "At the May hearing in Leeds, Brown pleaded guilty to the murder of a local shopkeeper.",
         "At the May hearing in Leeds, Brown appeared before the court for the killing of a local shopkeeper. "
         "He pleaded not guilty to the murder and guilty to manslaughter.",
@@ -308,7 +310,7 @@ def test_negation_reaches_over_a_preposition_but_not_into_the_next_phrase():
 
 
 def test_a_title_with_no_in_it_does_not_negate_what_follows():
-    v = _one(
+    v = verdict_on(
         "Ultra is an album by the band.",
         'Preceded by the singles "Barrel" and "It\'s No Good", the album Ultra by the band was released in 1997.',
     )
@@ -316,7 +318,7 @@ def test_a_title_with_no_in_it_does_not_negate_what_follows():
 
 
 def test_a_word_the_evidence_also_says_in_the_slot_has_no_opposite():
-    v = _one(
+    v = verdict_on(
         "The oxygen atom carries a negative charge.",
         "Oxygen has a larger positive charge in its nucleus. The oxygen atom carries a slightly negative charge.",
     )
@@ -324,7 +326,7 @@ def test_a_word_the_evidence_also_says_in_the_slot_has_no_opposite():
 
 
 def test_a_capitalised_word_after_an_article_is_no_name_swap():
-    v = _one(
+    v = verdict_on(
         "She was appointed to the U.S. Supreme Court by President Reagan in 1981.",
         "In 1981 she was appointed to the Supreme Court by President Reagan, from Maricopa County.",
     )
