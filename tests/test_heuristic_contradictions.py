@@ -331,3 +331,45 @@ def test_a_capitalised_word_after_an_article_is_no_name_swap():
         "In 1981 she was appointed to the Supreme Court by President Reagan, from Maricopa County.",
     )
     assert v.attribution_verdict != V.contradicted
+
+
+@pytest.mark.parametrize(
+    "claim, evidence",
+    [
+        (
+            "The factory releases a toxic gas used in making dyes.",
+            "The factory releases a reportedly toxic gas used in making dyes.",
+        ),
+        (
+            "Drinking coffee raises blood pressure in older adults.",
+            "Drinking coffee may raise blood pressure in older adults.",
+        ),
+        ("The mayor took bribes from the builders.", "The mayor allegedly took bribes from the builders."),
+    ],
+)
+def test_a_claim_that_drops_the_evidence_hedge_is_contradicted(claim, evidence):
+    v = verdict_on(claim, evidence)
+    assert v.attribution_verdict == V.contradicted
+    assert "stated as fact where the evidence says" in v.provenance_notes
+
+
+@pytest.mark.parametrize(
+    "claim, evidence",
+    [
+        # The claim keeps the hedge (in another word).
+        (
+            "Drinking coffee may raise blood pressure in older adults.",
+            "Drinking coffee might raise blood pressure in older adults.",
+        ),
+        # The evidence also states it plainly.
+        (
+            "The factory releases a toxic gas used in making dyes.",
+            "The factory releases a reportedly toxic gas used in making dyes. Inspectors confirmed the toxic gas.",
+        ),
+        # "May" the month is no hedge.
+        ("The factory opened in May 2020 near the river.", "The factory opened in May 2020 near the river."),
+    ],
+)
+def test_a_kept_hedge_or_a_plain_statement_is_no_dropped_hedge(claim, evidence):
+    v = verdict_on(claim, evidence)
+    assert v.attribution_verdict == V.fully_grounded

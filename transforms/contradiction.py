@@ -24,6 +24,7 @@ from transforms.slot_cues import (
     anchored_name_swap,
     anchored_negation,
     anchored_opposite,
+    dropped_hedge,
     negated_forms,
     negated_heads,
     swapped_roles,
@@ -213,7 +214,7 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
                 reason = f"{t.text!r} where the evidence says the opposite"
                 found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))
                 break
-    for slot_cue in (anchored_opposite, anchored_negation):
+    for slot_cue in (anchored_opposite, anchored_negation, dropped_hedge):
         cue = None if found else slot_cue(tokens, ev, gain_of, total)
         if cue:
             found.append(Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength))

@@ -9,7 +9,8 @@ best-aligned evidence sentence (contradiction: "founded in Paris" against
 "founded in London"), an antonym or a one-sided negation in the same slot of
 any well-aligned one, names the other way round around the same relation
 ("Leeds beat York" / "York beat Leeds") or a name in the slot of another
-("born in Gdansk" / "born on 5 July 1867 in Warsaw"), checks that a quoted title appears
+("born in Gdansk" / "born on 5 July 1867 in Warsaw"), a word the evidence states
+only under a hedge ("a toxic gas" / "a reportedly toxic gas"), checks that a quoted title appears
 word for word, and reports what no passage supports as exact spans of the
 sentence::
 
@@ -33,7 +34,7 @@ Pieces: `transforms.sentences` (splitting), `transforms.textmatch` (tokens,
 stems, weights, cues), `transforms.synonyms`, `transforms.quantities` (numbers,
 units, dates, times), `transforms.evidence_index`, `transforms.alignment`,
 `transforms.contradiction` and `transforms.slot_cues` (cues in the claim's
-slot of an evidence sentence: antonyms, one-sided negations, swapped roles).
+slot of an evidence sentence: antonyms, one-sided negations, swapped roles, dropped hedges).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "23"
+    version = "24"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])

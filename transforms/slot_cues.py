@@ -7,6 +7,7 @@ Used by `transforms.contradiction`; each cue returns the evidence sentence, a re
     anchored_negation(tokens, ev, gain_of, total)   # "can't try the wines" / "can try the wines"
     swapped_roles(tokens, s)                        # "Leeds beat York" / "York beat Leeds"
     anchored_name_swap(tokens, items, ev, gain_of, total)   # "born in Gdansk" / "born on 5 July 1867 in Warsaw"
+    dropped_hedge(tokens, ev, gain_of, total)       # "a carcinogenic chemical" / "a reportedly carcinogenic chemical"
 
 They search the few best-aligned evidence sentences (a long claim draws on
 several, and the conflicting one need not be the one that covers most of it).
@@ -17,13 +18,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem
 
 __all__ = [
     "Cue",
     "anchored_name_swap",
     "anchored_negation",
     "anchored_opposite",
+    "dropped_hedge",
     "negated_forms",
     "negated_heads",
     "swapped_roles",
@@ -320,3 +322,64 @@ def anchored_name_swap(tokens, items, ev, gain_of: dict, total: float) -> Cue | 
 def _words_of(s) -> list[str]:
     """The words of an evidence sentence as written (capitals kept), parallel to its stems."""
     return WORD_PATTERN.findall(s.text, s.start, s.end)
+
+
+# Words that leave what follows uncertain: evidence that says "a reportedly carcinogenic chemical" does not state that
+# it is carcinogenic. ("likely" is left out: its stem is the one of "like".)
+_HEDGES = frozenset(
+    stem(w)
+    for w in """reportedly allegedly alleged apparently possibly probably supposedly purportedly presumably seemingly
+    perhaps may might could""".split()
+)
+_HEDGE_SKIP = frozenset(stem(w) for w in "be been being have has had".split())  # "may have caused"
+_HEDGE_ALIGNMENT = 0.4
+_HEDGE_REACH = 3  # words before a word within which a hedge makes it uncertain
+
+
+def _hedged_word(stems, j: int) -> int | None:
+    """The position of the content word a hedge at j makes uncertain ("reportedly carcinogenic", "may have
+    caused"), or None (a number after it: "May 2020" is a month)."""
+    k = j + 1
+    while k < len(stems) and stems[k] in _HEDGE_SKIP:
+        k += 1
+    if k >= len(stems) or stems[k] in STOP_STEMS or stems[k][:1].isdigit():
+        return None
+    return k
+
+
+def _stated_plainly(word_stem: str, ev) -> bool:
+    """Whether some evidence sentence has the word with no hedge in the few words before it."""
+    for sid in ev.postings.get(word_stem, ()):
+        stems = ev.sentences[sid].stem_list
+        for k in ev.sentences[sid].positions[word_stem]:
+            if _HEDGES.isdisjoint(stems[max(0, k - _HEDGE_REACH) : k]):
+                return True
+    return False
+
+
+def dropped_hedge(tokens, ev, gain_of: dict, total: float) -> Cue | None:
+    """A claim word that a well-aligned evidence sentence states only under a hedge ("a carcinogenic chemical"
+    against "a reportedly carcinogenic chemical", "the drug causes" against "the drug may cause"): the claim states
+    as fact what the evidence leaves uncertain. The slot is the word after the hedge with the same neighbour on one
+    side; a claim that hedges anywhere, or evidence that also states the word plainly, is no conflict."""
+    claim = [t.stem for t in tokens]
+    if not _HEDGES.isdisjoint(claim):
+        return None
+    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
+        s, align = ev.sentences[sid], gain_of[sid] / total
+        if align < _HEDGE_ALIGNMENT or _HEDGES.isdisjoint(s.stems):
+            continue
+        stems = s.stem_list
+        for j, st in enumerate(stems):
+            k = _hedged_word(stems, j) if st in _HEDGES else None
+            if k is None:
+                continue
+            for i, t in enumerate(tokens):
+                if t.stem != stems[k]:
+                    continue
+                same_left = i > 0 and j > 0 and claim[i - 1] == stems[j - 1]
+                same_right = i + 1 < len(claim) and k + 1 < len(stems) and claim[i + 1] == stems[k + 1]
+                if (same_left or same_right) and not _stated_plainly(t.stem, ev):
+                    hedge = _words_of(s)[j]
+                    return Cue(s, f"{t.text!r} stated as fact where the evidence says {hedge!r}", 0.6)
+    return None
