@@ -33,7 +33,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from pipelines import audit
 from pipelines.judge_options import add_judge_arguments, judge_argv
 from transforms.kafka_commit import CommitOffsetsAfterLake
-from transforms.kafka_io import MESSAGES, PROGRESS, START_FROM, ReadKafkaMessages
+from transforms.kafka_io import MESSAGES, PROGRESS, START_FROM, ReadKafkaMessages, resolve_start_offset
 from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
 from transforms.parse import ParseError, parse_message
 from transforms.sample import is_sampled
@@ -42,17 +42,21 @@ from transforms.windows import DEFAULT_WINDOW_SECONDS
 
 __all__ = [
     "ACCEPTS_PIPELINE_ARGS",
+    "PARALLEL_BACKLOG_RECORDS",
     "MonitorOptions",
     "add_arguments",
     "build_monitor",
     "add_kafka_security_arguments",
+    "backlog_records",
     "connection_from_options",
     "end_offsets",
     "find_prism",
     "lake_bound",
+    "local_workers",
     "main",
     "run",
     "uncommitted",
+    "use_local_workers",
 ]
 
 ACCEPTS_PIPELINE_ARGS = True
@@ -175,7 +179,13 @@ def build_monitor(p: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.
         max_out_of_order_seconds=opts.max_out_of_order_seconds,
         lake_bound=None if rate >= 1.0 else functools.partial(lake_bound, rate=rate),
     )
-    outputs = audit.build_pipeline(p, options, source=read[MESSAGES])
+    messages = read[MESSAGES]
+    if opts.until_caught_up:
+        # A partition is read whole by one worker; without a shuffle every stage fused with the read (parse,
+        # verify, ...) would run there too, so a catch-up would use one core per partition at most, unevenly.
+        # Streaming keeps its graph: Prism passes chunks downstream as they are read.
+        messages = messages | "SpreadOverWorkers" >> beam.Reshuffle()
+    outputs = audit.build_pipeline(p, options, source=messages)
     outputs["commits"] = {"progress": read[PROGRESS], "lake_files": outputs["lake_files"]} | (
         "CommitOffsets" >> CommitOffsetsAfterLake(connection, opts.kafka_group_id)
     )
@@ -226,16 +236,46 @@ def pipeline_options(argv: list[str]) -> PipelineOptions:
         standard.streaming = True
         if standard.runner is None:
             standard.runner = "PrismRunner"
-    workers = options.view_as(DirectOptions).direct_num_workers
-    if standard.runner in ("FnApiRunner", "DirectRunner") and workers not in (None, 0, 1):
-        # The multi-worker FnApiRunner drops deferred SDF residuals (apache/beam#19842): half a read.
-        raise ValueError("--direct_num_workers > 1 cannot run the Kafka source; partitions are read in parallel")
+        workers = options.view_as(DirectOptions).direct_num_workers
+        if standard.runner in ("FnApiRunner", "DirectRunner") and workers not in (None, 1):
+            # An unbounded read checkpoints (defer_remainder), and the multi-worker FnApiRunner drops deferred
+            # SDF residuals (apache/beam#19842): half a read. Bounded reads never defer, so they may.
+            raise ValueError("--direct_num_workers > 1 needs --until-caught-up on the FnApiRunner")
     if standard.runner == "PrismRunner":
         from apache_beam.options.pipeline_options import PrismRunnerOptions
 
         prism = options.view_as(PrismRunnerOptions)
         prism.prism_location = find_prism(prism.prism_location)
     return options
+
+
+PARALLEL_BACKLOG_RECORDS = 3_300
+"""From this backlog on, a catch-up is read by one worker process per core. It is the JSONL audit's
+`audit.PARALLEL_INPUT_BYTES` (8 MiB) in messages of about 2.5 KB (generated traffic is 1.8-2.2 KB, the golden
+set 4.2 KB): the same trade, about 4 s to start the workers against CPU-bound Python on one core. Counted in
+offsets, because end offsets are what a broker tells without reading the log."""
+
+
+def local_workers(backlog: int, cores: int) -> int:
+    """Worker processes for a bounded run over `backlog` messages on this machine: 1 (in process) when small."""
+    if backlog < PARALLEL_BACKLOG_RECORDS:
+        return 1
+    return max(1, min(cores, audit.MAX_LOCAL_WORKERS))
+
+
+def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -> str:
+    """Give a bounded run on the default runner `local_workers(backlog)` worker processes, unless the runner or
+    the worker flags were named in `argv`; return where the run executes, e.g. `FnApiRunner, 2 workers (...)`."""
+    direct, runner = options.view_as(DirectOptions), options.view_as(StandardOptions).runner
+    named = any(a.startswith(("--runner", "--direct_num_workers", "--direct_running_mode")) for a in argv)
+    if options.view_as(MonitorOptions).until_caught_up and not named:
+        workers = local_workers(backlog, os.cpu_count() or 1)
+        if workers > 1:
+            direct.direct_num_workers, direct.direct_running_mode = workers, "multi_processing"
+    workers = (os.cpu_count() or 1) if direct.direct_num_workers == 0 else direct.direct_num_workers or 1
+    if runner not in ("FnApiRunner", "DirectRunner"):
+        return str(runner)
+    return f"{runner}, in process" if workers == 1 else f"{runner}, {workers} workers ({direct.direct_running_mode})"
 
 
 def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCounts | None:
@@ -246,7 +286,12 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
     validate(opts)
     _check_topics(connection_from_options(opts), opts)
     connection = connection_from_options(opts)
-    ends_before = end_offsets(connection, opts.kafka_topic) if opts.until_caught_up else {}
+    ends_before, backlog = {}, 0
+    if opts.until_caught_up:
+        ends_before = end_offsets(connection, opts.kafka_topic)
+        backlog = backlog_records(connection, opts.kafka_topic, opts.kafka_group_id, opts.start_from)
+    where = use_local_workers(options, argv, backlog)
+    out(f"runner         {where}" + (f", backlog {backlog} messages" if opts.until_caught_up else ""))
     p = beam.Pipeline(options=options)
     build_monitor(p, options)
     result = p.run()
@@ -273,6 +318,20 @@ def end_offsets(connection: dict[str, Any], topic: str) -> dict[int, int]:
     try:
         tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
         return {tp.partition: offset for tp, offset in consumer.end_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
+def backlog_records(connection: dict[str, Any], topic: str, group_id: str, start_from: str) -> int:
+    """How many offsets a bounded run of `group_id` would read now: end offsets minus where it starts."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(group_id=group_id, enable_auto_commit=False, **connection)
+    try:
+        tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        begins, ends = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+        starts = {tp: resolve_start_offset(consumer.committed(tp), begins[tp], ends[tp], start_from) for tp in tps}
+        return sum(ends[tp] - starts[tp] for tp in tps)
     finally:
         consumer.close()
 

@@ -24,12 +24,17 @@ from kafka_broker import LocalKafka  # noqa: E402
 
 __all__ = [
     "ROOT",
+    "assert_accounted_once",
+    "committed_offsets",
     "consume_all",
     "create_topic",
     "delete_topics",
+    "expected_fates",
     "kafka_bootstrap",
     "lake_accounting",
+    "monitor_argv",
     "new_topic",
+    "offsets_by_value",
     "private_broker",
     "wait_for",
 ]
@@ -146,6 +151,77 @@ def lake_accounting(lake: str, topic: str) -> dict:
             ).fetchall()
         },
     }
+
+
+def monitor_argv(bootstrap: str, topic: str, lake, *extra: str) -> list[str]:
+    """Pipeline options of a bounded `groundwatch monitor` over `topic` (group `g-<topic>`, its own side topics)."""
+    return [
+        f"--kafka_bootstrap_servers={bootstrap}",
+        f"--kafka_topic={topic}",
+        f"--kafka_group_id=g-{topic}",
+        f"--lake={lake}",
+        f"--review_topic={topic}.review",
+        f"--dead_letter_topic={topic}.dead",
+        "--until_caught_up",
+        *extra,
+    ]
+
+
+def expected_fates(messages: list[bytes], rate: float) -> dict[str, set]:
+    """What must happen to each message: malformed -> dead letter (its bytes), valid -> audited or sampled out
+    (its response id)."""
+    from transforms.parse import ParseError, parse_message
+    from transforms.sample import sample_point
+
+    fates = {"dead": set(), "audited": set(), "sampled_out": set()}
+    for raw in messages:
+        try:
+            response = parse_message(raw)
+        except ParseError:
+            fates["dead"].add(raw)
+            continue
+        keep = response.metadata.risk_level.value == "high" or sample_point(response.response_id) < rate
+        fates["audited" if keep else "sampled_out"].add(response.response_id)
+    return fates
+
+
+def offsets_by_value(bootstrap: str, topic: str) -> dict[tuple[int, int], bytes]:
+    """Every record of `topic` as (partition, offset) -> value."""
+    return {(r.partition, r.offset): r.value for r in consume_all(bootstrap, topic)}
+
+
+def assert_accounted_once(lake: str, topic: str, produced: dict[tuple[int, int], bytes], fates: dict, counts) -> None:
+    """Each produced offset is in exactly one place of the lake (or sampled out), the place its content says,
+    and the run's counts agree."""
+    import json
+
+    found = lake_accounting(lake, topic)
+    audited, dead = found["responses"], found["dead_letters"]
+    assert len(audited) == len(set(audited)) and len(dead) == len(set(dead))
+    assert not set(audited) & set(dead)
+    assert set(audited) | set(dead) <= set(produced)
+    sampled_out = set(produced) - set(audited) - set(dead)
+    assert len(audited) + len(dead) + len(sampled_out) == len(produced)
+    assert {produced[o] for o in dead} >= fates["dead"]
+    assert {json.loads(produced[o])["response_id"] for o in audited} == fates["audited"]
+    assert {json.loads(produced[o])["response_id"] for o in sampled_out} == fates["sampled_out"]
+    assert counts.read == len(produced) and counts.adds_up
+    assert counts.audited == len(audited) and counts.dead_lettered == len(dead)
+    assert counts.sampled_out == len(sampled_out)
+
+
+def committed_offsets(bootstrap: str, group_id: str, topic: str, partitions: int) -> tuple[dict, dict]:
+    """The group's committed offsets and the topic's end offsets, per partition."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: consumer.committed(tp) for tp in tps}, {
+            tp.partition: end for tp, end in consumer.end_offsets(tps).items()
+        }
+    finally:
+        consumer.close()
 
 
 def wait_for(condition, *, timeout_s: float, every_s: float = 1.0, what: str = "condition"):

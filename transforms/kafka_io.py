@@ -9,7 +9,11 @@ Each (topic, partition) is one element whose restriction is an `OffsetRange`:
 
 - bounded: from the group's committed offset (or earliest/latest when it has none) to the end offset
   snapshotted when the restriction is made; the read ends there. Runs on the FnApiRunner (catch-up,
-  backfills, tests).
+  backfills, tests). The whole range is read in one `process` call, never deferred, still reporting one
+  `ReadProgress` per `max_records` records (`max_seconds` does not apply): the multi-worker FnApiRunner
+  drops deferred residuals (apache/beam#19842), so without them a bounded read is safe on several worker
+  processes. A partition that makes no progress for `stall_seconds` (broker gone, log truncated below the
+  end seen at start) fails the read with an error naming it rather than spinning.
 - unbounded: to the end of time. The DoFn reads at most `max_records` records or `max_seconds` seconds,
   then checkpoints with `defer_remainder` so the runner passes the chunk downstream and resumes later.
 
@@ -48,6 +52,7 @@ __all__ = [
     "MESSAGES",
     "PROGRESS",
     "START_FROM",
+    "BOUNDED_STALL_SECONDS",
     "ReadKafkaMessages",
     "ReadProgress",
     "client_config",
@@ -60,6 +65,10 @@ MESSAGES = "messages"
 PROGRESS = "progress"
 START_FROM = ("committed", "earliest", "latest")
 UNBOUNDED_STOP = 2**63 - 1
+BOUNDED_STALL_SECONDS = 120.0
+"""How long a bounded read waits on a partition that yields nothing before its end offset before it fails:
+long enough for a broker restart (tens of seconds on this machine) or a leader election, short enough that
+an unreachable cluster ends the run with an error instead of a silent hang."""
 CLIENT_SETTINGS = (
     "bootstrap_servers",
     "client_id",
@@ -164,7 +173,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     """
 
     def __init__(self, connection, *, group_id, start_from, bounded, max_records, max_seconds, event_time,
-                 out_of_order_s, lake_bound):  # fmt: skip
+                 out_of_order_s, lake_bound, stall_seconds):  # fmt: skip
         self._connection = dict(connection)
         self._group_id = group_id
         self._start_from = start_from
@@ -174,6 +183,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         self._event_time = event_time
         self._out_of_order_s = out_of_order_s
         self._lake_bound = lake_bound
+        self._stall_seconds = stall_seconds
         self._reader = None
         self._offsets_client = None
         self._read = Metrics.counter("groundwatch.kafka", "records_read")
@@ -222,12 +232,34 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         from kafka import TopicPartition
 
         topic, partition = element
-        tp, source = TopicPartition(topic, partition), kafka_source(topic)
+        tp = TopicPartition(topic, partition)
         restriction = tracker.current_restriction()
         reader = self._position_reader(tp, restriction.start)
+        if not self._bounded:
+            finished, records, _ = yield from self._read_chunk(tp, reader, tracker, watermark, restriction.start)
+            if not finished:
+                # Resume right away after a full chunk; after an idle poll, wait a little.
+                tracker.defer_remainder(Duration(seconds=0 if records else 1))
+            return
+        # Bounded: the whole range in this one call, never deferred. The multi-worker FnApiRunner drops
+        # deferred residuals (apache/beam#19842), so a checkpoint there would be half a read; chunks of
+        # `max_records` still each report their progress, so the offset ledger sees the same chain.
+        start, finished = restriction.start, False
+        while not finished:
+            finished, _, start = yield from self._read_chunk(tp, reader, tracker, watermark, start)
+
+    def _read_chunk(self, tp, reader, tracker, watermark, start: int):
+        """Read one chunk from `start`: yield its records and its `ReadProgress`; return (finished, records, next).
+
+        Unbounded chunks end after `max_records` records or `max_seconds` seconds, or when the log is idle;
+        bounded ones after `max_records` records or at the restriction's stop, and raise if the partition
+        makes no progress for `stall_seconds` (a broker that stays away, a log truncated below the stop).
+        """
+        topic, partition = tp.topic, tp.partition
+        source, stop = kafka_source(topic), tracker.current_restriction().stop
         started, records, lake_offsets, latest_event = time.monotonic(), 0, [], None
-        last, finished, caught_up = restriction.start - 1, False, False
-        while records < self._max_records and time.monotonic() - started < self._max_seconds:
+        last, finished, caught_up, stalled_since = start - 1, False, False, None
+        while records < self._max_records and (self._bounded or time.monotonic() - started < self._max_seconds):
             batch = reader.poll(timeout_ms=200, max_records=self._max_records - records).get(tp, [])
             for record in batch:
                 if not tracker.try_claim(record.offset):
@@ -246,8 +278,8 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
             if finished:
                 break
             position = reader.position(tp)
-            if position >= restriction.stop:
-                tracker.try_claim(restriction.stop)  # a gap up to the stop: nothing left to read
+            if position >= stop:
+                tracker.try_claim(stop)  # a gap up to the stop: nothing left to read
                 finished = True
                 break
             if position - 1 > last:
@@ -255,20 +287,34 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
                 # aborted): claim them so the next chunk starts at the position and the ledger sees no hole.
                 tracker.try_claim(position - 1)
                 last = position - 1
+            elif not batch and self._bounded:
+                stalled_since = stalled_since or time.monotonic()
+                self._check_stall(tp, position, stop, time.monotonic() - stalled_since)
+                continue
+            stalled_since = None
             if not batch and not self._bounded:
                 # An empty poll may only mean the fetch is still starting; idle means caught up with the log.
                 caught_up = self._caught_up(reader, tp, position)
                 if caught_up is not False:
                     break  # caught up, or the broker is away: checkpoint rather than hold the bundle open
         self._read.inc(records)
-        next_offset = restriction.stop if finished else last + 1
-        if next_offset > restriction.start or lake_offsets:
-            progress = ReadProgress(topic, partition, restriction.start, next_offset, tuple(lake_offsets))
+        next_offset = stop if finished else last + 1
+        if next_offset > start or lake_offsets:
+            progress = ReadProgress(topic, partition, start, next_offset, tuple(lake_offsets))
             yield beam.pvalue.TaggedOutput(PROGRESS, progress)
         self._advance_watermark(watermark, latest_event, idle=caught_up is True and records == 0)
-        if not finished:
-            # Resume right away after a full chunk; after an idle poll, wait a little.
-            tracker.defer_remainder(Duration(seconds=0 if records else 1))
+        return finished, records, next_offset
+
+    def _check_stall(self, tp, position: int, stop: int, stalled_s: float) -> None:
+        """Fail a bounded read that has made no progress for `stall_seconds`, rather than spin silently."""
+        if stalled_s < self._stall_seconds:
+            return
+        raise RuntimeError(
+            f"Kafka {tp.topic}[{tp.partition}]: no record and no progress for {stalled_s:.0f}s at offset "
+            f"{position}, before the end offset {stop} seen at start (broker unreachable at "
+            f"{self._connection.get('bootstrap_servers')}, or the log lost its end); the group's offsets are "
+            f"committed only after the lake holds the rows, so a rerun resumes from them"
+        )
 
     @staticmethod
     def _caught_up(reader, tp, position: int) -> bool | None:
@@ -358,6 +404,7 @@ class ReadKafkaMessages(beam.PTransform):
         event_time: str = "kafka",
         max_out_of_order_seconds: float = 5.0,
         lake_bound: Callable[[bytes], bool] | None = None,
+        stall_seconds: float = BOUNDED_STALL_SECONDS,
     ):
         super().__init__()
         client_config(connection)
@@ -369,8 +416,10 @@ class ReadKafkaMessages(beam.PTransform):
             raise ValueError("start_from='committed' needs a group_id")
         if event_time not in ("kafka", "message"):
             raise ValueError(f"event_time must be 'kafka' or 'message', got {event_time!r}")
-        if max_records < 1 or max_seconds <= 0 or max_out_of_order_seconds < 0:
-            raise ValueError("max_records >= 1, max_seconds > 0 and max_out_of_order_seconds >= 0 are required")
+        if max_records < 1 or max_seconds <= 0 or max_out_of_order_seconds < 0 or stall_seconds <= 0:
+            raise ValueError(
+                "max_records >= 1, max_seconds > 0, max_out_of_order_seconds >= 0 and stall_seconds > 0 are required"
+            )
         self._connection = dict(connection)
         self._topics = list(topics)
         self._group_id = group_id
@@ -383,6 +432,7 @@ class ReadKafkaMessages(beam.PTransform):
             event_time=event_time,
             out_of_order_s=max_out_of_order_seconds,
             lake_bound=lake_bound,
+            stall_seconds=stall_seconds,
         )
 
     def expand(self, pbegin):
