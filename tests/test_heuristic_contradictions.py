@@ -373,3 +373,53 @@ def test_a_claim_that_drops_the_evidence_hedge_is_contradicted(claim, evidence):
 def test_a_kept_hedge_or_a_plain_statement_is_no_dropped_hedge(claim, evidence):
     v = verdict_on(claim, evidence)
     assert v.attribution_verdict == V.fully_grounded
+
+
+@pytest.mark.parametrize(
+    "claim, evidence, said",
+    [
+        (
+            "The city sent 300 volunteers to clear the beach after the storm.",
+            "The city sent more than 300 volunteers to clear the beach after the storm.",
+            "more than '300'",
+        ),
+        (
+            "The museum lent 40 paintings to the gallery in Oslo.",
+            "The museum lent up to 40 paintings to the gallery in Oslo.",
+            "less than '40'",
+        ),
+        (
+            "The two hikers spent less than ten dollars a day on food.",
+            "The two hikers spent less than ten dollars each a day on food.",
+            "each 'ten dollars'",
+        ),
+    ],
+)
+def test_a_bound_or_share_the_claim_drops_is_contradicted(claim, evidence, said):
+    v = verdict_on(claim, evidence)
+    assert v.attribution_verdict == V.contradicted
+    assert f"where the evidence says {said}" in v.provenance_notes
+
+
+@pytest.mark.parametrize(
+    "claim, evidence",
+    [
+        # The claim keeps the bound, or bounds a number the evidence states bare (less, not other).
+        (
+            "The city sent over 300 volunteers to clear the beach.",
+            "The city sent more than 300 volunteers to clear the beach.",
+        ),
+        (
+            "The city sent more than 300 volunteers to clear the beach.",
+            "The city sent 300 volunteers to clear the beach.",
+        ),
+        # The evidence also states the bare number.
+        (
+            "The city sent 300 volunteers to clear the beach.",
+            "The city sent more than 300 volunteers. In all, 300 volunteers cleared the beach.",
+        ),
+    ],
+)
+def test_a_kept_bound_or_a_bare_evidence_number_is_no_dropped_bound(claim, evidence):
+    v = verdict_on(claim, evidence)
+    assert v.attribution_verdict != V.contradicted

@@ -15,6 +15,7 @@ beat York" / "York beat Leeds"): those slot cues live in `transforms.slot_cues`:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -95,6 +96,67 @@ def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float) -> list[
             align, eq, s = best
             reason = f"{q.text!r} but the evidence says {eq.text!r}"
             found.append(Contradiction(s.doc_id, _excerpt(s), reason, min(1.0, 0.5 + align)))
+    return found
+
+
+# Words that bound a number ("more than 600", "up to 5 years") and words that make it a share ("three euros each"):
+# evidence that gives the number only with one of them does not state the bare number, and a claim that drops it (or
+# bounds it the other way) says something else ("600 firefighters" against "more than 600 firefighters").
+_BOUNDS = {
+    phrase: direction
+    for direction, phrases in (
+        ("more", "more than|over|at least|above|exceeding|upwards of|in excess of"),
+        ("less", "less than|fewer than|under|at most|up to|below|nearly|almost"),
+    )
+    for phrase in phrases.split("|")
+}
+_BOUND_BEFORE = re.compile(r"\b(" + "|".join(_BOUNDS) + r")\W{0,3}$", re.IGNORECASE)
+_SHARE_AFTER = re.compile(r"\W+(?:[^\W\d]+\W+)?(?:each|apiece|per person|per head|a head)\b", re.IGNORECASE)
+_BOUND_WORDS = {tuple(phrase.split()): direction for phrase, direction in _BOUNDS.items()}
+
+
+def _claim_bound(words_before: list[str]) -> str | None:
+    low = [w.lower() for w in words_before[-3:]]
+    for n in (3, 2, 1):
+        if len(low) >= n and tuple(low[-n:]) in _BOUND_WORDS:
+            return _BOUND_WORDS[tuple(low[-n:])]
+    return None
+
+
+def _evidence_bound(s, eq) -> str | None:
+    m = _BOUND_BEFORE.search(s.text, max(s.start, eq.start - 20), eq.start)
+    return _BOUNDS[m.group(1).lower()] if m else None
+
+
+def _dropped_qualifiers(tokens, items, ev) -> list[Contradiction]:
+    """A claim number that the evidence gives only with a bound or as a share, stated bare or bounded the other way
+    ("600 firefighters" / "more than 600 firefighters", "three euros a day" / "three euros each a day")."""
+    found = []
+    for it in items:
+        q = it.quantity
+        if q is None or not it.support or q.kind not in ("number", "duration") or not it.token_ids:
+            continue
+        bounded, shared = {}, {}  # the evidence's bound (or None) and whether it is a share -> one such number
+        for sid in it.support:
+            s = ev.sentences[sid]
+            for eq in s.quantities:
+                if same_value(q, eq):
+                    bounded.setdefault(_evidence_bound(s, eq), (eq, s))
+                    shared.setdefault(bool(_SHARE_AFTER.match(s.text, eq.end, min(s.end, eq.end + 24))), (eq, s))
+        if len(bounded) == 1 and None in bounded and True not in shared:
+            continue  # the common case: the evidence states the bare number
+        first, last = it.token_ids[0], it.token_ids[-1] + 1
+        claim_bound = _claim_bound([t.text for t in tokens[max(0, first - 3) : first] if t.end <= q.start])
+        claim_share = " ".join(t.text for t in tokens[last : last + 3] if t.start >= q.end)
+        if claim_bound not in bounded and bounded.keys() - {None}:
+            bound = next(b for b in bounded if b is not None)
+            (eq, s), what = bounded[bound], f"{bound} than"
+        elif list(shared) == [True] and not _SHARE_AFTER.match(" " + claim_share):
+            (eq, s), what = shared[True], "each"
+        else:
+            continue
+        reason = f"{q.text!r} where the evidence says {what} {eq.text!r}"
+        found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.6))
     return found
 
 
@@ -186,6 +248,8 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     if not total:
         return []
     found = _quantity_conflicts(tokens, items, ev, gain_of, total)
+    if not found:
+        found = _dropped_qualifiers(tokens, items, ev)
     if not gain_of:
         return found
     best = max(gain_of, key=gain_of.get)

@@ -4,7 +4,8 @@ For each sentence it finds the evidence sentences that cover its content words
 best (IDF-like word weights, light stems, listed synonyms and abbreviations),
 checks every number, unit, date, time and duration exactly (a gap between two
 evidence times supports a stated duration), looks for a different value of the
-same quantity, a flipped negation, an antonym or a swapped name in the
+same quantity, a bound or share the claim drops ("600" / "more than 600", "ten
+dollars a day" / "ten dollars each a day"), a flipped negation, an antonym or a swapped name in the
 best-aligned evidence sentence (contradiction: "founded in Paris" against
 "founded in London"), an antonym or a one-sided negation in the same slot of
 any well-aligned one, names the other way round around the same relation
