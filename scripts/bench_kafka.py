@@ -1,14 +1,16 @@
 """Benchmark Kafka -> lake: throughput, end-to-end latency, consumer lag and peak memory, bounded and streaming.
 
     python scripts/bench_kafka.py [--bootstrap-servers 127.0.0.1:39092] [--count 5000] [--rate 600] \\
-        [--window-seconds 10] [--mode both|bounded|streaming]
+        [--window-seconds 10] [--mode both|bounded|streaming] [--workers auto|N]
 
 Without --bootstrap-servers it uses $GROUNDWATCH_KAFKA_BOOTSTRAP, else starts the local broker
 (scripts/kafka.sh). Each mode gets a fresh topic (2 partitions) and lake, and runs `groundwatch monitor` as
 a child process group so its memory (Python and Prism together) can be sampled.
 
 - bounded: produce N generated responses (5 sentences, 5 passages), then `monitor --until-caught-up`;
-  throughput is N over the run's wall time (start-up included), latency is the backlog's age.
+  throughput is N over the run's wall time (start-up included), latency is the backlog's age. The monitor
+  picks its worker processes from the backlog (`--workers auto`, the default) unless `--workers N` names
+  them (N multi-processing workers; 1 = in process); the report says which it used.
 - streaming: start the monitor on Prism, wait until it has written a warm-up window, then produce N at
   `--rate` messages/s with live event times; throughput is N over the time from the first message sent to
   the last one in the lake. Latency per response: produce time (the Kafka record timestamp) to its
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -203,22 +206,57 @@ def _wait_lake(lake: Path, topic: str, count: int, process: subprocess.Popen, ti
     raise RuntimeError(f"the lake did not get {count} responses within {timeout_s:.0f}s")
 
 
-def bench_bounded(bootstrap: str, count: int, window: int, work: Path) -> None:
+def _runner_line(work: Path, topic: str) -> str:
+    """Where the monitor says it ran (its `runner` line: runner, workers, backlog)."""
+    log = work / f"{topic}.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    said = [line.split(None, 1)[1] for line in lines if line.startswith("runner ")]
+    return said[0] if said else "runner not reported"
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the finished children (the monitor, and the worker processes it waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _machine_busy() -> float:
+    """CPU seconds the whole machine has been busy since boot (all cores, from /proc/stat)."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _worker_flags(workers: str) -> list[str]:
+    if workers == "auto":
+        return []
+    if int(workers) == 1:
+        return ["--direct_num_workers=1"]
+    return [f"--direct_num_workers={int(workers)}", "--direct_running_mode=multi_processing"]
+
+
+def bench_bounded(bootstrap: str, count: int, window: int, work: Path, workers: str = "auto") -> None:
     topic = f"bench-bounded-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap, topic)
     try:
         produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(count, 3, datetime.now(UTC), 1000.0))
         lake = work / topic
-        started = time.monotonic()
-        process = _monitor(bootstrap, topic, lake, window, "--until-caught-up")
+        started, cpu_before, busy_before = time.monotonic(), _children_cpu(), _machine_busy()
+        process = _monitor(bootstrap, topic, lake, window, "--until-caught-up", *_worker_flags(workers))
         sampler = _Sampler(bootstrap, topic, f"bench-{topic}", process.pid)
         sampler.start()
         if process.wait() != 0:
             raise RuntimeError(f"bounded monitor failed; {_log_tail(work, topic)}")
-        seconds = time.monotonic() - started
+        seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
+        others = _machine_busy() - busy_before - cpu
         sampler.stop()
         latencies = _latencies(bootstrap, topic, lake)
-        _report("bounded (FnApiRunner, --until-caught-up)", count, seconds, sampler, *latencies)
+        load = "/".join(f"{x:.2f}" for x in os.getloadavg())
+        _report(f"bounded (--until-caught-up; {_runner_line(work, topic)})", count, seconds, sampler, *latencies)
+        print(f"CPU                  {cpu:.1f} s (the monitor and its workers) = {count / cpu:.0f} responses/CPU s")
+        print(f"load average         {load} (1/5/15 min, at the end, this run included; {os.cpu_count()} cores)")
+        print(f"other CPU            {others:.1f} s during the run (everything else on the machine: broker, others)")
     finally:
         _delete_topics(bootstrap, [topic, f"{topic}.review", f"{topic}.dead"])
 
@@ -288,13 +326,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=600.0, help="Streaming produce rate, per second. Default 600.")
     parser.add_argument("--window-seconds", type=int, default=10, help="Window length. Default 10.")
     parser.add_argument("--mode", choices=("both", "bounded", "streaming", "source"), default="both")
+    parser.add_argument(
+        "--workers",
+        default="auto",
+        help="Bounded run: 'auto' (the monitor chooses from the backlog) or N worker processes. Default auto.",
+    )
     args = parser.parse_args(argv)
     bootstrap = args.bootstrap_servers or LocalKafka().start()
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
         if args.mode in ("both", "source"):
             bench_source_only(bootstrap, args.count)
         if args.mode in ("both", "bounded"):
-            bench_bounded(bootstrap, args.count, args.window_seconds, Path(work))
+            bench_bounded(bootstrap, args.count, args.window_seconds, Path(work), args.workers)
         if args.mode in ("both", "streaming"):
             bench_streaming(bootstrap, args.count, args.rate, args.window_seconds, Path(work))
     return 0
