@@ -423,3 +423,40 @@ def test_a_bound_or_share_the_claim_drops_is_contradicted(claim, evidence, said)
 def test_a_kept_bound_or_a_bare_evidence_number_is_no_dropped_bound(claim, evidence):
     v = verdict_on(claim, evidence)
     assert v.attribution_verdict != V.contradicted
+
+
+@pytest.mark.parametrize(
+    "claim, evidence, word",
+    [
+        (
+            "The driver was charged with manslaughter after the crash.",
+            "The driver was charged with murder after the crash.",
+            "manslaughter",
+        ),
+        (
+            "The painting shows a red boat on the lake at dawn.",
+            "The painting shows a blue boat on the lake at dawn.",
+            "red",
+        ),
+        ("Her mother founded the bakery in the old town.", "Her father founded the bakery in the old town.", "mother"),
+    ],
+)
+def test_another_word_of_the_same_closed_class_in_the_slot_is_contradicted(claim, evidence, word):
+    v = verdict_on(claim, evidence)
+    assert v.attribution_verdict == V.contradicted
+    assert f"{word!r} where the evidence says the opposite" in v.provenance_notes
+
+
+@pytest.mark.parametrize(
+    "claim, evidence",
+    [
+        (
+            "The painting shows a red boat and a blue boat.",
+            "The painting shows a red boat, a blue boat and a green boat.",
+        ),
+        ("Her mother founded the bakery.", "Her mother and her father founded the bakery."),
+        ("The bridge took two years to build.", "The bridge took 24 months to build."),
+    ],
+)
+def test_words_of_one_class_that_the_evidence_also_says_are_no_conflict(claim, evidence):
+    assert verdict_on(claim, evidence).attribution_verdict == V.fully_grounded

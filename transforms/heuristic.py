@@ -7,7 +7,8 @@ evidence times supports a stated duration), looks for a different value of the
 same quantity, a bound or share the claim drops ("600" / "more than 600", "ten
 dollars a day" / "ten dollars each a day"), a flipped negation, an antonym or a swapped name in the
 best-aligned evidence sentence (contradiction: "founded in Paris" against
-"founded in London"), an antonym or a one-sided negation in the same slot of
+"founded in London"), an antonym, another word of the same closed class ("red" /
+"blue", "murder" / "manslaughter") or a one-sided negation in the same slot of
 any well-aligned one, names the other way round around the same relation
 ("Leeds beat York" / "York beat Leeds") or a name in the slot of another
 ("born in Gdansk" / "born on 5 July 1867 in Warsaw"), a word the evidence states

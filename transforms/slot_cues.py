@@ -18,6 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
+from transforms.synonyms import incompatible_stems
 from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem
 
 __all__ = [
@@ -61,8 +62,10 @@ def _prefix_forms(word_stem: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=100_000)
 def _opposite_forms(word_stem: str) -> tuple[str, ...]:
-    """Listed antonyms (not the forbidding words, which count as negations) and negated-prefix forms of a word."""
-    return tuple(ANTONYMS.get(word_stem, frozenset()) - NEGATION_STEMS) + _prefix_forms(word_stem)
+    """Listed antonyms (not the forbidding words, which count as negations), words of the same closed class
+    ("red" / "blue", "murder" / "manslaughter") and negated-prefix forms of a word."""
+    listed = (ANTONYMS.get(word_stem, frozenset()) - NEGATION_STEMS) | incompatible_stems(word_stem)
+    return tuple(listed) + _prefix_forms(word_stem)
 
 
 def negated_forms(word_stem: str, evidence_stems) -> set:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from transforms.textmatch import stem
 
-__all__ = ["SYNONYMS", "synonym_stems"]
+__all__ = ["INCOMPATIBLE", "SYNONYMS", "incompatible_stems", "synonym_stems"]
 
 _GROUPS = """
 buy bought purchase | sell sold | say said state stated tell told | show reveal demonstrate indicate
@@ -95,3 +95,46 @@ SYNONYMS: dict[str, frozenset[str]] = _build()
 def synonym_stems(word_stem: str) -> frozenset[str]:
     """Stems of words that mean the same as `word_stem` (empty when none is listed)."""
     return SYNONYMS.get(word_stem, frozenset())
+
+
+# Incompatible words: members of one closed class, of which a thing is one at a time ("a red car" is no "blue car",
+# "charged with murder" is no "charged with manslaughter", "in the first half" is not "in the second half"). A claim
+# word in the slot where the evidence has another of its class says something else; only lowercase common words that
+# are rarely anything else ("may", "march", "spring", "fall", "lead", "train" are left out).
+_INCOMPATIBLE_GROUPS = """
+red orange yellow green blue purple violet pink brown black white grey gray
+| monday tuesday wednesday thursday friday saturday sunday
+| january february april june july august september october november december
+| summer autumn winter
+| morning afternoon evening night midnight noon dawn dusk
+| breakfast lunch dinner supper brunch
+| yesterday today tomorrow tonight
+| father mother son daughter brother sister uncle aunt nephew niece grandfather grandmother grandson granddaughter
+| husband wife boyfriend girlfriend
+| north south east west northeast northwest southeast southwest
+| northern southern eastern western
+| first second third fourth fifth sixth seventh eighth ninth tenth
+| gold silver bronze copper iron steel aluminium aluminum
+| murder manslaughter assault robbery theft burglary fraud kidnapping
+| text image video audio
+| guitarist drummer bassist pianist violinist keyboardist
+| car bus truck bicycle motorcycle
+| cat dog horse cow pig sheep goat chicken rabbit
+"""
+
+
+def _build_incompatible() -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for group in _INCOMPATIBLE_GROUPS.split("|"):
+        stems = {stem(w) for w in group.split()}
+        for s in stems:
+            out[s] = frozenset(stems - {s} - SYNONYMS.get(s, frozenset()))
+    return out
+
+
+INCOMPATIBLE: dict[str, frozenset[str]] = _build_incompatible()
+
+
+def incompatible_stems(word_stem: str) -> frozenset[str]:
+    """Stems of words of the same closed class as `word_stem` that it excludes (empty when it is in none)."""
+    return INCOMPATIBLE.get(word_stem, frozenset())
