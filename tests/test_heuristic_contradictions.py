@@ -460,3 +460,23 @@ def test_another_word_of_the_same_closed_class_in_the_slot_is_contradicted(claim
 )
 def test_words_of_one_class_that_the_evidence_also_says_are_no_conflict(claim, evidence):
     assert verdict_on(claim, evidence).attribution_verdict == V.fully_grounded
+
+
+def test_another_time_unit_in_the_slot_is_contradicted():
+    v = verdict_on(
+        "The bridge was closed for several weeks after the flood.",
+        "The bridge was closed for several months after the flood.",
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "'weeks' where the evidence says the opposite" in v.provenance_notes
+
+
+@pytest.mark.parametrize(
+    "claim, evidence",
+    [
+        ("The bridge took two years to build.", "The bridge took 24 months to build."),
+        ("The bridge took a year to build.", "The bridge took twelve months to build."),
+    ],
+)
+def test_counted_time_units_are_left_to_the_quantities(claim, evidence):
+    assert verdict_on(claim, evidence).attribution_verdict == V.fully_grounded

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from transforms.textmatch import stem
 
-__all__ = ["INCOMPATIBLE", "SYNONYMS", "incompatible_stems", "synonym_stems"]
+__all__ = ["INCOMPATIBLE", "SYNONYMS", "TIME_UNITS", "incompatible_stems", "synonym_stems"]
 
 _GROUPS = """
 buy bought purchase | sell sold | say said state stated tell told | show reveal demonstrate indicate
@@ -120,7 +120,12 @@ red orange yellow green blue purple violet pink brown black white grey gray
 | guitarist drummer bassist pianist violinist keyboardist
 | car bus truck bicycle motorcycle
 | cat dog horse cow pig sheep goat chicken rabbit
+| minute minutes hour hours day days week weeks month months year years decade decades century centuries
 """
+
+# Time units belong to a class too ("for several weeks" is not "for several months"), but a counted one ("two years",
+# "24 months") is a quantity: `transforms.quantities` compares those, converting the units.
+TIME_UNITS = frozenset(stem(w) for w in "minute hour day week month year decade century centuries".split())
 
 
 def _build_incompatible() -> dict[str, frozenset[str]]:
