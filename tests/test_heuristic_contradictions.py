@@ -480,3 +480,18 @@ def test_another_time_unit_in_the_slot_is_contradicted():
 )
 def test_counted_time_units_are_left_to_the_quantities(claim, evidence):
     assert verdict_on(claim, evidence).attribution_verdict == V.fully_grounded
+
+
+@pytest.mark.parametrize(
+    "claim, evidence",
+    [
+        # A capitalised "May" is a name, not a hedge.
+        ("The prime minister said that the deal was final.", "Theresa May said that the deal was final."),
+        # "each" before a noun is a determiner, not a share.
+        ("The museum gets 10,000 visitors a year.", "The museum gets 10,000 visitors each year."),
+        # "over three days" is a stretch of time, not a bound.
+        ("The festival ran for three days.", "The festival ran over three days."),
+    ],
+)
+def test_words_that_only_look_like_hedges_bounds_or_shares_are_no_conflict(claim, evidence):
+    assert verdict_on(claim, evidence).attribution_verdict != V.contradicted

@@ -111,7 +111,13 @@ _BOUNDS = {
     for phrase in phrases.split("|")
 }
 _BOUND_BEFORE = re.compile(r"\b(" + "|".join(_BOUNDS) + r")\W{0,3}$", re.IGNORECASE)
-_SHARE_AFTER = re.compile(r"\W+(?:[^\W\d]+\W+)?(?:each|apiece|per person|per head|a head)\b", re.IGNORECASE)
+# "each" shares out only at the end of its phrase ("ten dollars each a day", "two goals each."); before a noun it is a
+# determiner ("10,000 visitors each year").
+_SHARE_AFTER = re.compile(
+    r"\W+(?:[^\W\d]+\W+)?(?:apiece|per person|per head|a head|each(?=\W*$|\s*[^\w\s]|\s+(?:a|an|per|for|in|on|at|to"
+    r"|and|or|but|with|from|by)\b))",
+    re.IGNORECASE,
+)
 _BOUND_WORDS = {tuple(phrase.split()): direction for phrase, direction in _BOUNDS.items()}
 
 
@@ -125,7 +131,9 @@ def _claim_bound(words_before: list[str]) -> str | None:
 
 def _evidence_bound(s, eq) -> str | None:
     m = _BOUND_BEFORE.search(s.text, max(s.start, eq.start - 20), eq.start)
-    return _BOUNDS[m.group(1).lower()] if m else None
+    if not m or (eq.kind == "duration" and m.group(1).lower() in ("over", "under")):
+        return None  # "over three days" is a stretch of time, not more than three days
+    return _BOUNDS[m.group(1).lower()]
 
 
 def _dropped_qualifiers(tokens, items, ev) -> list[Contradiction]:
@@ -142,7 +150,7 @@ def _dropped_qualifiers(tokens, items, ev) -> list[Contradiction]:
             for eq in s.quantities:
                 if same_value(q, eq):
                     bounded.setdefault(_evidence_bound(s, eq), (eq, s))
-                    shared.setdefault(bool(_SHARE_AFTER.match(s.text, eq.end, min(s.end, eq.end + 24))), (eq, s))
+                    shared.setdefault(bool(_SHARE_AFTER.match(s.text, eq.end, min(s.end, eq.end + 40))), (eq, s))
         if len(bounded) == 1 and None in bounded and True not in shared:
             continue  # the common case: the evidence states the bare number
         first, last = it.token_ids[0], it.token_ids[-1] + 1

@@ -396,7 +396,13 @@ def dropped_hedge(tokens, ev, gain_of: dict, total: float) -> Cue | None:
                     continue
                 same_left = i > 0 and j > 0 and claim[i - 1] == stems[j - 1]
                 same_right = i + 1 < len(claim) and k + 1 < len(stems) and claim[i + 1] == stems[k + 1]
-                if (same_left or same_right) and not _stated_plainly(t.stem, ev):
-                    hedge = _words_of(s)[j]
+                # One shared function word is a weak slot: a content word on one side, or a neighbour on both.
+                content = (same_left and claim[i - 1] not in STOP_STEMS) or (
+                    same_right and claim[i + 1] not in STOP_STEMS
+                )
+                if not (content or (same_left and same_right)) or _stated_plainly(t.stem, ev):
+                    continue
+                hedge = _words_of(s)[j]
+                if hedge[:1].islower():  # "Theresa May said" names no hedge
                     return Cue(s, f"{t.text!r} stated as fact where the evidence says {hedge!r}", 0.6)
     return None
