@@ -495,3 +495,13 @@ def test_counted_time_units_are_left_to_the_quantities(claim, evidence):
 )
 def test_words_that_only_look_like_hedges_bounds_or_shares_are_no_conflict(claim, evidence):
     assert verdict_on(claim, evidence).attribution_verdict != V.contradicted
+
+
+def test_a_slot_whose_words_are_listed_synonyms_is_the_same_slot():
+    # "different kinds" / "various types": the negation is in the same slot although no context word is the same.
+    v = verdict_on(
+        "Alex picks an old pub on Main Street where guests can't taste different kinds of ale.",
+        "Alex picks an old pub on Main Street for the party. There you can taste various types of ale.",
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "'taste' negated in the claim only" in v.provenance_notes

@@ -118,6 +118,11 @@ _SHARE_AFTER = re.compile(
     r"|and|or|but|with|from|by)\b))",
     re.IGNORECASE,
 )
+_QUALIFIER_STEMS = frozenset(
+    stem(w)
+    for w in """more over least above exceeding upwards excess less fewer under most up below nearly almost each apiece
+    per head""".split()
+)
 _BOUND_WORDS = {tuple(phrase.split()): direction for phrase, direction in _BOUNDS.items()}
 
 
@@ -147,6 +152,10 @@ def _dropped_qualifiers(tokens, items, ev) -> list[Contradiction]:
         bounded, shared = {}, {}  # the evidence's bound (or None) and whether it is a share -> one such number
         for sid in it.support:
             s = ev.sentences[sid]
+            if _QUALIFIER_STEMS.isdisjoint(s.stems):
+                bounded.setdefault(None, None)  # no bound or share word at all: its numbers are bare
+                shared.setdefault(False, None)
+                continue
             for eq in s.quantities:
                 if same_value(q, eq):
                     bounded.setdefault(_evidence_bound(s, eq), (eq, s))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from transforms.synonyms import TIME_UNITS, incompatible_stems
+from transforms.synonyms import TIME_UNITS, incompatible_stems, synonym_stems
 from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem
 
 __all__ = [
@@ -86,6 +86,9 @@ def _shares_context(tokens, i: int, s, j: int) -> bool:
         if k != i and not tokens[k].stop and len(tokens[k].stem) > 2
     }
     lo, hi = max(0, j - _ANCHOR_WINDOW), min(len(s.stem_list), j + _ANCHOR_WINDOW + 1)
+    if any(s.stem_list[k] in near for k in range(lo, hi) if k != j):
+        return True
+    near = set().union(*(synonym_stems(st) for st in near))  # the same slot in other words ("tried various wines")
     return any(s.stem_list[k] in near for k in range(lo, hi) if k != j)
 
 
@@ -379,17 +382,18 @@ def dropped_hedge(tokens, ev, gain_of: dict, total: float) -> Cue | None:
     against "a reportedly carcinogenic chemical", "the drug causes" against "the drug may cause"): the claim states
     as fact what the evidence leaves uncertain. The slot is the word after the hedge with the same neighbour on one
     side; a claim that hedges anywhere, or evidence that also states the word plainly, is no conflict."""
+    if ev.postings.keys().isdisjoint(_HEDGES):
+        return None  # the evidence never hedges (the common case)
     claim = [t.stem for t in tokens]
     if not _HEDGES.isdisjoint(claim):
-        return None
+        return None  # the claim hedges too
     for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
         s, align = ev.sentences[sid], gain_of[sid] / total
-        if align < _HEDGE_ALIGNMENT or _HEDGES.isdisjoint(s.stems):
-            continue
+        hedges = _HEDGES & s.stems if align >= _HEDGE_ALIGNMENT else ()
         stems = s.stem_list
-        for j, st in enumerate(stems):
-            k = _hedged_word(stems, j) if st in _HEDGES else None
-            if k is None:
+        for j in sorted(j for h in hedges for j in s.positions[h]):
+            k = _hedged_word(stems, j)
+            if k is None or stems[k] not in claim:
                 continue
             for i, t in enumerate(tokens):
                 if t.stem != stems[k]:

@@ -63,7 +63,7 @@ website site | phone telephone | computer pc | software program programme | data
 | reveal disclose | claim assert allege contend | warn caution | approve endorse authorize authorise
 | cancel scrap | postpone delay defer | emphasize emphasise stress highlight | happen occur | finish complete
 | resident inhabitant | career profession | participate partake | expand extend broaden | remove delete erase
-| mandate require oblige | reporter journalist | lawsuit litigation | estimate approximate
+| mandate require oblige | reporter journalist | lawsuit litigation | estimate approximate | various different diverse
 """
 
 # A country and the adjective of its people name the same place ("a Chinese mine" / "a mine in China"); the ones
