@@ -505,3 +505,22 @@ def test_a_slot_whose_words_are_listed_synonyms_is_the_same_slot():
     )
     assert v.attribution_verdict == V.contradicted
     assert "'taste' negated in the claim only" in v.provenance_notes
+
+
+@pytest.mark.parametrize(
+    "claim, evidence, word",
+    [
+        ("Their next stop on the tour is Vienna.", "Their latest stop on the tour is Vienna.", "next"),
+        ("The new bridge is narrower than the old bridge.", "The new bridge is wider than the old bridge.", "narrower"),
+        ("The former mayor opened the new library.", "The current mayor opened the new library.", "former"),
+        (
+            "Attendance at the festival is voluntary for staff.",
+            "Attendance at the festival is mandatory for staff.",
+            "voluntary",
+        ),
+    ],
+)
+def test_a_flipped_sequence_or_comparative_is_contradicted(claim, evidence, word):
+    v = verdict_on(claim, evidence)
+    assert v.attribution_verdict == V.contradicted
+    assert f"{word!r} where the evidence says the opposite" in v.provenance_notes

@@ -90,7 +90,15 @@ _ANTONYM_PAIRS = [
     improve:deteriorate better:worse best:worst winner:loser optimistic:pessimistic happy:sad ancient:modern
     permanent:temporary rural:urban domestic:foreign natural:artificial simple:complex narrow:wide thin:thick
     deep:shallow loud:quiet senior:junior majority:minority upper:lower inner:outer add:remove men:women
-    man:woman boy:girl""".split()
+    man:woman boy:girl
+    previous:next last:next latest:next latest:previous latest:earliest past:future former:current prior:subsequent
+    preceding:following longer:shorter faster:slower stronger:weaker wider:narrower taller:shorter bigger:smaller
+    heavier:lighter highest:lowest largest:smallest biggest:smallest longest:shortest fastest:slowest
+    oldest:youngest oldest:newest earliest:latest expand:shrink strengthen:weaken accelerate:decelerate
+    acquit:convict acquitted:convicted pass:fail surplus:deficit offensive:defensive
+    ascend:descend input:output inbound:outbound indoor:outdoor online:offline manual:automatic
+    voluntary:mandatory voluntary:compulsory optional:mandatory optional:compulsory partial:full
+    domestic:international minimum:maximum""".split()
 ]
 
 
