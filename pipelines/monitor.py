@@ -10,7 +10,10 @@ Streaming (the default) runs on Beam's Prism runner (`--prism-location`, else `$
 `~/.cache/groundwatch/bin/prism` as built by `scripts/build-prism.sh`): the Kafka source checkpoints every
 `--checkpoint-records` records or `--checkpoint-seconds` seconds, windows close as the watermark passes them,
 and each window's Parquet files appear in the lake. `--until-caught-up` reads from the group's committed
-offsets to the end offsets seen at start and exits, on the in-process FnApiRunner (catch-up, backfills).
+offsets to the end offsets seen at start and exits, on the FnApiRunner (catch-up, backfills): in process for
+a small backlog, with one worker process per core (up to 4) from `PARALLEL_BACKLOG_RECORDS` messages on,
+unless `--runner`, `--direct_num_workers` or `--direct_running_mode` are given. The bounded read never
+checkpoints, so several workers are safe, and the messages are reshuffled after it so they share the audit.
 
 The consumer group's offsets are committed only after the rows the records produced are in the lake
 (`transforms.kafka_commit`); a crashed run restarts where the group's commits say and may re-audit a few
