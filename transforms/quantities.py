@@ -19,7 +19,9 @@ from datetime import date
 from functools import lru_cache
 from typing import NamedTuple
 
-__all__ = ["Quantity", "extract_quantities", "same_value", "time_gaps"]
+from transforms.textmatch import stem
+
+__all__ = ["Quantity", "counted", "extract_quantities", "same_value", "time_gaps"]
 
 _MONTHS = {
     name: i + 1
@@ -308,3 +310,12 @@ def time_gaps(times: list[tuple[Quantity, object]]) -> dict[float, list[tuple]]:
             if gap > 0:
                 gaps.setdefault(gap, []).append(((a, doc_a), (b, doc_b)))
     return gaps
+
+
+_COUNT_STEMS = frozenset(stem(w) for w in ["a", "an", *_NUMBER_WORDS])
+
+
+def counted(stems, i: int) -> bool:
+    """Whether the word at position i of a stem sequence is counted by the number right before it ("two years",
+    "24 months", "a year"): a quantity, compared as one, not a word on its own."""
+    return i > 0 and (stems[i - 1][:1].isdigit() or stems[i - 1] in _COUNT_STEMS)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
+from transforms.quantities import counted
 from transforms.synonyms import TIME_UNITS, incompatible_stems, synonym_stems
 from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem
 
@@ -134,7 +135,7 @@ def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
                 continue
             for o in opposite & s.stems:
                 for j in s.positions[o]:
-                    if t.stem in TIME_UNITS and (_counts(claim_stems, i) or _counts(s.stem_list, j)):
+                    if t.stem in TIME_UNITS and (counted(claim_stems, i) or counted(s.stem_list, j)):
                         continue  # "two years" / "24 months": a quantity, compared as one
                     if _shares_context(tokens, i, s, j) and _negated_near(claim_stems, i) == _negated_near(
                         s.stem_list, j
@@ -142,18 +143,6 @@ def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
                         reason = f"{t.text!r} where the evidence says the opposite"
                         return Cue(s, reason, 0.7 * max(align, 0.5))
     return None
-
-
-_COUNT_WORDS = frozenset(
-    stem(w)
-    for w in """a an one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty fifty
-    hundred thousand dozen""".split()
-)
-
-
-def _counts(stems, i: int) -> bool:
-    """Whether the word at i is counted by the number right before it ("two years", "24 months", "a year")."""
-    return i > 0 and (stems[i - 1][:1].isdigit() or stems[i - 1] in _COUNT_WORDS)
 
 
 def anchored_negation(tokens, ev, gain_of: dict, total: float) -> Cue | None:
