@@ -100,7 +100,7 @@ class MonitorOptions(PipelineOptions):
             "--checkpoint_records", type=int, default=500, help="Records per source chunk. Default 500."
         )
         parser.add_argument(
-            "--checkpoint_seconds", type=float, default=1.0, help="Seconds per source chunk. Default 1."
+            "--checkpoint_seconds", type=float, default=1.0, help="Seconds per source chunk (streaming). Default 1."
         )
         parser.add_argument(
             "--until_caught_up",
@@ -411,7 +411,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--event-time", default="kafka", choices=("kafka", "message"), help="Default kafka.")
     parser.add_argument("--max-out-of-order-seconds", type=float, default=5.0, help="Watermark slack. Default 5.")
     parser.add_argument("--checkpoint-records", type=int, default=500, help="Records per chunk. Default 500.")
-    parser.add_argument("--checkpoint-seconds", type=float, default=1.0, help="Seconds per chunk. Default 1.")
+    parser.add_argument("--checkpoint-seconds", type=float, default=1.0, help="Streaming chunk seconds. Default 1.")
     add_kafka_security_arguments(parser)
     parser.add_argument("--prism-location", help="Prism binary. Default ~/.cache/groundwatch/bin/prism.")
     add_judge_arguments(parser)
