@@ -125,8 +125,11 @@ def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
     ]
 
 
-def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -> dict[str, beam.PCollection]:
-    """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`.
+def build_pipeline(
+    p: beam.Pipeline, options: PipelineOptions, *, source=None, dead_letters=()
+) -> dict[str, beam.PCollection]:
+    """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`,
+    and `dead_letters` (DeadLetterRows the source set aside, already counted) join the run's own.
 
     Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
     and `lake_files` (paths written).
@@ -142,7 +145,7 @@ def build_pipeline(p: beam.Pipeline, options: PipelineOptions, *, source=None) -
     parsed = messages | "ParseResponses" >> ParseResponses(drop_duplicates=not streaming)
     window = WindowByEventTime(opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds)
     windowed = parsed[PARSED] | "WindowByEventTime" >> window
-    dead = [parsed[DEAD_LETTERS]]
+    dead = [parsed[DEAD_LETTERS], *dead_letters]
     if streaming:
         unique = windowed | "DropDuplicateResponses" >> DropDuplicateResponses()
         windowed, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]

@@ -36,8 +36,9 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from pipelines import audit
 from pipelines.judge_options import add_judge_arguments, judge_argv
 from transforms.kafka_commit import CommitOffsetsAfterLake
-from transforms.kafka_io import MESSAGES, PROGRESS, START_FROM, ReadKafkaMessages, resolve_start_offset
+from transforms.kafka_io import LATE, MESSAGES, PROGRESS, START_FROM, ReadKafkaMessages, resolve_start_offset
 from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
+from transforms.late import DeadLetterLateMessages, message_late_reason
 from transforms.parse import ParseError, parse_message
 from transforms.sample import is_sampled
 from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
@@ -181,6 +182,11 @@ def build_monitor(p: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.
         event_time=opts.event_time,
         max_out_of_order_seconds=opts.max_out_of_order_seconds,
         lake_bound=None if rate >= 1.0 else functools.partial(lake_bound, rate=rate),
+        late=functools.partial(
+            message_late_reason,
+            window_seconds=audit_opts.window_seconds,
+            allowed_lateness_seconds=audit_opts.allowed_lateness_seconds,
+        ),
     )
     messages = read[MESSAGES]
     if opts.until_caught_up:
@@ -188,7 +194,9 @@ def build_monitor(p: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.
         # verify, ...) would run there too, so a catch-up would use one core per partition at most, unevenly.
         # Streaming keeps its graph: Prism passes chunks downstream as they are read.
         messages = messages | "SpreadOverWorkers" >> beam.Reshuffle()
-    outputs = audit.build_pipeline(p, options, source=messages)
+    # Records the stream would drop as late (a bounded read has none) become counted dead letters instead.
+    late = read[LATE] | "DeadLetterLateMessages" >> DeadLetterLateMessages()
+    outputs = audit.build_pipeline(p, options, source=messages, dead_letters=[late])
     outputs["commits"] = {"progress": read[PROGRESS], "lake_files": outputs["lake_files"]} | (
         "CommitOffsets" >> CommitOffsetsAfterLake(connection, opts.kafka_group_id)
     )

@@ -10,6 +10,7 @@ Waiting is bounded (a test fails if the lake does not catch up within minutes), 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -154,6 +155,44 @@ def test_an_idle_partition_does_not_hold_windows_open(kafka_bootstrap, new_topic
     producer.close()
     found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="lake")
     assert len(found["responses"]) + len(found["dead_letters"]) == 60
+
+
+def test_a_message_too_late_for_its_window_is_dead_lettered_not_dropped(
+    kafka_bootstrap,  # noqa: F811
+    new_topic,  # noqa: F811
+    monitors,
+    tmp_path,
+):
+    """Prism drops late data before the first aggregation, silently; the monitor must count and keep it."""
+    from datetime import UTC, datetime, timedelta
+
+    topic = new_topic(partitions=1)
+    lake = tmp_path / "lake"
+    monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log", "--allowed-lateness-seconds", "0")
+    _produce(kafka_bootstrap, topic, 20, seed=61)
+    wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="on-time batch")
+    # The watermark is now past the current minute; a response answered two hours ago belongs to a long-closed
+    # window, while a fresh one still counts normally.
+    hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    late = generated_messages(1, seed=62, start=hours_ago)
+    fresh = generated_messages(1, seed=63, start=datetime.now(UTC))
+    assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, late + fresh) == 2
+    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="lake")
+
+    from dashboards.views import connect_lake
+
+    rows = (
+        connect_lake(str(lake))
+        .execute(
+            "SELECT error, raw_payload FROM dead_letters WHERE origin_source = ? AND starts_with(error, 'late:')",
+            [f"kafka:{topic}"],
+        )
+        .fetchall()
+    )
+    assert [bytes(raw) for _, raw in rows] == late
+    assert "window ending" in rows[0][0] and "--allowed-lateness-seconds" in rows[0][0]
+    assert json.loads(fresh[0])["response_id"] in found["response_ids"]
+    _assert_once_each(found)
 
 
 def test_sigkill_and_restart_loses_nothing_and_counts_once(kafka_bootstrap, new_topic, monitors, tmp_path):  # noqa: F811

@@ -4,6 +4,7 @@
         {"bootstrap_servers": "127.0.0.1:39092"}, ["rag.responses"], group_id="groundwatch", bounded=True)
     messages[MESSAGES]   # (raw_bytes, Origin("kafka:<topic>", partition, offset)), timestamped by event time
     messages[PROGRESS]   # ReadProgress: which offsets of a partition one chunk covered (for committing offsets)
+    messages[LATE]       # (raw_bytes, Origin, reason): records a streaming runner would drop as late (see `late`)
 
 Each (topic, partition) is one element whose restriction is an `OffsetRange`:
 
@@ -23,6 +24,11 @@ which is what `OffsetRestrictionTracker.check_done` needs. Event time is the Kaf
 message's own `timestamp` field (`event_time="message"`); the watermark follows the latest event time read
 minus `max_out_of_order_seconds`, and advances to the wall clock minus that bound while a partition is idle.
 
+A streaming runner drops, without a trace, an element whose window closed (plus allowed lateness) before the
+watermark. Given `late(raw, watermark_s) -> reason | None`, an unbounded read sends such records to `[LATE]`
+instead, with the reason, judged against the highest watermark the read has reported for any partition of
+the topic (the runner's watermark is never ahead of it), so the caller can dead-letter and count them.
+
 Consumers are built lazily once per DoFn instance and re-assigned per restriction, never per element.
 The connection is a plain dict of kafka-python client settings (bootstrap_servers, security_protocol,
 sasl_*, ssl_*), passed through as is, so any cluster works.
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -49,6 +56,7 @@ from schemas import Origin
 
 __all__ = [
     "CLIENT_SETTINGS",
+    "LATE",
     "MESSAGES",
     "PROGRESS",
     "START_FROM",
@@ -63,6 +71,7 @@ __all__ = [
 
 MESSAGES = "messages"
 PROGRESS = "progress"
+LATE = "late"
 START_FROM = ("committed", "earliest", "latest")
 UNBOUNDED_STOP = 2**63 - 1
 BOUNDED_STALL_SECONDS = 120.0
@@ -116,7 +125,7 @@ class ReadProgress:
     offsets: tuple[int, ...] = field(default=())
 
 
-def message_event_time(raw: bytes, fallback_s: float) -> float:
+def message_event_time(raw: bytes, fallback_s: float | None) -> float | None:
     """The message's own `timestamp` (ISO 8601 with a zone, or epoch ms) in epoch seconds, else `fallback_s`."""
     try:
         value = json.loads(raw).get("timestamp")
@@ -173,7 +182,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     """
 
     def __init__(self, connection, *, group_id, start_from, bounded, max_records, max_seconds, event_time,
-                 out_of_order_s, lake_bound, stall_seconds):  # fmt: skip
+                 out_of_order_s, lake_bound, stall_seconds, late=None, reader_id=""):  # fmt: skip
         self._connection = dict(connection)
         self._group_id = group_id
         self._start_from = start_from
@@ -184,6 +193,8 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         self._out_of_order_s = out_of_order_s
         self._lake_bound = lake_bound
         self._stall_seconds = stall_seconds
+        self._late = late if not bounded else None  # a bounded (batch) run drops no late data
+        self._reader_id = reader_id
         self._reader = None
         self._offsets_client = None
         self._read = Metrics.counter("groundwatch.kafka", "records_read")
@@ -274,7 +285,12 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
                 records += 1
                 if self._lake_bound is None or self._lake_bound(raw):
                     lake_offsets.append(record.offset)
-                yield TimestampedValue((raw, Origin(source=source, partition=partition, offset=record.offset)), event_s)
+                origin = Origin(source=source, partition=partition, offset=record.offset)
+                reason = self._late(raw, _highest_watermark(self._reader_id, topic)) if self._late else None
+                if reason is not None:
+                    yield beam.pvalue.TaggedOutput(LATE, (raw, origin, reason))
+                else:
+                    yield TimestampedValue((raw, origin), event_s)
             if finished:
                 break
             position = reader.position(tp)
@@ -302,7 +318,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         if next_offset > start or lake_offsets:
             progress = ReadProgress(topic, partition, start, next_offset, tuple(lake_offsets))
             yield beam.pvalue.TaggedOutput(PROGRESS, progress)
-        self._advance_watermark(watermark, latest_event, idle=caught_up is True and records == 0)
+        self._advance_watermark(watermark, topic, latest_event, idle=caught_up is True and records == 0)
         return finished, records, next_offset
 
     def _check_stall(self, tp, position: int, stop: int, stalled_s: float) -> None:
@@ -326,7 +342,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         except KafkaError:
             return None  # a broker restart: the consumer reconnects by itself, try again after a checkpoint
 
-    def _advance_watermark(self, watermark, latest_event: float | None, *, idle: bool) -> None:
+    def _advance_watermark(self, watermark, topic: str, latest_event: float | None, *, idle: bool) -> None:
         if self._bounded:
             return
         candidates = [time.time() - self._out_of_order_s] if idle else []
@@ -338,6 +354,22 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         current = watermark.current_watermark()
         if current is None or proposed > current:
             watermark.set_watermark(proposed)
+        _note_watermark(self._reader_id, topic, proposed.micros / 1e6)
+
+
+# The highest watermark each read (by reader id) has proposed per topic, shared by the DoFn's copies in this
+# process: a runner may run partitions in separate bundles and DoFn instances, and its own watermark for the
+# records is at most the highest one proposed, so judging lateness against it never lets one slip through.
+_HIGHEST_WATERMARKS: dict[tuple[str, str], float] = {}
+
+
+def _note_watermark(reader_id: str, topic: str, watermark_s: float) -> None:
+    key = (reader_id, topic)
+    _HIGHEST_WATERMARKS[key] = max(watermark_s, _HIGHEST_WATERMARKS.get(key, watermark_s))
+
+
+def _highest_watermark(reader_id: str, topic: str) -> float:
+    return _HIGHEST_WATERMARKS.get((reader_id, topic), float("-inf"))
 
 
 # The DoFn is its own restriction provider (RestrictionParam without one); its watermark is set by hand.
@@ -387,8 +419,9 @@ class _ListPartitionsFn(beam.DoFn):
 class ReadKafkaMessages(beam.PTransform):
     """Raw messages of Kafka topics as `(bytes, Origin)`, plus the `ReadProgress` of each chunk read.
 
-    Returns a tagged result: `[MESSAGES]` and `[PROGRESS]`. `lake_bound(raw) -> bool` says which records
-    will produce lake rows (default: all); only those hold back the offset commit.
+    Returns a tagged result: `[MESSAGES]`, `[PROGRESS]` and `[LATE]`. `lake_bound(raw) -> bool` says which
+    records will produce lake rows (default: all); only those hold back the offset commit. `late(raw,
+    watermark_s) -> str | None` (unbounded reads only) names why a record would be dropped as late data.
     """
 
     def __init__(
@@ -405,6 +438,7 @@ class ReadKafkaMessages(beam.PTransform):
         max_out_of_order_seconds: float = 5.0,
         lake_bound: Callable[[bytes], bool] | None = None,
         stall_seconds: float = BOUNDED_STALL_SECONDS,
+        late: Callable[[bytes, float], str | None] | None = None,
     ):
         super().__init__()
         client_config(connection)
@@ -433,6 +467,8 @@ class ReadKafkaMessages(beam.PTransform):
             out_of_order_s=max_out_of_order_seconds,
             lake_bound=lake_bound,
             stall_seconds=stall_seconds,
+            late=late,
+            reader_id=uuid.uuid4().hex,
         )
 
     def expand(self, pbegin):
@@ -443,5 +479,5 @@ class ReadKafkaMessages(beam.PTransform):
             | "Impulse" >> beam.Impulse()
             | "ListPartitions" >> beam.ParDo(_ListPartitionsFn(self._connection, self._topics))
             | "Reshuffle" >> beam.Reshuffle()
-            | "ReadPartitions" >> beam.ParDo(read_fn).with_outputs(PROGRESS, main=MESSAGES)
+            | "ReadPartitions" >> beam.ParDo(read_fn).with_outputs(PROGRESS, LATE, main=MESSAGES)
         )

@@ -18,7 +18,14 @@ import apache_beam as beam
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils.timestamp import Duration
 
-__all__ = ["DEFAULT_WINDOW_SECONDS", "AssignEventTime", "WindowByEventTime", "response_event_time", "window_bounds"]
+__all__ = [
+    "DEFAULT_WINDOW_SECONDS",
+    "AssignEventTime",
+    "WindowByEventTime",
+    "late_reason",
+    "response_event_time",
+    "window_bounds",
+]
 
 DEFAULT_WINDOW_SECONDS = 60
 
@@ -33,6 +40,25 @@ def window_bounds(window: Any, fallback: datetime) -> tuple[datetime, datetime]:
     if isinstance(window, beam_window.IntervalWindow):
         return window.start.to_utc_datetime(has_tz=True), window.end.to_utc_datetime(has_tz=True)
     return fallback, fallback
+
+
+def late_reason(event_s: float, watermark_s: float, window_seconds: int, allowed_lateness_seconds: int) -> str | None:
+    """Why a response with event time `event_s` would be dropped as late data at a watermark of `watermark_s`, or None.
+
+    A streaming runner silently drops an element whose fixed window, plus the allowed lateness, closed before the
+    watermark (Prism: window max timestamp + lateness < watermark). Knowing it first lets the caller dead-letter
+    the message instead, so it is counted and kept.
+    """
+    window_end = (event_s // window_seconds + 1) * window_seconds
+    closes = window_end - 0.001 + allowed_lateness_seconds  # the window's max timestamp is its end minus 1 ms
+    if closes >= watermark_s:
+        return None
+    when = lambda s: datetime.fromtimestamp(s, UTC).isoformat(timespec="seconds")  # noqa: E731
+    return (
+        f"late: event time {when(event_s)} belongs to the window ending {when(window_end)}, which closed for good "
+        f"({allowed_lateness_seconds}s allowed lateness) before the watermark reached {when(watermark_s)}; "
+        "raise --allowed-lateness-seconds, or replay old traffic with --until-caught-up or --event-time message"
+    )
 
 
 def _to_utc(value: datetime) -> datetime:
