@@ -141,13 +141,22 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
         items.append(_Item(t.text, w, support, [i], support_strength=w_support))
     # A number or date found in an evidence sentence that shares no word with the claim is a coincidence ("2009" in
     # a bibliography): quantities count as supported only where some word of the claim is supported too.
-    worded = set()
-    for it in items:
-        if it.quantity is None:
-            worded.update(it.support)
-    for it in items:
-        if it.quantity is not None and it.pair is None and it.support and worded:
-            it.support = [sid for sid in it.support if sid in worded]
+    counted = [it for it in items if it.quantity is not None and it.pair is None and it.support]
+    if counted and any(it.quantity is None and it.support for it in items):
+        # An evidence sentence with one of the claim's own words supports a word (the common case, tested on its
+        # stems); only for the others is the support of every word (synonyms, prefixes, ...) collected.
+        exact = frozenset(tokens[it.token_ids[0]].stem for it in items if it.quantity is None)
+        worded = None
+        for it in counted:
+            keep = []
+            for sid in it.support:
+                if ev.sentences[sid].stems.isdisjoint(exact):
+                    if worded is None:
+                        worded = set().union(*(w.support for w in items if w.quantity is None))
+                    if sid not in worded:
+                        continue
+                keep.append(sid)
+            it.support = keep
     return tokens, items, quantities
 
 
