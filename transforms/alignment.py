@@ -186,9 +186,10 @@ def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int]
 
 
 def _token_spans(
-    sentence: str, tokens: list[Token], unsupported: set[int], ev: EvidenceIndex, bounds: dict[int, int]
+    sentence: str, tokens: list[Token], unsupported: set[int], adjacent: list[bool], bounds: dict[int, int]
 ) -> list[str]:
-    """Contiguous runs of unsupported tokens (function words joined in), as exact substrings of the sentence."""
+    """Contiguous runs of unsupported tokens (function words joined in), as exact substrings of the sentence
+    (`adjacent[i]`: whether tokens i and i + 1 stand side by side in the evidence)."""
     status = [None] * len(tokens)
     for i in range(len(tokens)):
         if i in unsupported:
@@ -197,11 +198,11 @@ def _token_spans(
     for i in range(len(tokens)):
         if i in unsupported or i in content:
             status[i] = i not in unsupported
-    for i, t in enumerate(tokens):
+    for i in range(len(tokens)):
         if status[i] is not None:
             continue
-        prev_ok = i > 0 and ev.adjacent(tokens[i - 1].stem, t.stem)
-        next_ok = i + 1 < len(tokens) and ev.adjacent(t.stem, tokens[i + 1].stem)
+        prev_ok = i > 0 and adjacent[i - 1]
+        next_ok = i + 1 < len(tokens) and adjacent[i]
         status[i] = prev_ok or next_ok
     spans, run = [], []
     for i, ok in enumerate(status):
@@ -336,14 +337,15 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         if it.quantity is not None and it.token_ids:
             bounds[it.token_ids[-1]] = it.quantity.end
             bounds[-it.token_ids[0] - 1] = it.quantity.start
-    out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, ev, bounds)
+    # Whether each word and the next stand side by side in the evidence (spans and the bigram feature both ask).
+    adjacent = [ev.adjacent(x.stem, y.stem) for x, y in zip(tokens, tokens[1:], strict=False)]
+    out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, adjacent, bounds)
     out.contradictions = find_contradictions(tokens, items, ev, gain_of, total)
     bad_quantities = sum(1 for k, it in enumerate(items) if it.quantity is not None and k not in covered)
-    pairs = list(zip(tokens, tokens[1:], strict=False))
     out.features = {
         "coverage": out.coverage,
         "local": _local_coverage(items, gain_of, ev, total),
-        "bigram": sum(ev.adjacent(x.stem, y.stem) for x, y in pairs) / max(1, len(pairs)),
+        "bigram": sum(adjacent) / max(1, len(adjacent)),
         "cbigram": _content_bigrams(tokens, ev),
         "novel": sum(it.weight for it in items if not it.support) / total,
         "bad_quantities": bad_quantities,
