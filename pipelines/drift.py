@@ -60,7 +60,7 @@ def send_alerts_to_kafka(
 ) -> int:
     """Publish alert rows as JSON to a Kafka topic, keyed by alert_id (the firing and the cleared row alike).
 
-    `connection` is a bootstrap string or a connection dict as `transforms.kafka_io.client_config` takes
+    `connection` is a bootstrap string or a connection dict as `transforms.kafka_client.client_config` takes
     (security settings included); the topic is created if the cluster does not auto-create it.
     Alerts come from a run outside Beam, so this uses a plain producer, configured like the pipeline's sink.
     """
@@ -68,7 +68,7 @@ def send_alerts_to_kafka(
         return 0
     from kafka import KafkaProducer
 
-    from transforms.kafka_io import client_config
+    from transforms.kafka_client import client_config
     from transforms.kafka_sink import ensure_topics
 
     settings = {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)

@@ -35,8 +35,9 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from pipelines import audit
 from pipelines.judge_options import add_judge_arguments, judge_argv
+from transforms.kafka_client import START_FROM, resolve_start_offset
 from transforms.kafka_commit import CommitOffsetsAfterLake
-from transforms.kafka_io import LATE, MESSAGES, PROGRESS, START_FROM, ReadKafkaMessages, resolve_start_offset
+from transforms.kafka_io import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
 from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
 from transforms.late import DeadLetterLateMessages, message_late_reason
 from transforms.parse import ParseError, parse_message

@@ -27,7 +27,7 @@ from typing import Any
 
 from pipelines.monitor import add_kafka_security_arguments
 from pipelines.traffic import generate_responses, malformed_lines
-from transforms.kafka_io import client_config
+from transforms.kafka_client import client_config
 from transforms.parse import ParseError, parse_message
 
 __all__ = ["add_arguments", "generated_messages", "main", "malformed_messages", "produce_messages"]

@@ -13,15 +13,9 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from kafka_fixtures import kafka_bootstrap, new_topic  # noqa: F401
 
+from transforms.kafka_client import message_event_time, resolve_start_offset
 from transforms.kafka_commit import committable_position, new_ledger, record_chunk, record_durable
-from transforms.kafka_io import (
-    MESSAGES,
-    PROGRESS,
-    ReadKafkaMessages,
-    ReadProgress,
-    message_event_time,
-    resolve_start_offset,
-)
+from transforms.kafka_io import MESSAGES, PROGRESS, ReadKafkaMessages, ReadProgress
 
 
 def _chunk(start, next_offset, offsets):

@@ -33,7 +33,8 @@ from apache_beam.transforms import window as beam_window
 from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
 from apache_beam.typehints import KV, Tuple
 
-from transforms.kafka_io import ReadProgress, client_config
+from transforms.kafka_client import client_config
+from transforms.kafka_io import ReadProgress
 
 __all__ = [
     "OFFSET_TABLES",

@@ -30,18 +30,15 @@ instead, with the reason, judged against the highest watermark the read has repo
 the topic (the runner's watermark is never ahead of it), so the caller can dead-letter and count them.
 
 Consumers are built lazily once per DoFn instance and re-assigned per restriction, never per element.
-The connection is a plain dict of kafka-python client settings (bootstrap_servers, security_protocol,
-sasl_*, ssl_*), passed through as is, so any cluster works.
+The connection is a dict of kafka-python client settings (`transforms.kafka_client`).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import apache_beam as beam
@@ -53,64 +50,25 @@ from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
 
 from schemas import Origin
+from transforms.kafka_client import (
+    START_FROM,
+    client_config,
+    consumer,
+    kafka_source,
+    message_event_time,
+    resolve_start_offset,
+)
 
-__all__ = [
-    "CLIENT_SETTINGS",
-    "LATE",
-    "MESSAGES",
-    "PROGRESS",
-    "START_FROM",
-    "BOUNDED_STALL_SECONDS",
-    "ReadKafkaMessages",
-    "ReadProgress",
-    "client_config",
-    "kafka_source",
-    "message_event_time",
-    "resolve_start_offset",
-]
+__all__ = ["BOUNDED_STALL_SECONDS", "LATE", "MESSAGES", "PROGRESS", "ReadKafkaMessages", "ReadProgress"]
 
 MESSAGES = "messages"
 PROGRESS = "progress"
 LATE = "late"
-START_FROM = ("committed", "earliest", "latest")
 UNBOUNDED_STOP = 2**63 - 1
 BOUNDED_STALL_SECONDS = 120.0
 """How long a bounded read waits on a partition that yields nothing before its end offset before it fails:
 long enough for a broker restart (tens of seconds on this machine) or a leader election, short enough that
 an unreachable cluster ends the run with an error instead of a silent hang."""
-CLIENT_SETTINGS = (
-    "bootstrap_servers",
-    "client_id",
-    "security_protocol",
-    "sasl_mechanism",
-    "sasl_plain_username",
-    "sasl_plain_password",
-    "sasl_kerberos_service_name",
-    "sasl_kerberos_domain_name",
-    "ssl_cafile",
-    "ssl_certfile",
-    "ssl_keyfile",
-    "ssl_password",
-    "ssl_check_hostname",
-    "ssl_crlfile",
-    "request_timeout_ms",
-)
-"""The kafka-python settings a connection dict may carry; they reach consumers, producers and admin clients."""
-
-
-def client_config(connection: Mapping[str, Any]) -> dict[str, Any]:
-    """The connection dict checked against the settings every kafka-python client accepts."""
-    unknown = sorted(set(connection) - set(CLIENT_SETTINGS))
-    if unknown:
-        raise ValueError(f"unknown Kafka connection settings: {', '.join(unknown)}")
-    if not connection.get("bootstrap_servers"):
-        raise ValueError("the Kafka connection needs bootstrap_servers (host:port[,host:port...])")
-    return {k: v for k, v in connection.items() if v is not None}
-
-
-def kafka_source(topic: str) -> str:
-    """The `Origin.source` of a message read from `topic`."""
-    return f"kafka:{topic}"
 
 
 @dataclass(frozen=True)
@@ -123,41 +81,6 @@ class ReadProgress:
     start: int
     next: int
     offsets: tuple[int, ...] = field(default=())
-
-
-def message_event_time(raw: bytes, fallback_s: float | None) -> float | None:
-    """The message's own `timestamp` (ISO 8601 with a zone, or epoch ms) in epoch seconds, else `fallback_s`."""
-    try:
-        value = json.loads(raw).get("timestamp")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value / 1000.0
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        return when.timestamp() if when.tzinfo is not None else fallback_s
-    except (ValueError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
-        return fallback_s
-
-
-def resolve_start_offset(committed: int | None, earliest: int, latest: int, start_from: str) -> int:
-    """Where a partition's read starts: the committed offset when asked for and present, else earliest or latest."""
-    if start_from not in START_FROM:
-        raise ValueError(f"start_from must be one of {START_FROM}, got {start_from!r}")
-    if start_from == "committed" and committed is not None:
-        # Retention may have deleted what the group last committed; start at what still exists.
-        return min(max(committed, earliest), latest)
-    return latest if start_from == "latest" else earliest
-
-
-def _consumer(connection: Mapping[str, Any], group_id: str | None, **extra):
-    from kafka import KafkaConsumer
-
-    return KafkaConsumer(
-        group_id=group_id,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level="read_committed",
-        **client_config(connection),
-        **extra,
-    )
 
 
 class _CheckpointOnlyTracker(OffsetRestrictionTracker):
@@ -208,7 +131,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
 
         tp = TopicPartition(*element)
         if self._offsets_client is None:
-            self._offsets_client = _consumer(self._connection, self._group_id)
+            self._offsets_client = consumer(self._connection, self._group_id)
         client = self._offsets_client
         earliest = client.beginning_offsets([tp])[tp]
         latest = client.end_offsets([tp])[tp]
@@ -234,7 +157,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
 
     def _position_reader(self, tp, offset):
         if self._reader is None:
-            self._reader = _consumer(self._connection, None, max_poll_records=min(self._max_records, 500))
+            self._reader = consumer(self._connection, None, max_poll_records=min(self._max_records, 500))
         self._reader.assign([tp])
         self._reader.seek(tp, offset)
         return self._reader
@@ -404,7 +327,7 @@ class _ListPartitionsFn(beam.DoFn):
         self._topics = list(topics)
 
     def process(self, _):
-        client = _consumer(self._connection, None)
+        client = consumer(self._connection, None)
         try:
             for topic in self._topics:
                 partitions = client.partitions_for_topic(topic)

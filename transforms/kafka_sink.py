@@ -20,7 +20,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
-from transforms.kafka_io import client_config
+from transforms.kafka_client import client_config
 
 __all__ = [
     "PublishDeadLetters",

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from transforms.kafka_io import message_event_time
+from transforms.kafka_client import message_event_time
 from transforms.parse import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE, dead_letter_row
 from transforms.windows import late_reason
 

@@ -1,0 +1,94 @@
+"""Kafka client basics shared by the source, the sinks, the offset ledger and the CLI: connection settings,
+consumers, where a partition's read starts, and a message's own event time.
+
+The connection is a plain dict of kafka-python client settings (bootstrap_servers, security_protocol,
+sasl_*, ssl_*), passed through as is, so any cluster works.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "CLIENT_SETTINGS",
+    "START_FROM",
+    "client_config",
+    "consumer",
+    "kafka_source",
+    "message_event_time",
+    "resolve_start_offset",
+]
+
+START_FROM = ("committed", "earliest", "latest")
+CLIENT_SETTINGS = (
+    "bootstrap_servers",
+    "client_id",
+    "security_protocol",
+    "sasl_mechanism",
+    "sasl_plain_username",
+    "sasl_plain_password",
+    "sasl_kerberos_service_name",
+    "sasl_kerberos_domain_name",
+    "ssl_cafile",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_password",
+    "ssl_check_hostname",
+    "ssl_crlfile",
+    "request_timeout_ms",
+)
+"""The kafka-python settings a connection dict may carry; they reach consumers, producers and admin clients."""
+
+
+def client_config(connection: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection dict checked against the settings every kafka-python client accepts."""
+    unknown = sorted(set(connection) - set(CLIENT_SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown Kafka connection settings: {', '.join(unknown)}")
+    if not connection.get("bootstrap_servers"):
+        raise ValueError("the Kafka connection needs bootstrap_servers (host:port[,host:port...])")
+    return {k: v for k, v in connection.items() if v is not None}
+
+
+def kafka_source(topic: str) -> str:
+    """The `Origin.source` of a message read from `topic`."""
+    return f"kafka:{topic}"
+
+
+def message_event_time(raw: bytes, fallback_s: float | None) -> float | None:
+    """The message's own `timestamp` (ISO 8601 with a zone, or epoch ms) in epoch seconds, else `fallback_s`."""
+    try:
+        value = json.loads(raw).get("timestamp")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value / 1000.0
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return when.timestamp() if when.tzinfo is not None else fallback_s
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
+        return fallback_s
+
+
+def resolve_start_offset(committed: int | None, earliest: int, latest: int, start_from: str) -> int:
+    """Where a partition's read starts: the committed offset when asked for and present, else earliest or latest."""
+    if start_from not in START_FROM:
+        raise ValueError(f"start_from must be one of {START_FROM}, got {start_from!r}")
+    if start_from == "committed" and committed is not None:
+        # Retention may have deleted what the group last committed; start at what still exists.
+        return min(max(committed, earliest), latest)
+    return latest if start_from == "latest" else earliest
+
+
+def consumer(connection: Mapping[str, Any], group_id: str | None, **extra):
+    """A consumer that never commits by itself and reads committed transactions only."""
+    from kafka import KafkaConsumer
+
+    return KafkaConsumer(
+        group_id=group_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+        **client_config(connection),
+        **extra,
+    )
