@@ -262,9 +262,10 @@ starting the workers costs about 4 s, and the audit is CPU-bound Python (one cor
 MAX_LOCAL_WORKERS = 4
 
 
-def local_workers(input_bytes: int, cores: int) -> int:
-    """Worker processes for a bounded run of `input_bytes` on this machine: 1 (in process) for small inputs."""
-    if input_bytes < PARALLEL_INPUT_BYTES:
+def local_workers(input_bytes: int, cores: int, *, threshold: int = PARALLEL_INPUT_BYTES) -> int:
+    """Worker processes for a bounded run of `input_bytes` (or any size measured against `threshold`, e.g. a
+    Kafka backlog in messages) on this machine: 1 (in process) below the threshold."""
+    if input_bytes < threshold:
         return 1
     return max(1, min(cores, MAX_LOCAL_WORKERS))
 

@@ -270,9 +270,7 @@ offsets, because end offsets are what a broker tells without reading the log."""
 
 def local_workers(backlog: int, cores: int) -> int:
     """Worker processes for a bounded run over `backlog` messages on this machine: 1 (in process) when small."""
-    if backlog < PARALLEL_BACKLOG_RECORDS:
-        return 1
-    return max(1, min(cores, audit.MAX_LOCAL_WORKERS))
+    return audit.local_workers(backlog, cores, threshold=PARALLEL_BACKLOG_RECORDS)
 
 
 def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -> str:
