@@ -152,6 +152,15 @@ logger.request.level = WARN
 """
 
 
+def _cluster_id() -> str:
+    """A random KRaft cluster id (base64url of a UUID, as `kafka-storage random-uuid` makes), never starting with
+    "-": the storage tool would read such an id as an option (one format in 64 failed that way)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 class LocalKafka:
     """One single-node KRaft broker whose config, data and log live under `home`."""
 
@@ -243,14 +252,14 @@ class LocalKafka:
             if not _port_free(port):
                 port = _free_port()
             controller_port = port + 1 if _port_free(port + 1) else _free_port()
-        cluster_id = state.get("cluster_id") or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = state.get("cluster_id") or _cluster_id()
         (self.home / "server.properties").write_text(_server_properties(port, controller_port, data_dir))
         (self.home / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_file))
         if not (data_dir / "meta.properties").exists():
             libs = ensure_libs()
             command = [
                 "java", "-Xmx256m", f"-Dlog4j2.configurationFile=file:{self.home / 'log4j2.properties'}",
-                "-cp", f"{libs}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                "-cp", f"{libs}/*", "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                 "-c", str(self.home / "server.properties"), "--ignore-formatted",
             ]  # fmt: skip
             result = subprocess.run(command, capture_output=True, text=True)
