@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.transforms.trigger import AccumulationMode
 from apache_beam.transforms.window import GlobalWindows
 
 from schemas import AttributionVerdict, AuditedResponse
@@ -334,16 +333,6 @@ class WindowMetrics(beam.PTransform):
             # Bounded input: the key already names the window, and grouping in the global window takes Beam's
             # fast batch path instead of running the trigger machinery once per (window, slice).
             audited = audited | "OneGroupPerSlice" >> beam.WindowInto(GlobalWindows())
-        else:
-            # A late pane (responses within the allowed lateness after the window closed) must carry the whole
-            # window's figures, not only its late responses: its row replaces the on-time one (same key, same
-            # file name), so the combine accumulates across panes.
-            windowing = audited.windowing
-            audited = audited | "AccumulateLatePanes" >> beam.WindowInto(
-                windowing.windowfn,
-                accumulation_mode=AccumulationMode.ACCUMULATING,
-                allowed_lateness=windowing.allowed_lateness,
-            )
         return (
             audited
             | "KeyBySlice" >> beam.FlatMap(_slice_contributions)
