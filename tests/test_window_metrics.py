@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from datetime import UTC, datetime, timedelta
 
@@ -11,6 +12,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipelines.monitor import DEFAULT_PRISM
 from pipelines.scenarios import ScenarioSpec, audit_into_lake, scenario_responses
 from schemas import LoggedResponse, Origin, ParsedResponse
 from transforms.audit import audit_response
@@ -29,6 +31,7 @@ from transforms.window_metrics import (
 START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 END = START + timedelta(minutes=1)
 FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+_PRISM = next((p for p in (os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM) if p and os.access(p, os.X_OK)), None)
 
 
 def _stats(rid, tenant="acme", retriever="r7", confidences=(0.9, 0.6), verdicts=(2, 0, 0, 0), **extra):
@@ -152,3 +155,40 @@ def test_window_metrics_table_in_the_lake(tmp_path):
         [str(tmp_path / "responses" / "**" / "*.parquet")],
     ).fetchall()
     assert [n for _, n in per_window] == [n for _, n in rows]
+
+
+@pytest.mark.prism
+@pytest.mark.skipif(not _PRISM, reason="no Prism binary (scripts/build-prism.sh builds it)")
+def test_a_late_pane_does_not_replace_the_window_figures():
+    """Streaming: a late pane's row would replace the first one in the lake (same key, same file) with the figures
+    of its few late responses; only each window's first pane becomes a row. Prism runs the real trigger machinery."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.testing.test_stream import TestStream
+    from apache_beam.transforms.window import FixedWindows, TimestampedValue
+    from apache_beam.utils.timestamp import Duration
+
+    everything = _audited(count=12)
+    audited = [a for a in everything if a.window_start == everything[0].window_start]
+    assert len(audited) >= 3
+    on_time, late = audited[:-1], audited[-1]
+    event_s = lambda a: a.parsed.response.timestamp.timestamp()  # noqa: E731
+    window_end_s = on_time[0].window_end.timestamp()
+    stream = (
+        TestStream()
+        .add_elements([TimestampedValue(a, event_s(a)) for a in on_time])
+        .advance_watermark_to(window_end_s + 30)  # the window closes: its on-time pane fires
+        .add_elements([TimestampedValue(late, event_s(late))])  # late, but within the allowed lateness
+        .advance_watermark_to_infinity()
+    )
+    options = PipelineOptions(["--runner=PrismRunner", f"--prism_location={_PRISM}", "--streaming"])
+    with beam.Pipeline(options=options) as p:
+        rows = (
+            p
+            | stream
+            | beam.WindowInto(FixedWindows(60), allowed_lateness=Duration(seconds=3600))
+            | WindowMetrics(clock=lambda: FIXED)
+            | beam.Filter(lambda tr: tr[1]["slice_dimension"] == "all")
+            | beam.Map(lambda tr: tr[1]["responses"])
+        )
+        # Every pane kept would give [n, 1]: the late pane's row, written last, would say the window had 1 response.
+        assert_that(rows, equal_to([len(on_time)]))

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
 from schemas import AttributionVerdict, AuditedResponse
@@ -314,12 +315,29 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class _FirstPaneFn(beam.DoFn):
+    """Keep each window's first pane. A later (late) pane holds only the responses that arrived after it, and
+    its row would replace the first one in the lake (same key, same file name): the window's figures would
+    become those of a few stragglers. Accumulating panes would fix that but, on Prism, keeps every element
+    pending until the window's last pane (end + allowed lateness), holding the watermark that long."""
+
+    def __init__(self):
+        self._skipped = Metrics.counter("groundwatch.window_metrics", "late_panes_skipped")
+
+    def process(self, element, pane=beam.DoFn.PaneInfoParam):
+        if pane.is_first:
+            yield element
+        else:
+            self._skipped.inc()
+
+
 class WindowMetrics(beam.PTransform):
     """Per window and slice audit figures of `AuditedResponse`s, as `("window_metrics", row)` lake pairs.
 
     The window bounds come from each response (`window_start`/`window_end`), which the pipeline set
-    from its event-time window, so the metrics of a window hold exactly the responses audited in it.
-    With `per_window=False` (bounded runs) all windows are grouped at once, at the end of the input.
+    from its event-time window, so the metrics of a window hold exactly the responses audited in it
+    by its first pane (streaming: responses later than that are in the `responses` table, not in these
+    figures). With `per_window=False` (bounded runs) all windows are grouped at once, at the end of the input.
     """
 
     def __init__(self, clock: Callable[[], datetime] = _utc_now, *, per_window: bool = True):
@@ -333,9 +351,11 @@ class WindowMetrics(beam.PTransform):
             # Bounded input: the key already names the window, and grouping in the global window takes Beam's
             # fast batch path instead of running the trigger machinery once per (window, slice).
             audited = audited | "OneGroupPerSlice" >> beam.WindowInto(GlobalWindows())
-        return (
+        stats = (
             audited
             | "KeyBySlice" >> beam.FlatMap(_slice_contributions)
             | "CombineSliceStats" >> beam.CombinePerKey(_WindowMetricsCombineFn())
-            | "ToWindowMetricsRows" >> beam.Map(_to_lake_row, clock)
         )
+        if self._per_window:
+            stats = stats | "FirstPaneOnly" >> beam.ParDo(_FirstPaneFn())
+        return stats | "ToWindowMetricsRows" >> beam.Map(_to_lake_row, clock)
