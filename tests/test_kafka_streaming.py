@@ -195,6 +195,32 @@ def test_a_message_too_late_for_its_window_is_dead_lettered_not_dropped(
     _assert_once_each(found)
 
 
+def test_the_llm_judge_audits_a_stream(kafka_bootstrap, new_topic, monitors, tmp_path, monkeypatch):  # noqa: F811
+    """`--verifier openai` in the streaming monitor: the judge (a real HTTP server speaking the chat-completions
+    protocol, only its replies scripted) decides the sentences, and its key reaches neither log nor lake."""
+    from openai_server import OpenAIServer
+
+    from dashboards.views import connect_lake
+
+    secret = "sk-streaming-test-0123456789"
+    monkeypatch.setenv("GROUNDWATCH_JUDGE_API_KEY", secret)
+    topic = new_topic(partitions=2)
+    lake = tmp_path / "lake"
+    with OpenAIServer() as server:
+        judge = ("--verifier", "openai", "--judge-base-url", server.base_url, "--judge-model", "scripted-judge")
+        monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log", *judge)
+        _produce(kafka_bootstrap, topic, 30, seed=71)
+        found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="lake")
+        assert server.requests and {h.get("Authorization") for h in server.headers} == {f"Bearer {secret}"}
+    _assert_once_each(found)
+    con = connect_lake(str(lake))
+    assert con.execute("SELECT DISTINCT verifier FROM responses").fetchall() == [("openai",)]
+    judged = con.execute("SELECT count(DISTINCT response_id) FROM judge_calls WHERE status = 'judged'").fetchone()[0]
+    assert judged == len(set(found["response_ids"])) > 0  # every audited response was put to the judge
+    assert secret not in (tmp_path / "monitor.log").read_text(errors="replace")
+    assert all(secret.encode() not in f.read_bytes() for f in lake.rglob("*.parquet"))
+
+
 def test_sigkill_and_restart_loses_nothing_and_counts_once(kafka_bootstrap, new_topic, monitors, tmp_path):  # noqa: F811
     topic = new_topic(partitions=2)
     lake = tmp_path / "lake"
