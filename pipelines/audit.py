@@ -67,6 +67,8 @@ __all__ = [
     "local_workers",
     "main",
     "run",
+    "use_workers",
+    "where_it_runs",
 ]
 
 ACCEPTS_PIPELINE_ARGS = True
@@ -248,12 +250,30 @@ def pipeline_options(argv: list[str]) -> PipelineOptions:
     standard = options.view_as(StandardOptions)
     if standard.runner is None:
         standard.runner = DEFAULT_RUNNER
-        chosen = any(a.startswith(("--direct_num_workers", "--direct_running_mode")) for a in argv)
-        workers = local_workers(_input_bytes(options.view_as(AuditOptions).input), os.cpu_count() or 1)
-        if workers > 1 and not chosen:
-            direct = options.view_as(DirectOptions)
-            direct.direct_num_workers, direct.direct_running_mode = workers, "multi_processing"
+        if not any(a.startswith(WORKER_FLAGS) for a in argv):
+            use_workers(options, local_workers(_input_bytes(options.view_as(AuditOptions).input), os.cpu_count() or 1))
     return options
+
+
+WORKER_FLAGS = ("--direct_num_workers", "--direct_running_mode")
+"""Flags by which a user chooses the local runner's workers; an automatic choice never overrides them."""
+
+
+def use_workers(options: PipelineOptions, workers: int) -> None:
+    """Run on `workers` local worker processes when that is more than one (else in process, as given)."""
+    if workers > 1:
+        direct = options.view_as(DirectOptions)
+        direct.direct_num_workers, direct.direct_running_mode = workers, "multi_processing"
+
+
+def where_it_runs(options: PipelineOptions) -> str:
+    """The runner and, for the local one, its workers: `FnApiRunner, in process`, `FnApiRunner, 2 workers
+    (multi_processing)`, or another runner's name."""
+    direct, runner = options.view_as(DirectOptions), options.view_as(StandardOptions).runner
+    if runner not in ("FnApiRunner", "DirectRunner"):
+        return str(runner)
+    workers = (os.cpu_count() or 1) if direct.direct_num_workers == 0 else direct.direct_num_workers or 1
+    return f"{runner}, in process" if workers == 1 else f"{runner}, {workers} workers ({direct.direct_running_mode})"
 
 
 PARALLEL_INPUT_BYTES = 8 << 20

@@ -276,16 +276,10 @@ def local_workers(backlog: int, cores: int) -> int:
 def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -> str:
     """Give a bounded run on the default runner `local_workers(backlog)` worker processes, unless the runner or
     the worker flags were named in `argv`; return where the run executes, e.g. `FnApiRunner, 2 workers (...)`."""
-    direct, runner = options.view_as(DirectOptions), options.view_as(StandardOptions).runner
-    named = any(a.startswith(("--runner", "--direct_num_workers", "--direct_running_mode")) for a in argv)
+    named = any(a.startswith(("--runner", *audit.WORKER_FLAGS)) for a in argv)
     if options.view_as(MonitorOptions).until_caught_up and not named:
-        workers = local_workers(backlog, os.cpu_count() or 1)
-        if workers > 1:
-            direct.direct_num_workers, direct.direct_running_mode = workers, "multi_processing"
-    workers = (os.cpu_count() or 1) if direct.direct_num_workers == 0 else direct.direct_num_workers or 1
-    if runner not in ("FnApiRunner", "DirectRunner"):
-        return str(runner)
-    return f"{runner}, in process" if workers == 1 else f"{runner}, {workers} workers ({direct.direct_running_mode})"
+        audit.use_workers(options, local_workers(backlog, os.cpu_count() or 1))
+    return audit.where_it_runs(options)
 
 
 def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCounts | None:

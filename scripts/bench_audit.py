@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 
-from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run  # noqa: E402
+from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run, where_it_runs  # noqa: E402
 from pipelines.traffic import generate_responses, write_jsonl  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
 from transforms.audit import score_and_flag, verify_response  # noqa: E402
@@ -93,10 +93,7 @@ def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
 
 def _runner_mode(argv: list[str]) -> str:
     """The runner and workers the audit will use with these arguments (large inputs get one worker per core)."""
-    options = pipeline_options(argv).get_all_options()
-    if options["runner"] != "FnApiRunner" or options["direct_num_workers"] in (None, 0, 1):
-        return f"{options['runner']}, in process" if options["runner"] == "FnApiRunner" else options["runner"]
-    return f"FnApiRunner, {options['direct_num_workers']} worker processes"
+    return where_it_runs(pipeline_options(argv))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -301,21 +301,16 @@ class _KeepFirstDoFn(beam.DoFn):
 
     def process(self, element, pane=beam.DoFn.PaneInfoParam):
         response_id, copies = element
-        if not pane.is_first:
+        if pane.is_first:
+            first, *duplicates = sorted(copies, key=lambda p: _origin_key(p.origin))
+            # The raw bytes were kept only for this step; downstream stages do not need them.
+            yield first.model_copy(update={"raw": None})
+            where = _describe(first.origin)
+        else:
             # A late pane of this response id: an earlier pane of the window already kept a copy, so every
             # copy here arrived after the window closed and is a duplicate, not a first audit.
-            for dup in copies:
-                raw = dup.raw if dup.raw is not None else dup.response.model_dump_json().encode("utf-8")
-                where = "an earlier pane of the same window (this copy came after the window closed)"
-                yield beam.pvalue.TaggedOutput(
-                    DEAD_LETTERS, _duplicate_dead_letter(raw, dup.origin, response_id, where, self._clock())
-                )
-            return
-        first, *others = sorted(copies, key=lambda p: _origin_key(p.origin))
-        # The raw bytes were kept only for this step; downstream stages do not need them.
-        yield first.model_copy(update={"raw": None})
-        where = _describe(first.origin)
-        for dup in others:
+            duplicates, where = copies, "an earlier pane of the same window (this copy came after the window closed)"
+        for dup in duplicates:
             raw = dup.raw if dup.raw is not None else dup.response.model_dump_json().encode("utf-8")
             yield beam.pvalue.TaggedOutput(
                 DEAD_LETTERS, _duplicate_dead_letter(raw, dup.origin, response_id, where, self._clock())
