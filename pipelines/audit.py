@@ -13,8 +13,9 @@ process per core (up to 4) from 8 MiB of input on, unless
 `--direct_num_workers` / `--direct_running_mode` say otherwise.
 
 Stages (each a labelled composite in `transforms/`):
-ReadJsonl -> ParseResponses -> WindowByEventTime -> DropDuplicateResponses -> SampleResponses
--> VerifySentences -> [audit steps] -> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake.
+ReadJsonl -> ParseResponses -> WindowByEventTime -> SampleResponses -> VerifySentences -> [audit steps]
+-> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops duplicate
+response ids while parsing; a stream (`pipelines.monitor`) drops them per window just before ScoreAndFlag.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
@@ -37,6 +39,7 @@ from pipelines.judge_options import (
     judge_argv,
     judge_verifier_config,
 )
+from pipelines.worker_pool import separate_environment
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
 from transforms.citations import AuditCitationsStep
 from transforms.claims import AuditClaimsStep
@@ -128,10 +131,12 @@ def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
 
 
 def build_pipeline(
-    p: beam.Pipeline, options: PipelineOptions, *, source=None, dead_letters=()
+    p: beam.Pipeline, options: PipelineOptions, *, source=None, dead_letters=(), separate_audit: bool = False
 ) -> dict[str, beam.PCollection]:
     """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`,
     and `dead_letters` (DeadLetterRows the source set aside, already counted) join the run's own.
+    `separate_audit` runs verification, the audit steps and scoring in an environment of their own
+    (`pipelines.worker_pool`: on local Prism, a worker process of their own).
 
     Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
     and `lake_files` (paths written).
@@ -148,19 +153,22 @@ def build_pipeline(
     window = WindowByEventTime(opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds)
     windowed = parsed[PARSED] | "WindowByEventTime" >> window
     dead = [parsed[DEAD_LETTERS], *dead_letters]
-    if streaming:
-        unique = windowed | "DropDuplicateResponses" >> DropDuplicateResponses()
-        windowed, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]
     sampled = windowed | "SampleResponses" >> SampleResponses(opts.sample_rate)
-    verified = sampled | "VerifySentences" >> VerifySentences(
-        opts.verifier, threshold=threshold, verifier_config=judge_verifier_config(opts)
+    own = separate_environment if separate_audit else (lambda transform: transform)
+    verified = sampled | "VerifySentences" >> own(
+        VerifySentences(opts.verifier, threshold=threshold, verifier_config=judge_verifier_config(opts))
     )
     audited = verified[AUDITED]
     dead = [*dead, verified[DEAD_LETTERS]]
     for label, stage, step in audit_steps(opts):
-        result = audited | label >> ApplyAuditStep(step, stage=stage)
+        result = audited | label >> own(ApplyAuditStep(step, stage=stage))
         audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
     audited = apply_judge_reports(opts, audited)  # the judge's citation / claim audit, if --judge-tasks asks
+    if streaming:
+        # A stream drops repeated copies per window, which it can only do once the window closes: after the
+        # audit, so that verifying goes on while the window is open and only scoring and writing wait for it.
+        unique = audited | "DropDuplicateResponses" >> DropDuplicateResponses(parsed_of=attrgetter("parsed"))
+        audited, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]
     scored = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold)
 
     # Dead letters are windowed by when they were received, so they flatten with the audited rows

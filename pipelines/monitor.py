@@ -31,10 +31,11 @@ from collections.abc import Callable
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, PortableOptions, StandardOptions
 
 from pipelines import audit
 from pipelines.judge_options import add_judge_arguments, judge_argv
+from pipelines.worker_pool import start_worker_pool
 from transforms.kafka_client import START_FROM, resolve_start_offset
 from transforms.kafka_commit import CommitOffsetsAfterLake
 from transforms.kafka_io import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
@@ -165,8 +166,13 @@ def validate(opts: MonitorOptions) -> None:
         raise ValueError("--max-out-of-order-seconds must be >= 0")
 
 
-def build_monitor(p: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    """Kafka -> the audit graph of `pipelines.audit` -> lake, review queue, dead-letter topic, offset commits."""
+def build_monitor(
+    p: beam.Pipeline, options: PipelineOptions, *, separate_audit: bool = False
+) -> dict[str, beam.PCollection]:
+    """Kafka -> the audit graph of `pipelines.audit` -> lake, review queue, dead-letter topic, offset commits.
+
+    `separate_audit`: verification and the audit steps in an environment of their own (see `audit.build_pipeline`).
+    """
     opts = options.view_as(MonitorOptions)
     audit_opts = options.view_as(audit.AuditOptions)
     validate(opts)
@@ -197,7 +203,7 @@ def build_monitor(p: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.
         messages = messages | "SpreadOverWorkers" >> beam.Reshuffle()
     # Records the stream would drop as late (a bounded read has none) become counted dead letters instead.
     late = read[LATE] | "DeadLetterLateMessages" >> DeadLetterLateMessages()
-    outputs = audit.build_pipeline(p, options, source=messages, dead_letters=[late])
+    outputs = audit.build_pipeline(p, options, source=messages, dead_letters=[late], separate_audit=separate_audit)
     outputs["commits"] = {"progress": read[PROGRESS], "lake_files": outputs["lake_files"]} | (
         "CommitOffsets" >> CommitOffsetsAfterLake(connection, opts.kafka_group_id)
     )
@@ -282,6 +288,20 @@ def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -
     return audit.where_it_runs(options)
 
 
+def use_worker_processes(options: PipelineOptions, argv: list[str]) -> Callable[[], None] | None:
+    """Streaming on local Prism: serve its SDK workers from a pool of processes (`pipelines.worker_pool`), so that
+    the audit stages, in an environment of their own, run on a second core. Returns the pool's stop function, or
+    None when it does not apply: another runner, an `--environment_type` named in `argv`, or a single core."""
+    if options.view_as(StandardOptions).runner != "PrismRunner" or (os.cpu_count() or 1) < 2:
+        return None
+    if any(a.startswith("--environment_type") for a in argv):
+        return None
+    address, stop = start_worker_pool(options)
+    portable = options.view_as(PortableOptions)
+    portable.environment_type, portable.environment_config = "EXTERNAL", address
+    return stop
+
+
 def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCounts | None:
     """Run until caught up (returns the counts) or forever (streaming; stop it with Ctrl-C or SIGTERM)."""
     options = pipeline_options(argv)
@@ -295,15 +315,22 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
         ends_before = end_offsets(connection, opts.kafka_topic)
         backlog = backlog_records(connection, opts.kafka_topic, opts.kafka_group_id, opts.start_from)
     where = use_local_workers(options, argv, backlog)
+    stop_workers = use_worker_processes(options, argv)
+    if stop_workers:
+        where += ", 2 SDK worker processes (the audit stages in one of their own)"
     out(f"runner         {where}" + (f", backlog {backlog} messages" if opts.until_caught_up else ""))
     p = beam.Pipeline(options=options)
-    build_monitor(p, options)
-    result = p.run()
+    build_monitor(p, options, separate_audit=stop_workers is not None)
     try:
-        result.wait_until_finish()
-    except KeyboardInterrupt:
-        result.cancel()
-        raise
+        result = p.run()
+        try:
+            result.wait_until_finish()
+        except KeyboardInterrupt:
+            result.cancel()
+            raise
+    finally:
+        if stop_workers:
+            stop_workers()
     counts = audit.counts_from_result(result)
     out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
     if opts.until_caught_up:

@@ -23,6 +23,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -296,25 +297,32 @@ class ParseResponses(beam.PTransform):
 
 
 class _KeepFirstDoFn(beam.DoFn):
-    def __init__(self, clock: Callable[[], datetime]):
-        self._clock = clock
+    def __init__(self, clock: Callable[[], datetime], parsed_of: Callable[[Any], ParsedResponse]):
+        self._clock, self._parsed_of = clock, parsed_of
 
     def process(self, element, pane=beam.DoFn.PaneInfoParam):
         response_id, copies = element
         if pane.is_first:
-            first, *duplicates = sorted(copies, key=lambda p: _origin_key(p.origin))
-            # The raw bytes were kept only for this step; downstream stages do not need them.
-            yield first.model_copy(update={"raw": None})
-            where = _describe(first.origin)
+            first, *duplicates = sorted(copies, key=lambda c: _origin_key(self._parsed_of(c).origin))
+            yield _without_raw(first)
+            where = _describe(self._parsed_of(first).origin)
         else:
             # A late pane of this response id: an earlier pane of the window already kept a copy, so every
             # copy here arrived after the window closed and is a duplicate, not a first audit.
             duplicates, where = copies, "an earlier pane of the same window (this copy came after the window closed)"
         for dup in duplicates:
-            raw = dup.raw if dup.raw is not None else dup.response.model_dump_json().encode("utf-8")
+            parsed = self._parsed_of(dup)
+            raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, _duplicate_dead_letter(raw, dup.origin, response_id, where, self._clock())
+                DEAD_LETTERS, _duplicate_dead_letter(raw, parsed.origin, response_id, where, self._clock())
             )
+
+
+def _without_raw(copy):
+    """The copy without its raw bytes: they were kept only in case it was a duplicate, for its dead letter."""
+    if isinstance(copy, ParsedResponse):
+        return copy.model_copy(update={"raw": None})
+    return copy.model_copy(update={"parsed": copy.parsed.model_copy(update={"raw": None})})
 
 
 class DropDuplicateResponses(beam.PTransform):
@@ -322,17 +330,25 @@ class DropDuplicateResponses(beam.PTransform):
 
     At-least-once producers repeat messages; auditing a response twice would count it twice in every
     rate. The copy kept is the one with the smallest origin (source, partition, offset), so reruns agree.
+    The elements are ParsedResponses, or anything carrying one (`parsed_of`, e.g. an AuditedResponse: a
+    stream drops its duplicates after verifying, so the verification is not left until the window closes).
     Returns a tagged result like `ParseResponses`. (Bounded runs use `ParseResponses(drop_duplicates=True)`.)
     """
 
-    def __init__(self, *, clock: Callable[[], datetime] = _utc_now):
+    def __init__(
+        self,
+        *,
+        parsed_of: Callable[[Any], ParsedResponse] = lambda parsed: parsed,
+        clock: Callable[[], datetime] = _utc_now,
+    ):
         super().__init__()
-        self._clock = clock
+        self._parsed_of, self._clock = parsed_of, clock
 
-    def expand(self, parsed):
+    def expand(self, copies):
+        parsed_of = self._parsed_of
         return (
-            parsed
-            | "KeyByResponseId" >> beam.Map(lambda p: (p.response.response_id, p))
+            copies
+            | "KeyByResponseId" >> beam.Map(lambda c: (parsed_of(c).response.response_id, c))
             | "GroupCopies" >> beam.GroupByKey()
-            | "KeepFirst" >> beam.ParDo(_KeepFirstDoFn(self._clock)).with_outputs(DEAD_LETTERS, main=PARSED)
+            | "KeepFirst" >> beam.ParDo(_KeepFirstDoFn(self._clock, parsed_of)).with_outputs(DEAD_LETTERS, main=PARSED)
         )

@@ -1,0 +1,134 @@
+"""Local Prism with SDK worker processes (`pipelines.worker_pool`), and the stream's dedupe after the audit.
+
+- stages in their own environment run in a process of their own, and the metrics of both processes reach
+  the job intact (Prism keeps one short-id table per job: without disjoint ids it panics or mixes them);
+- a stream on two worker processes audits each response id once per window, dead-letters the other
+  copies (also one arriving after its window closed), and its counts add up.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions
+from apache_beam.testing.test_stream import TestStream
+from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms.window import TimestampedValue
+from audit_messages import message, raw
+
+from dashboards.views import connect_lake
+from pipelines import audit
+from pipelines.monitor import DEFAULT_PRISM
+from pipelines.worker_pool import separate_environment, start_worker_pool
+from schemas import Origin
+
+PRISM = next((p for p in (os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM) if p and os.access(p, os.X_OK)), None)
+pytestmark = [pytest.mark.prism, pytest.mark.skipif(PRISM is None, reason="no Prism binary (scripts/build-prism.sh)")]
+
+
+@pytest.fixture(autouse=True)
+def _tests_importable_by_workers(monkeypatch):
+    """The worker processes unpickle this module's functions by reference: let them import it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+
+
+def _on_worker_processes(argv: list[str]):
+    """Options for Prism with its SDK workers served by a fresh pool; returns (options, stop)."""
+    options = PipelineOptions(["--runner=PrismRunner", f"--prism_location={PRISM}", *argv])
+    address, stop = start_worker_pool(options)
+    portable = options.view_as(PortableOptions)
+    portable.environment_type, portable.environment_config = "EXTERNAL", address
+    return options, stop
+
+
+class _CountedPid(beam.DoFn):
+    """Counts and measures every element, and keys it with the process that handled it."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def setup(self):
+        self._count = Metrics.counter("worker_pool_test", f"{self._name}_elements")
+        self._values = Metrics.distribution("worker_pool_test", f"{self._name}_values")
+
+    def process(self, element):
+        value = element[0] if isinstance(element, tuple) else element
+        self._count.inc()
+        self._values.update(value)
+        yield value, os.getpid()
+
+
+def _where(joined, test_pid: int) -> tuple[bool, bool]:
+    """(the two stages ran in different processes, neither in the test's own)."""
+    _, pids = joined
+    default, separate = pids["default"][0], pids["separate"][0]
+    return default != separate, test_pid not in (default, separate)
+
+
+def test_a_separate_environment_runs_in_its_own_process_with_its_metrics_intact():
+    options, stop = _on_worker_processes([])
+    try:
+        with beam.Pipeline(options=options) as p:
+            first = p | beam.Create(range(300)) | "Default" >> beam.ParDo(_CountedPid("default"))
+            second = first | "Separate" >> separate_environment(beam.ParDo(_CountedPid("separate")))
+            where = (
+                {"default": first, "separate": second}
+                | beam.CoGroupByKey()
+                | beam.Map(_where, os.getpid())
+                | beam.combiners.Count.PerElement()
+            )
+            assert_that(where, equal_to([((True, True), 300)]))
+    finally:
+        stop()
+    metrics = p.result.metrics().query(MetricsFilter().with_namespace("worker_pool_test"))
+    counters = {m.key.metric.name: m.committed for m in metrics["counters"]}
+    values = {m.key.metric.name: (m.committed.count, m.committed.sum) for m in metrics["distributions"]}
+    assert counters == {"default_elements": 300, "separate_elements": 300}
+    assert values == {"default_values": (300, sum(range(300))), "separate_values": (300, sum(range(300)))}
+
+
+WINDOW_START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC).timestamp()
+
+
+def _kafka(offset: int, partition: int = 0) -> Origin:
+    return Origin(source="kafka:rag.responses", partition=partition, offset=offset)
+
+
+def test_a_stream_on_two_worker_processes_audits_each_response_once(tmp_path):
+    """Duplicates are dropped after the audit (per window, when it closes): one copy audited, the others dead
+    letters, including a copy that arrives after the window closed (within the allowed lateness)."""
+    first, again, other = raw(message("dup")), raw(message("dup", answer="A copy.")), raw(message("other"))
+    at = WINDOW_START + 30  # the messages say 09:00:30: window [09:00, 09:01)
+    stream = (
+        TestStream()
+        .add_elements([TimestampedValue((again, _kafka(9)), at), TimestampedValue((first, _kafka(4)), at)])
+        .add_elements([TimestampedValue((other, _kafka(5, partition=1)), at)])
+        .advance_watermark_to(WINDOW_START + 90)  # the window has closed and fired
+        .add_elements([TimestampedValue((first, _kafka(12)), at)])  # a late copy, within the lateness
+        .advance_watermark_to_infinity()
+    )
+    lake = tmp_path / "lake"
+    options, stop = _on_worker_processes(["--streaming", f"--lake={lake}", "--allowed_lateness_seconds=3600"])
+    try:
+        p = beam.Pipeline(options=options)
+        outputs = audit.build_pipeline(p, options, source=p | stream, separate_audit=True)
+        kept = outputs["audited"] | beam.Map(lambda a: (a.parsed.response.response_id, a.parsed.origin.offset))
+        assert_that(kept, equal_to([("dup", 4), ("other", 5)]), label="CheckAudited")
+        result = p.run()
+        result.wait_until_finish()
+    finally:
+        stop()
+    counts = audit.counts_from_result(result)
+    assert (counts.read, counts.audited, counts.dead_lettered) == (4, 2, 2)
+    assert counts.adds_up
+    con = connect_lake(str(lake))
+    assert con.execute("SELECT count(*) FROM responses").fetchone()[0] == 2
+    dead = con.execute("SELECT origin_offset, error FROM dead_letters ORDER BY origin_offset").fetchall()
+    assert [offset for offset, _ in dead] == [9, 12]
+    assert all(error.startswith("duplicate_response_id") for _, error in dead)
