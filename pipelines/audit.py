@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from operator import attrgetter
 
 import apache_beam as beam
@@ -57,7 +58,7 @@ from transforms.sample import SampleResponses
 from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verifiers import available_verifiers
 from transforms.window_metrics import WindowMetrics
-from transforms.windows import DEFAULT_WINDOW_SECONDS, WindowByEventTime
+from transforms.windows import DEFAULT_WINDOW_SECONDS, LatePanesJoinOpenWindows, WindowByEventTime
 
 __all__ = [
     "ACCEPTS_PIPELINE_ARGS",
@@ -184,14 +185,25 @@ def build_pipeline(
         for i, d in enumerate(dead)
     ]
     dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()
+    lake_bound = scored
+    if streaming:
+        # A response arriving after its window closed comes out of the dedupe in a late pane, and would be
+        # written in files of its own (one per table); it is written with the window open when it was audited.
+        lake_bound = scored | "LateToOpenWindow" >> LatePanesJoinOpenWindows(
+            opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds, time_of=_audit_time
+        )
     rows = (
-        scored | "ToLakeRows" >> beam.FlatMap(to_lake_rows),
+        lake_bound | "ToLakeRows" >> beam.FlatMap(to_lake_rows),
         scored | "WindowMetrics" >> WindowMetrics(per_window=streaming),
         dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
     )
     # Streaming writes each window as it closes; a bounded run writes one file per table and hour.
     lake_files = rows | "WriteAuditLake" >> WriteAuditLake(opts.lake, per_window=streaming)
     return {"audited": scored, "dead_letters": dead_letters, "lake_files": lake_files}
+
+
+def _audit_time(audited) -> datetime:
+    return audited.audited_at or datetime.now(UTC)
 
 
 def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:

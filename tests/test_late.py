@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime
 
 import apache_beam as beam
+import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
@@ -58,3 +59,51 @@ def test_late_messages_become_dead_letters_counted_as_read_and_dead_lettered():
     assert (counts.read, counts.dead_lettered, counts.dead_letter_reasons) == (2, 2, {LATE_REASON: 2})
     assert counts.adds_up
     assert p.result.metrics().query(MetricsFilter().with_name(LATE_REASON))["counters"]
+
+
+_AUDITED = {"on-time": TEN_AM + 70, "late": WINDOW_END + 200}  # 10:04:20 for the late one: window [10:04, 10:05)
+
+
+def _audited_at(name: str) -> datetime:
+    return datetime.fromtimestamp(_AUDITED[name], UTC)
+
+
+class _WithWindowStart(beam.DoFn):
+    def process(self, name, window=beam.DoFn.WindowParam):
+        yield name, window.start.to_utc_datetime(has_tz=True).strftime("%H:%M")
+
+
+@pytest.mark.prism
+def test_a_late_pane_joins_the_window_open_when_it_was_audited():
+    """What a grouping emits in a late pane moves to the window of its audit time (so it is written with that
+    window's lake files, not in files of its own); an on-time pane keeps its window."""
+    import os
+
+    from apache_beam.testing.test_stream import TestStream
+    from apache_beam.transforms.window import FixedWindows, TimestampedValue
+    from apache_beam.utils.timestamp import Duration
+
+    from pipelines.monitor import DEFAULT_PRISM
+    from transforms.windows import LatePanesJoinOpenWindows
+
+    prism = next((p for p in (os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM) if p and os.access(p, os.X_OK)), None)
+    if prism is None:
+        pytest.skip("no Prism binary (scripts/build-prism.sh builds it)")
+    stream = (
+        TestStream()
+        .add_elements([TimestampedValue(("a", "on-time"), TEN_AM)])
+        .advance_watermark_to(WINDOW_END + 30)  # [10:00, 10:01) has fired
+        .add_elements([TimestampedValue(("b", "late"), TEN_AM)])  # late, within the lateness
+        .advance_watermark_to_infinity()
+    )
+    options = PipelineOptions(["--runner=PrismRunner", f"--prism_location={prism}", "--streaming"])
+    with beam.Pipeline(options=options) as p:
+        grouped = (
+            p
+            | stream
+            | beam.WindowInto(FixedWindows(60), allowed_lateness=Duration(seconds=3600))
+            | beam.GroupByKey()
+            | beam.Map(lambda kv: kv[1][0])
+        )
+        moved = grouped | LatePanesJoinOpenWindows(60, allowed_lateness_seconds=3600, time_of=_audited_at)
+        assert_that(moved | beam.ParDo(_WithWindowStart()), equal_to([("on-time", "10:00"), ("late", "10:04")]))

@@ -17,10 +17,12 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.transforms import window as beam_window
 from apache_beam.utils.timestamp import Duration
+from apache_beam.utils.windowed_value import PaneInfoTiming
 
 __all__ = [
     "DEFAULT_WINDOW_SECONDS",
     "AssignEventTime",
+    "LatePanesJoinOpenWindows",
     "WindowByEventTime",
     "late_reason",
     "response_event_time",
@@ -102,6 +104,49 @@ class WindowByEventTime(beam.PTransform):
         return (
             elements
             | "AssignEventTime" >> AssignEventTime(self._time_of)
+            | "FixedWindows"
+            >> beam.WindowInto(
+                beam_window.FixedWindows(self._window_seconds), allowed_lateness=Duration(seconds=self._lateness)
+            )
+        )
+
+
+class _LateToTimeDoFn(beam.DoFn):
+    def __init__(self, time_of: Callable[[Any], datetime]):
+        self._time_of = time_of
+
+    def process(self, element, pane=beam.DoFn.PaneInfoParam, timestamp=beam.DoFn.TimestampParam):
+        if pane.timing != PaneInfoTiming.LATE:
+            yield element
+            return
+        # Never earlier than it was: a timestamp only moves forward, into a window still to close.
+        moved = max(timestamp.micros / 1e6, _to_utc(self._time_of(element)).timestamp())
+        yield beam_window.TimestampedValue(element, moved)
+
+
+class LatePanesJoinOpenWindows(beam.PTransform):
+    """Move what came in a late pane of a grouping into the fixed window of `time_of(element)`; the rest stays.
+
+    A late pane (data that arrived after its window fired) would go through every later grouping as a late
+    pane again, on its own: one lake file per table for each late response. Stamped with the time it was
+    audited, it joins the window open then and is written with that window's files. The element keeps its
+    own event-time fields (its `window_start` / `window_end`), so nothing it reports changes.
+    """
+
+    def __init__(
+        self,
+        window_seconds: int,
+        *,
+        allowed_lateness_seconds: int = 0,
+        time_of: Callable[[Any], datetime],
+    ):
+        super().__init__()
+        self._window_seconds, self._lateness, self._time_of = window_seconds, allowed_lateness_seconds, time_of
+
+    def expand(self, elements):
+        return (
+            elements
+            | "StampLateWithTimeOf" >> beam.ParDo(_LateToTimeDoFn(self._time_of))
             | "FixedWindows"
             >> beam.WindowInto(
                 beam_window.FixedWindows(self._window_seconds), allowed_lateness=Duration(seconds=self._lateness)
