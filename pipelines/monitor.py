@@ -9,7 +9,9 @@
 Streaming (the default) runs on Beam's Prism runner (`--prism-location`, else `$GROUNDWATCH_PRISM`, else
 `~/.cache/groundwatch/bin/prism` as built by `scripts/build-prism.sh`): the Kafka source checkpoints every
 `--checkpoint-records` records or `--checkpoint-seconds` seconds, windows close as the watermark passes them,
-and each window's Parquet files appear in the lake. `--until-caught-up` reads from the group's committed
+and each window's Parquet files appear in the lake. Prism's SDK workers are processes from our own pool
+(`pipelines.worker_pool`), and the audit stages have an environment, so a process and a core, of their own.
+`--until-caught-up` reads from the group's committed
 offsets to the end offsets seen at start and exits, on the FnApiRunner (catch-up, backfills): in process for
 a small backlog, with one worker process per core (up to 4) from `PARALLEL_BACKLOG_RECORDS` messages on,
 unless `--runner`, `--direct_num_workers` or `--direct_running_mode` are given. The bounded read never

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-__all__ = ["Confidence", "NonEmptyStr", "StrictModel"]
+__all__ = ["Confidence", "NonEmptyStr", "StrictModel", "utc_now"]
 
 
 class StrictModel(BaseModel):
@@ -20,3 +21,8 @@ Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
 """A string with at least one character."""
+
+
+def utc_now() -> datetime:
+    """Now, as an aware UTC datetime: the default clock of every stage that stamps a time (tests pass their own)."""
+    return datetime.now(UTC)

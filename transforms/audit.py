@@ -21,13 +21,14 @@ unless the exception has `retryable = True`, which is re-raised so the runner re
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas import AuditedResponse, ParsedResponse
+from schemas.base import utc_now
 from transforms.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, METRICS_NAMESPACE, dead_letter_row
 from transforms.routing import decide_review
 from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD, Verifier, audit_sentences
@@ -107,10 +108,6 @@ def audit_response(
     return score_and_flag(audited, threshold)
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _failure_dead_letter(parsed: ParsedResponse, stage: str, error: Exception, now: datetime):
     Metrics.counter(DEAD_LETTER_NAMESPACE, f"{stage}_failed").inc()
     raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
@@ -151,7 +148,7 @@ class VerifySentences(beam.PTransform):
         *,
         threshold: float = DEFAULT_CONFIDENCE_THRESHOLD,
         verifier_config: Mapping[str, Any] | None = None,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
     ):
         super().__init__()
         if not 0.0 <= threshold <= 1.0:
@@ -191,7 +188,7 @@ class _StepDoFn(beam.DoFn):
 class ApplyAuditStep(beam.PTransform):
     """Run one plain audit step over every AuditedResponse; returns `[AUDITED]` and `[DEAD_LETTERS]`."""
 
-    def __init__(self, step: AuditStep, *, stage: str, clock: Callable[[], datetime] = _utc_now):
+    def __init__(self, step: AuditStep, *, stage: str, clock: Callable[[], datetime] = utc_now):
         super().__init__()
         if not callable(step):
             raise TypeError(f"audit step {stage!r} must be callable")

@@ -13,11 +13,12 @@ dead-lettered (reason `late`), keeping their original bytes, so a run's counts s
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from schemas.base import utc_now
 from transforms.kafka_client import message_event_time
 from transforms.parse import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE, dead_letter_row
 from transforms.windows import late_reason
@@ -39,10 +40,6 @@ def message_late_reason(
     return late_reason(event_s, watermark_s, window_seconds, allowed_lateness_seconds)
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class _DeadLetterLateFn(beam.DoFn):
     def __init__(self, clock: Callable[[], datetime]):
         self._clock = clock
@@ -59,7 +56,7 @@ class _DeadLetterLateFn(beam.DoFn):
 class DeadLetterLateMessages(beam.PTransform):
     """`(raw, Origin, reason)` late messages -> DeadLetterRows, each counted as read and as dead-lettered."""
 
-    def __init__(self, *, clock: Callable[[], datetime] = _utc_now):
+    def __init__(self, *, clock: Callable[[], datetime] = utc_now):
         super().__init__()
         self._clock = clock
 

@@ -30,6 +30,7 @@ from apache_beam.metrics import Metrics
 from pydantic import ValidationError
 
 from schemas import MAX_ANSWER_CHARS, DeadLetterRow, LoggedResponse, Origin, ParsedResponse
+from schemas.base import utc_now
 
 __all__ = [
     "DEAD_LETTERS",
@@ -160,10 +161,6 @@ def dead_letter_row(raw: bytes, origin: Origin, *, stage: str, error: str, recei
     )
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _origin_key(origin: Origin) -> tuple:
     return (
         origin.source,
@@ -280,7 +277,7 @@ class ParseResponses(beam.PTransform):
     `DropDuplicateResponses` per window instead.
     """
 
-    def __init__(self, *, clock: Callable[[], datetime] = _utc_now, drop_duplicates: bool = False):
+    def __init__(self, *, clock: Callable[[], datetime] = utc_now, drop_duplicates: bool = False):
         super().__init__()
         self._clock = clock
         self._drop_duplicates = drop_duplicates
@@ -339,7 +336,7 @@ class DropDuplicateResponses(beam.PTransform):
         self,
         *,
         parsed_of: Callable[[Any], ParsedResponse] = lambda parsed: parsed,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
     ):
         super().__init__()
         self._parsed_of, self._clock = parsed_of, clock

@@ -32,6 +32,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
 from schemas import AttributionVerdict, AuditedResponse
+from schemas.base import utc_now
 from schemas.monitoring import ALL_TRAFFIC, WindowMetricsRow
 
 __all__ = [
@@ -311,10 +312,6 @@ def _to_lake_row(keyed: tuple, clock: Callable[[], datetime]) -> tuple[str, dict
     return "window_metrics", row.model_dump(mode="python")
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class _FirstPaneFn(beam.DoFn):
     """Keep each window's first pane. A later (late) pane holds only the responses that arrived after it, and
     its row would replace the first one in the lake (same key, same file name): the window's figures would
@@ -340,7 +337,7 @@ class WindowMetrics(beam.PTransform):
     figures). With `per_window=False` (bounded runs) all windows are grouped at once, at the end of the input.
     """
 
-    def __init__(self, clock: Callable[[], datetime] = _utc_now, *, per_window: bool = True):
+    def __init__(self, clock: Callable[[], datetime] = utc_now, *, per_window: bool = True):
         super().__init__()
         self._clock = clock
         self._per_window = per_window

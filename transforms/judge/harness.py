@@ -22,9 +22,10 @@ import json
 import uuid
 from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
 from transforms.judge.client import JudgeClient
 from transforms.judge.prompts import build_messages, prompt_version
@@ -39,10 +40,6 @@ _VERDICT_FIELD = {
     Task.citations: "citation_judgments",
     Task.claims: "claim_judgments",
 }
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def item_key(item: JudgeItem) -> str:
@@ -149,7 +146,7 @@ def judge_items(
     items: Sequence[JudgeItem],
     *,
     done: MutableMapping[str, JudgeOutcome] | None = None,
-    clock: Callable[[], datetime] = _utcnow,
+    clock: Callable[[], datetime] = utc_now,
 ) -> list[JudgeOutcome]:
     """One outcome per item, in order; raises `JudgeUnavailable` when a call got no reply at all."""
     config = client.config

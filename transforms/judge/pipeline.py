@@ -24,7 +24,7 @@ audit and monitor pipelines use either by the `--verifier` flag.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -32,6 +32,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import RunInference
 
 from schemas import AuditedResponse, ParsedResponse, SentenceVerdict
+from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
 from transforms.judge.config import JudgeConfig
 from transforms.judge.handler import JudgeModelHandler
@@ -50,10 +51,6 @@ AUDITED = "audited"
 JUDGE_NAMESPACE = "groundwatch.judge"
 JUDGE_VERIFIERS = ("openai", "cascade")
 _ITEMS = "judge_items"
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class _Plan(NamedTuple):
@@ -182,7 +179,7 @@ class JudgeSentences(beam.PTransform):
         *,
         threshold: float,
         band: tuple[float, float] = DEFAULT_BAND,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
     ):
         super().__init__()
         if verifier not in JUDGE_VERIFIERS:
@@ -214,7 +211,7 @@ class JudgeSentences(beam.PTransform):
 
 
 def judge_sentences(
-    verifier: str, verifier_config: dict, *, threshold: float, clock: Callable[[], datetime] = _utc_now
+    verifier: str, verifier_config: dict, *, threshold: float, clock: Callable[[], datetime] = utc_now
 ) -> JudgeSentences:
     """`JudgeSentences` from the verifier options `VerifySentences` carries (base_url, model, band, ...)."""
     from transforms.judge.verifier import judge_config_from, parse_band

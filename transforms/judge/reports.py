@@ -19,7 +19,6 @@ over the response's tasks) sends the response to review.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
@@ -33,6 +32,7 @@ from schemas import (
     OverallVerdict,
     VerificationStatus,
 )
+from schemas.base import utc_now
 from transforms.judge.config import JudgeConfig
 from transforms.judge.handler import JudgeModelHandler
 from transforms.judge.pipeline import failed_outcomes
@@ -43,10 +43,6 @@ __all__ = ["JudgeReports", "merge_citations", "merge_claims", "report_items", "w
 
 _RANK = {None: 0, "judged": 1, "judge_validation_failed": 2, "judge_error": 3}
 _HIGH_CONFIDENCE = 0.85  # as transforms.claims: a numeric confidence this high claims strong support
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def worst_status(statuses: Sequence[str | None]) -> str | None:
@@ -183,7 +179,7 @@ class JudgeReports(beam.PTransform):
         tasks = [Task(t) for t in tasks]
         if not tasks or Task.sentences in tasks:
             raise ValueError("JudgeReports judges citations and claims; sentences go through JudgeSentences")
-        self._tasks, self._config, self._clock = tasks, config, clock or _utc_now
+        self._tasks, self._config, self._clock = tasks, config, clock or utc_now
 
     def expand(self, audited):
         config, clock = self._config, self._clock
