@@ -26,17 +26,13 @@ from kafka_fixtures import (  # noqa: F401
     private_broker,
     wait_for,
 )
+from prism_fixtures import NEEDS_PRISM
 
-from pipelines.monitor import DEFAULT_PRISM
 from pipelines.produce import generated_messages, produce_messages
 
 pytestmark = [
     pytest.mark.kafka,
-    pytest.mark.prism,
-    pytest.mark.skipif(
-        not (os.environ.get("GROUNDWATCH_PRISM") or os.access(DEFAULT_PRISM, os.X_OK)),
-        reason="no Prism binary (scripts/build-prism.sh builds it)",
-    ),
+    *NEEDS_PRISM,
 ]
 
 CATCH_UP_S = 240

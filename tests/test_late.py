@@ -10,6 +10,7 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
+from prism_fixtures import needs_prism, prism_options
 
 from pipelines.audit import counts_from_result
 from schemas import Origin
@@ -74,21 +75,16 @@ class _WithWindowStart(beam.DoFn):
 
 
 @pytest.mark.prism
+@needs_prism
 def test_a_late_pane_joins_the_window_open_when_it_was_audited():
     """What a grouping emits in a late pane moves to the window of its audit time (so it is written with that
     window's lake files, not in files of its own); an on-time pane keeps its window."""
-    import os
-
     from apache_beam.testing.test_stream import TestStream
     from apache_beam.transforms.window import FixedWindows, TimestampedValue
     from apache_beam.utils.timestamp import Duration
 
-    from pipelines.monitor import DEFAULT_PRISM
     from transforms.windows import LatePanesJoinOpenWindows
 
-    prism = next((p for p in (os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM) if p and os.access(p, os.X_OK)), None)
-    if prism is None:
-        pytest.skip("no Prism binary (scripts/build-prism.sh builds it)")
     stream = (
         TestStream()
         .add_elements([TimestampedValue(("a", "on-time"), TEN_AM)])
@@ -96,8 +92,7 @@ def test_a_late_pane_joins_the_window_open_when_it_was_audited():
         .add_elements([TimestampedValue(("b", "late"), TEN_AM)])  # late, within the lateness
         .advance_watermark_to_infinity()
     )
-    options = PipelineOptions(["--runner=PrismRunner", f"--prism_location={prism}", "--streaming"])
-    with beam.Pipeline(options=options) as p:
+    with beam.Pipeline(options=prism_options("--streaming")) as p:
         grouped = (
             p
             | stream

@@ -9,6 +9,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from audit_messages import ANSWER, BAD_MESSAGES, at, message, raw
+from prism_fixtures import needs_prism, prism_options
 from pydantic import ValidationError
 
 from schemas import LoggedResponse
@@ -207,21 +208,15 @@ def test_oversized_message_is_dead_lettered_with_its_head_only():
 
 
 @pytest.mark.prism
+@needs_prism
 def test_a_duplicate_after_its_window_closed_is_dead_lettered_not_audited_again():
     """Streaming on Prism: the first copy is kept when the window closes; a copy arriving later (within the allowed
     lateness) fires a late pane in which it is the only copy, and must still be known as a duplicate."""
-    import os
-
-    from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.testing.test_stream import TestStream
     from apache_beam.transforms.window import TimestampedValue
 
-    from pipelines.monitor import DEFAULT_PRISM
     from transforms.windows import WindowByEventTime
 
-    prism = next((p for p in (os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM) if p and os.access(p, os.X_OK)), None)
-    if prism is None:
-        pytest.skip("no Prism binary (scripts/build-prism.sh builds it)")
     first, again = raw(message("dup")), raw(message("dup", answer="A copy sent again."))
     event_s = datetime(2026, 11, 29, 9, 0, 30, tzinfo=UTC).timestamp()  # both say 09:00:30: window 09:00-09:01
     stream = (
@@ -231,8 +226,7 @@ def test_a_duplicate_after_its_window_closed_is_dead_lettered_not_audited_again(
         .add_elements([TimestampedValue((again, at(9)), event_s)])
         .advance_watermark_to_infinity()
     )
-    options = PipelineOptions(["--runner=PrismRunner", f"--prism_location={prism}", "--streaming"])
-    with beam.Pipeline(options=options) as p:
+    with beam.Pipeline(options=prism_options("--streaming")) as p:
         parsed = p | stream | ParseResponses()
         windowed = parsed[PARSED] | WindowByEventTime(60, allowed_lateness_seconds=3600)
         unique = windowed | DropDuplicateResponses(clock=lambda: FIXED_NOW)

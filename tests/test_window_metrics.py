@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import statistics
 from datetime import UTC, datetime, timedelta
 
@@ -11,8 +10,8 @@ import duckdb
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from prism_fixtures import needs_prism, prism_options
 
-from pipelines.monitor import DEFAULT_PRISM
 from pipelines.scenarios import ScenarioSpec, audit_into_lake, scenario_responses
 from schemas import LoggedResponse, Origin, ParsedResponse
 from transforms.audit import audit_response
@@ -31,7 +30,6 @@ from transforms.window_metrics import (
 START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 END = START + timedelta(minutes=1)
 FIXED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-_PRISM = next((p for p in (os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM) if p and os.access(p, os.X_OK)), None)
 
 
 def _stats(rid, tenant="acme", retriever="r7", confidences=(0.9, 0.6), verdicts=(2, 0, 0, 0), **extra):
@@ -158,11 +156,10 @@ def test_window_metrics_table_in_the_lake(tmp_path):
 
 
 @pytest.mark.prism
-@pytest.mark.skipif(not _PRISM, reason="no Prism binary (scripts/build-prism.sh builds it)")
+@needs_prism
 def test_a_late_pane_does_not_replace_the_window_figures():
     """Streaming: a late pane's row would replace the first one in the lake (same key, same file) with the figures
     of its few late responses; only each window's first pane becomes a row. Prism runs the real trigger machinery."""
-    from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.testing.test_stream import TestStream
     from apache_beam.transforms.window import FixedWindows, TimestampedValue
     from apache_beam.utils.timestamp import Duration
@@ -180,8 +177,7 @@ def test_a_late_pane_does_not_replace_the_window_figures():
         .add_elements([TimestampedValue(late, event_s(late))])  # late, but within the allowed lateness
         .advance_watermark_to_infinity()
     )
-    options = PipelineOptions(["--runner=PrismRunner", f"--prism_location={_PRISM}", "--streaming"])
-    with beam.Pipeline(options=options) as p:
+    with beam.Pipeline(options=prism_options("--streaming")) as p:
         rows = (
             p
             | stream

@@ -15,20 +15,19 @@ import apache_beam as beam
 import pytest
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions, PortableOptions
+from apache_beam.options.pipeline_options import PortableOptions
 from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import TimestampedValue
 from audit_messages import message, raw
+from prism_fixtures import NEEDS_PRISM, prism_options
 
 from dashboards.views import connect_lake
 from pipelines import audit
-from pipelines.monitor import DEFAULT_PRISM
 from pipelines.worker_pool import separate_environment, start_worker_pool
 from schemas import Origin
 
-PRISM = next((p for p in (os.environ.get("GROUNDWATCH_PRISM"), DEFAULT_PRISM) if p and os.access(p, os.X_OK)), None)
-pytestmark = [pytest.mark.prism, pytest.mark.skipif(PRISM is None, reason="no Prism binary (scripts/build-prism.sh)")]
+pytestmark = NEEDS_PRISM
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +39,7 @@ def _tests_importable_by_workers(monkeypatch):
 
 def _on_worker_processes(argv: list[str]):
     """Options for Prism with its SDK workers served by a fresh pool; returns (options, stop)."""
-    options = PipelineOptions(["--runner=PrismRunner", f"--prism_location={PRISM}", *argv])
+    options = prism_options(*argv)
     address, stop = start_worker_pool(options)
     portable = options.view_as(PortableOptions)
     portable.environment_type, portable.environment_config = "EXTERNAL", address
