@@ -26,7 +26,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from operator import attrgetter
 
 import apache_beam as beam
@@ -41,6 +41,7 @@ from pipelines.judge_options import (
     judge_verifier_config,
 )
 from pipelines.worker_pool import separate_environment
+from schemas.base import utc_now
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
 from transforms.citations import AuditCitationsStep
 from transforms.claims import AuditClaimsStep
@@ -136,7 +137,7 @@ def build_pipeline(
 ) -> dict[str, beam.PCollection]:
     """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`,
     and `dead_letters` (DeadLetterRows the source set aside, already counted) join the run's own.
-    `separate_audit` runs verification, the audit steps and scoring in an environment of their own
+    `separate_audit` runs verification and the audit steps in an environment of their own
     (`pipelines.worker_pool`: on local Prism, a worker process of their own).
 
     Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
@@ -203,7 +204,7 @@ def build_pipeline(
 
 
 def _audit_time(audited) -> datetime:
-    return audited.audited_at or datetime.now(UTC)
+    return audited.audited_at or utc_now()
 
 
 def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:

@@ -291,7 +291,7 @@ def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -
 
 
 def use_worker_processes(options: PipelineOptions, argv: list[str]) -> Callable[[], None] | None:
-    """Streaming on local Prism: serve its SDK workers from a pool of processes (`pipelines.worker_pool`), so that
+    """On local Prism: serve its SDK workers from a pool of processes (`pipelines.worker_pool`), so that
     the audit stages, in an environment of their own, run on a second core. Returns the pool's stop function, or
     None when it does not apply: another runner, an `--environment_type` named in `argv`, or a single core."""
     if options.view_as(StandardOptions).runner != "PrismRunner" or (os.cpu_count() or 1) < 2:
