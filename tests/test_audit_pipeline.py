@@ -156,6 +156,20 @@ def test_verify_and_score_composites_route_contradictions():
         )
 
 
+def test_a_process_that_audits_tunes_its_garbage_collector():
+    """The verifier's worker raises the cycle collector's thresholds and freezes what is alive at set-up."""
+    import gc
+
+    from transforms.audit import GC_THRESHOLDS
+
+    with BeamPipeline(runner="FnApiRunner") as p:  # in process: the DoFn's set-up runs here
+        parsed = ParsedResponse(response=LoggedResponse.model_validate(message("g")), origin=at(1))
+        responses = p | beam.Create([parsed])
+        _ = responses | VerifySentences("heuristic", threshold=0.7, clock=lambda: NOW)
+    assert gc.get_threshold() == GC_THRESHOLDS
+    assert gc.get_freeze_count() > 0
+
+
 def test_unknown_verifier_fails_at_construction():
     with pytest.raises(ValueError, match="unknown verifier"):
         VerifySentences("no-such-verifier")
