@@ -63,8 +63,8 @@ def settle_garbage_collector() -> None:
     The heuristic allocates many small short-lived objects (tokens, alignment items, verdicts), which reference
     counting frees; at the default threshold the collector still ran every few hundred allocations and walked
     the long-lived ones each time it reached the older generations. With 5,000 benchmark responses on two
-    workers this cut CPU per response by about 13% (`scripts/bench_audit.py`, three runs each, alternated:
-    145-159 responses per CPU second against 118-140), for a few MiB more memory.
+    workers this cut CPU per response by about 10-13% (`scripts/bench_audit.py`, six runs each, alternated:
+    129-159 responses per CPU second against 115-140), for a few MiB more memory.
     """
     global _gc_settled
     if not _gc_settled:
