@@ -15,8 +15,9 @@ a child process group so its memory (Python and Prism together) can be sampled.
   `--rate` messages/s with live event times; throughput is N over the time from the first message sent to
   the last one in the lake, so it can never exceed `--rate` and includes one window of waiting. What the
   monitor can sustain is the audit rate: responses audited per second between the 5th and 95th percentile
-  of their `audited_at`. It is the produce rate while the monitor keeps up, and its capacity when `--rate`
-  is more than it can take (lag then grows). Latency per response: produce time (the Kafka record
+  of their `audited_at` (stamped when a response is verified, which in a stream is as it arrives). It is
+  the produce rate while the monitor keeps up, and its capacity when `--rate` is more than it can take
+  (lag then grows). Latency per response: produce time (the Kafka record
   timestamp) to its `audited_at`, and to the moment its Parquet file was published (file mtime), p50/p95.
 
 Consumer lag (end offsets minus the group's committed offsets) is sampled every second and printed.

@@ -24,6 +24,7 @@ __all__ = [
     "AssignEventTime",
     "LatePanesJoinOpenWindows",
     "WindowByEventTime",
+    "fixed_windows",
     "late_reason",
     "response_event_time",
     "window_bounds",
@@ -60,6 +61,13 @@ def late_reason(event_s: float, watermark_s: float, window_seconds: int, allowed
         f"late: event time {when(event_s)} belongs to the window ending {when(window_end)}, which closed for good "
         f"({allowed_lateness_seconds}s allowed lateness) before the watermark reached {when(watermark_s)}; "
         "raise --allowed-lateness-seconds, or replay old traffic with --until-caught-up or --event-time message"
+    )
+
+
+def fixed_windows(window_seconds: int, allowed_lateness_seconds: int) -> beam.WindowInto:
+    """The pipeline's windowing: fixed windows of `window_seconds`, late data accepted for the lateness."""
+    return beam.WindowInto(
+        beam_window.FixedWindows(window_seconds), allowed_lateness=Duration(seconds=allowed_lateness_seconds)
     )
 
 
@@ -104,10 +112,7 @@ class WindowByEventTime(beam.PTransform):
         return (
             elements
             | "AssignEventTime" >> AssignEventTime(self._time_of)
-            | "FixedWindows"
-            >> beam.WindowInto(
-                beam_window.FixedWindows(self._window_seconds), allowed_lateness=Duration(seconds=self._lateness)
-            )
+            | "FixedWindows" >> fixed_windows(self._window_seconds, self._lateness)
         )
 
 
@@ -147,8 +152,5 @@ class LatePanesJoinOpenWindows(beam.PTransform):
         return (
             elements
             | "StampLateWithTimeOf" >> beam.ParDo(_LateToTimeDoFn(self._time_of))
-            | "FixedWindows"
-            >> beam.WindowInto(
-                beam_window.FixedWindows(self._window_seconds), allowed_lateness=Duration(seconds=self._lateness)
-            )
+            | "FixedWindows" >> fixed_windows(self._window_seconds, self._lateness)
         )
