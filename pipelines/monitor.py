@@ -41,6 +41,7 @@ from pipelines.worker_pool import start_worker_pool
 from transforms.kafka_client import START_FROM, resolve_start_offset
 from transforms.kafka_commit import CommitOffsetsAfterLake
 from transforms.kafka_io import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
+from transforms.kafka_partitions import DISCOVERY_INTERVAL_SECONDS
 from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
 from transforms.late import DeadLetterLateMessages, message_late_reason
 from transforms.parse import ParseError, parse_message
@@ -108,6 +109,12 @@ class MonitorOptions(PipelineOptions):
             "--checkpoint_seconds", type=float, default=1.0, help="Seconds per source chunk (streaming). Default 1."
         )
         parser.add_argument(
+            "--partition_discovery_seconds",
+            type=float,
+            default=DISCOVERY_INTERVAL_SECONDS,
+            help="How often a stream looks for partitions added to the topic. Default 60.",
+        )
+        parser.add_argument(
             "--until_caught_up",
             action="store_true",
             default=False,
@@ -166,6 +173,8 @@ def validate(opts: MonitorOptions) -> None:
         raise ValueError("--checkpoint-records must be >= 1 and --checkpoint-seconds > 0")
     if opts.max_out_of_order_seconds < 0:
         raise ValueError("--max-out-of-order-seconds must be >= 0")
+    if opts.partition_discovery_seconds <= 0:
+        raise ValueError("--partition-discovery-seconds must be > 0")
 
 
 def build_monitor(
@@ -190,6 +199,7 @@ def build_monitor(
         max_seconds=opts.checkpoint_seconds,
         event_time=opts.event_time,
         max_out_of_order_seconds=opts.max_out_of_order_seconds,
+        discovery_interval_s=opts.partition_discovery_seconds,
         lake_bound=None if rate >= 1.0 else functools.partial(lake_bound, rate=rate),
         late=functools.partial(
             message_late_reason,
@@ -394,6 +404,7 @@ _KAFKA_FLAGS = (
     "max-out-of-order-seconds",
     "checkpoint-records",
     "checkpoint-seconds",
+    "partition-discovery-seconds",
     "security-protocol",
     "sasl-mechanism",
     "sasl-username",
@@ -442,6 +453,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-out-of-order-seconds", type=float, default=5.0, help="Watermark slack. Default 5.")
     parser.add_argument("--checkpoint-records", type=int, default=500, help="Records per chunk. Default 500.")
     parser.add_argument("--checkpoint-seconds", type=float, default=1.0, help="Streaming chunk seconds. Default 1.")
+    parser.add_argument(
+        "--partition-discovery-seconds",
+        type=float,
+        default=DISCOVERY_INTERVAL_SECONDS,
+        help="How often a stream looks for new partitions of the topic. Default 60.",
+    )
     add_kafka_security_arguments(parser)
     parser.add_argument("--prism-location", help="Prism binary. Default ~/.cache/groundwatch/bin/prism.")
     add_judge_arguments(parser)

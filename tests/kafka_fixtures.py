@@ -81,6 +81,17 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | 
     return name
 
 
+def add_partitions(bootstrap: str, topic: str, total: int) -> None:
+    """Grow a topic to `total` partitions, as an operator does for more throughput."""
+    from kafka.admin import NewPartitions
+
+    admin = _admin(bootstrap)
+    try:
+        admin.create_partitions({topic: NewPartitions(total_count=total)})
+    finally:
+        admin.close()
+
+
 def delete_topics(bootstrap: str, names: list[str]) -> None:
     from kafka.errors import KafkaError
 

@@ -19,6 +19,7 @@ import time
 
 import pytest
 from kafka_fixtures import (  # noqa: F401
+    add_partitions,
     create_topic,
     kafka_bootstrap,
     lake_accounting,
@@ -135,6 +136,22 @@ def test_monitor_picks_up_messages_produced_while_it_runs(kafka_bootstrap, new_t
     _assert_once_each(found)
     window_files = list((lake / "responses").rglob("*.parquet"))
     assert window_files and all(f.parent.name.startswith("hour=") for f in window_files)
+
+
+def test_partitions_added_while_it_runs_are_read_from_their_start(kafka_bootstrap, new_topic, monitors, tmp_path):  # noqa: F811
+    topic = new_topic(partitions=1)
+    lake = tmp_path / "lake"
+    monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log", "--partition-discovery-seconds", "2")
+    _produce(kafka_bootstrap, topic, 60, seed=61)
+    wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="one partition")
+
+    add_partitions(kafka_bootstrap, topic, total=3)
+    _produce(kafka_bootstrap, topic, 150, seed=62)  # spread over all three, some before the monitor looks again
+    assert {p for p, _ in _all_offsets(kafka_bootstrap, topic)} == {0, 1, 2}
+    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="grown")
+    assert len(found["responses"]) + len(found["dead_letters"]) == 210
+    assert {p for p, _ in found["responses"]} == {0, 1, 2}
+    _assert_once_each(found)
 
 
 def test_an_idle_partition_does_not_hold_windows_open(kafka_bootstrap, new_topic, monitors, tmp_path):  # noqa: F811

@@ -30,6 +30,7 @@ from pipelines.monitor import PARALLEL_BACKLOG_RECORDS, local_workers, pipeline_
 from pipelines.produce import generated_messages, produce_messages
 from pipelines.traffic import DEFAULT_START
 from transforms.kafka_io import MESSAGES, PROGRESS, ReadKafkaMessages, _BoundedReadFn
+from transforms.kafka_partitions import PartitionToRead
 
 TWO_WORKERS = ("--direct_num_workers=2", "--direct_running_mode=multi_processing")
 
@@ -141,7 +142,6 @@ def _read_fn(bootstrap: str, stall_seconds: float) -> _BoundedReadFn:
     return _BoundedReadFn(
         {"bootstrap_servers": bootstrap},
         group_id=None,
-        start_from="earliest",
         bounded=True,
         max_records=3,
         max_seconds=1.0,
@@ -155,7 +155,7 @@ def _read_fn(bootstrap: str, stall_seconds: float) -> _BoundedReadFn:
 def _drain(fn: _BoundedReadFn, topic: str, restriction: OffsetRange, seen: list) -> None:
     tracker = fn.create_tracker(restriction)
     try:
-        seen.extend(fn.read((topic, 0), tracker, None))
+        seen.extend(fn.read(PartitionToRead(topic, 0, "earliest"), tracker, None))
     finally:
         fn.teardown()
 
@@ -180,9 +180,10 @@ def test_a_bounded_read_fails_when_the_broker_goes_away_mid_read(private_broker)
     # About 4 MiB: more than one fetch (1 MiB per partition), so the read needs the broker after its start.
     produce_messages({"bootstrap_servers": bootstrap}, topic, [b"%06d" % i + b"x" * 2000 for i in range(2000)])
     fn = _read_fn(bootstrap, stall_seconds=3.0)
-    restriction = fn.initial_restriction((topic, 0))
+    partition = PartitionToRead(topic, 0, "earliest")
+    restriction = fn.initial_restriction(partition)
     assert restriction == OffsetRange(0, 2000)
-    reading = fn.read((topic, 0), fn.create_tracker(restriction), None)
+    reading = fn.read(partition, fn.create_tracker(restriction), None)
     first = next(reading)
     assert first.value[1].offset == 0
     private_broker.stop()

@@ -6,7 +6,7 @@
     messages[PROGRESS]   # ReadProgress: which offsets of a partition one chunk covered (for committing offsets)
     messages[LATE]       # (raw_bytes, Origin, reason): records a streaming runner would drop as late (see `late`)
 
-Each (topic, partition) is one element whose restriction is an `OffsetRange`:
+Each (topic, partition) is one element (`PartitionToRead`) whose restriction is an `OffsetRange`:
 
 - bounded: from the group's committed offset (or earliest/latest when it has none) to the end offset
   snapshotted when the restriction is made; the read ends there. Runs on the FnApiRunner (catch-up,
@@ -17,6 +17,8 @@ Each (topic, partition) is one element whose restriction is an `OffsetRange`:
   end seen at start) fails the read with an error naming it rather than spinning.
 - unbounded: to the end of time. The DoFn reads at most `max_records` records or `max_seconds` seconds,
   then checkpoints with `defer_remainder` so the runner passes the chunk downstream and resumes later.
+  Partitions added to the topic while the stream runs are found within `discovery_interval_s` and read
+  from their beginning (`transforms.kafka_partitions`).
 
 Offsets have gaps (compaction, transaction markers, aborted transactions under read_committed): when the
 consumer's position passes the restriction's stop with no record left below it, the stop itself is claimed,
@@ -42,8 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.restriction_trackers import OffsetRange, OffsetRestrictionTracker
-from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
+from apache_beam.io.restriction_trackers import OffsetRange
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.core import RestrictionProvider
 from apache_beam.transforms.window import TimestampedValue
@@ -58,13 +59,22 @@ from transforms.kafka_client import (
     message_event_time,
     resolve_start_offset,
 )
+from transforms.kafka_partitions import (
+    DISCOVERY_INTERVAL_SECONDS,
+    MANUAL_WATERMARK,
+    OWN_RESTRICTIONS,
+    UNBOUNDED_STOP,
+    CheckpointOnlyTracker,
+    ListPartitionsFn,
+    PartitionToRead,
+    WatchPartitionsFn,
+)
 
 __all__ = ["BOUNDED_STALL_SECONDS", "LATE", "MESSAGES", "PROGRESS", "ReadKafkaMessages", "ReadProgress"]
 
 MESSAGES = "messages"
 PROGRESS = "progress"
 LATE = "late"
-UNBOUNDED_STOP = 2**63 - 1
 BOUNDED_STALL_SECONDS = 120.0
 """How long a bounded read waits on a partition that yields nothing before its end offset before it fails:
 long enough for a broker restart (tens of seconds on this machine) or a leader election, short enough that
@@ -83,20 +93,6 @@ class ReadProgress:
     offsets: tuple[int, ...] = field(default=())
 
 
-class _CheckpointOnlyTracker(OffsetRestrictionTracker):
-    """Splits only to checkpoint (fraction 0): a partition is read by one reader, in order.
-
-    Runners also ask SDFs for fractional splits to spread work; for a Kafka partition that would hand an
-    unbounded range's far half (offsets that do not exist yet) to a second reader, and break the chain of
-    chunks the offset ledger commits by. Parallelism comes from partitions instead.
-    """
-
-    def try_split(self, fraction_of_remainder):
-        if fraction_of_remainder != 0:
-            return None
-        return super().try_split(fraction_of_remainder)
-
-
 class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     """Read one partition's restriction: emit records, a progress record per chunk, and advance the watermark.
 
@@ -104,11 +100,10 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     made, or unbounded); the bounded and unbounded subclasses differ only in how `process` is declared.
     """
 
-    def __init__(self, connection, *, group_id, start_from, bounded, max_records, max_seconds, event_time,
+    def __init__(self, connection, *, group_id, bounded, max_records, max_seconds, event_time,
                  out_of_order_s, lake_bound, stall_seconds, late=None, reader_id=""):  # fmt: skip
         self._connection = dict(connection)
         self._group_id = group_id
-        self._start_from = start_from
         self._bounded = bounded
         self._max_records = max_records
         self._max_seconds = max_seconds
@@ -126,21 +121,21 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         return {**self.__dict__, "_reader": None, "_offsets_client": None}
 
     # -- restrictions -----------------------------------------------------------------------------------------
-    def initial_restriction(self, element):
+    def initial_restriction(self, element: PartitionToRead):
         from kafka import TopicPartition
 
-        tp = TopicPartition(*element)
+        tp = TopicPartition(element.topic, element.partition)
         if self._offsets_client is None:
             self._offsets_client = consumer(self._connection, self._group_id)
         client = self._offsets_client
         earliest = client.beginning_offsets([tp])[tp]
         latest = client.end_offsets([tp])[tp]
         committed = client.committed(tp) if self._group_id else None
-        start = resolve_start_offset(committed, earliest, latest, self._start_from)
+        start = resolve_start_offset(committed, earliest, latest, element.start_from)
         return OffsetRange(start, latest if self._bounded else UNBOUNDED_STOP)
 
     def create_tracker(self, restriction):
-        return _CheckpointOnlyTracker(restriction)
+        return CheckpointOnlyTracker(restriction)
 
     def restriction_size(self, element, restriction):
         return 0 if restriction.stop == UNBOUNDED_STOP else restriction.size()
@@ -165,8 +160,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     def read(self, element, tracker, watermark):
         from kafka import TopicPartition
 
-        topic, partition = element
-        tp = TopicPartition(topic, partition)
+        tp = TopicPartition(element.topic, element.partition)
         restriction = tracker.current_restriction()
         reader = self._position_reader(tp, restriction.start)
         if not self._bounded:
@@ -295,17 +289,12 @@ def _highest_watermark(reader_id: str, topic: str) -> float:
     return _HIGHEST_WATERMARKS.get((reader_id, topic), float("-inf"))
 
 
-# The DoFn is its own restriction provider (RestrictionParam without one); its watermark is set by hand.
-_OWN_RESTRICTIONS = beam.DoFn.RestrictionParam()
-_MANUAL_WATERMARK = beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.default_provider())
-
-
 class _BoundedReadFn(_ReadPartitionFn):
     def process(
         self,
         element,
-        tracker=_OWN_RESTRICTIONS,
-        watermark=_MANUAL_WATERMARK,
+        tracker=OWN_RESTRICTIONS,
+        watermark=MANUAL_WATERMARK,
     ):
         yield from self.read(element, tracker, watermark)
 
@@ -315,28 +304,10 @@ class _UnboundedReadFn(_ReadPartitionFn):
     def process(
         self,
         element,
-        tracker=_OWN_RESTRICTIONS,
-        watermark=_MANUAL_WATERMARK,
+        tracker=OWN_RESTRICTIONS,
+        watermark=MANUAL_WATERMARK,
     ):
         yield from self.read(element, tracker, watermark)
-
-
-class _ListPartitionsFn(beam.DoFn):
-    def __init__(self, connection: Mapping[str, Any], topics: list[str]):
-        self._connection = dict(connection)
-        self._topics = list(topics)
-
-    def process(self, _):
-        client = consumer(self._connection, None)
-        try:
-            for topic in self._topics:
-                partitions = client.partitions_for_topic(topic)
-                if not partitions:
-                    raise ValueError(f"Kafka topic {topic!r} does not exist or has no partitions")
-                for partition in sorted(partitions):
-                    yield topic, partition
-        finally:
-            client.close()
 
 
 class ReadKafkaMessages(beam.PTransform):
@@ -362,6 +333,7 @@ class ReadKafkaMessages(beam.PTransform):
         lake_bound: Callable[[bytes], bool] | None = None,
         stall_seconds: float = BOUNDED_STALL_SECONDS,
         late: Callable[[bytes, float], str | None] | None = None,
+        discovery_interval_s: float = DISCOVERY_INTERVAL_SECONDS,
     ):
         super().__init__()
         client_config(connection)
@@ -377,11 +349,14 @@ class ReadKafkaMessages(beam.PTransform):
             raise ValueError(
                 "max_records >= 1, max_seconds > 0, max_out_of_order_seconds >= 0 and stall_seconds > 0 are required"
             )
+        if discovery_interval_s <= 0:
+            raise ValueError(f"discovery_interval_s must be > 0, got {discovery_interval_s}")
         self._connection = dict(connection)
         self._topics = list(topics)
         self._group_id = group_id
         self._bounded = bounded
         self._start_from = start_from
+        self._discovery_interval_s = discovery_interval_s
         self._read_args = dict(
             bounded=bounded,
             max_records=max_records,
@@ -396,11 +371,22 @@ class ReadKafkaMessages(beam.PTransform):
 
     def expand(self, pbegin):
         fn_class = _BoundedReadFn if self._bounded else _UnboundedReadFn
-        read_fn = fn_class(self._connection, group_id=self._group_id, start_from=self._start_from, **self._read_args)
+        read_fn = fn_class(self._connection, group_id=self._group_id, **self._read_args)
+        if self._bounded:
+            partitions = (
+                pbegin
+                | "Impulse" >> beam.Impulse()
+                | "ListPartitions" >> beam.ParDo(ListPartitionsFn(self._connection, self._topics, self._start_from))
+            )
+        else:
+            partitions = (
+                pbegin
+                | "Topics" >> beam.Create(self._topics)
+                | "WatchPartitions"
+                >> beam.ParDo(WatchPartitionsFn(self._connection, self._start_from, self._discovery_interval_s))
+            )
         return (
-            pbegin
-            | "Impulse" >> beam.Impulse()
-            | "ListPartitions" >> beam.ParDo(_ListPartitionsFn(self._connection, self._topics))
+            partitions
             | "Reshuffle" >> beam.Reshuffle()
             | "ReadPartitions" >> beam.ParDo(read_fn).with_outputs(PROGRESS, LATE, main=MESSAGES)
         )
