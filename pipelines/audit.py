@@ -24,7 +24,7 @@ import argparse
 import glob
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
@@ -72,6 +72,7 @@ __all__ = [
     "local_workers",
     "main",
     "run",
+    "sum_counts",
     "use_workers",
     "where_it_runs",
 ]
@@ -240,6 +241,23 @@ class AuditCounts:
     @property
     def adds_up(self) -> bool:
         return self.read == self.audited + self.sampled_out + self.dead_lettered
+
+
+def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
+    """The counts of several runs (the passes of a catch-up) as one."""
+    reasons: dict[str, int] = {}
+    for c in runs:
+        for reason, n in c.dead_letter_reasons.items():
+            reasons[reason] = reasons.get(reason, 0) + n
+    total = lambda field: sum(getattr(c, field) for c in runs)  # noqa: E731
+    return AuditCounts(
+        read=total("read"),
+        audited=total("audited"),
+        sampled_out=total("sampled_out"),
+        dead_lettered=total("dead_lettered"),
+        needs_review=total("needs_review"),
+        dead_letter_reasons=reasons,
+    )
 
 
 def counts_from_result(result) -> AuditCounts:

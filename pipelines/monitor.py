@@ -16,6 +16,8 @@ offsets to the end offsets seen at start and exits, on the FnApiRunner (catch-up
 a small backlog, with one worker process per core (up to 4) from `PARALLEL_BACKLOG_RECORDS` messages on,
 unless `--runner`, `--direct_num_workers` or `--direct_running_mode` are given. The bounded read never
 checkpoints, so several workers are safe, and the messages are reshuffled after it so they share the audit.
+A backlog larger than `--max-records-per-run` is read in passes, each a run of its own that commits before
+the next starts, so memory stays bounded (`pipelines.catch_up`).
 
 The consumer group's offsets are committed only after the rows the records produced are in the lake
 (`transforms.kafka_commit`); a crashed run restarts where the group's commits say and may re-audit a few
@@ -29,16 +31,17 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, PortableOptions, StandardOptions
 
 from pipelines import audit
+from pipelines.catch_up import MAX_RECORDS_PER_RUN, backlog, end_offsets, plan_pass, start_offsets
 from pipelines.judge_options import add_judge_arguments, judge_argv
 from pipelines.worker_pool import start_worker_pool
-from transforms.kafka_client import START_FROM, resolve_start_offset
+from transforms.kafka_client import START_FROM
 from transforms.kafka_commit import CommitOffsetsAfterLake
 from transforms.kafka_io import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
 from transforms.kafka_partitions import DISCOVERY_INTERVAL_SECONDS
@@ -56,15 +59,12 @@ __all__ = [
     "add_arguments",
     "build_monitor",
     "add_kafka_security_arguments",
-    "backlog_records",
     "connection_from_options",
-    "end_offsets",
     "find_prism",
     "lake_bound",
     "local_workers",
     "main",
     "run",
-    "uncommitted",
     "use_local_workers",
 ]
 
@@ -119,6 +119,12 @@ class MonitorOptions(PipelineOptions):
             action="store_true",
             default=False,
             help="Read to the end offsets seen at start, then stop.",
+        )
+        parser.add_argument(
+            "--max_records_per_run",
+            type=int,
+            default=MAX_RECORDS_PER_RUN,
+            help="A catch-up reads its backlog in passes of at most this many messages. Default 20000.",
         )
         parser.add_argument("--security_protocol", default=None, help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
         parser.add_argument("--sasl_mechanism", default=None, help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...")
@@ -175,14 +181,21 @@ def validate(opts: MonitorOptions) -> None:
         raise ValueError("--max-out-of-order-seconds must be >= 0")
     if opts.partition_discovery_seconds <= 0:
         raise ValueError("--partition-discovery-seconds must be > 0")
+    if opts.max_records_per_run < 1:
+        raise ValueError("--max-records-per-run must be >= 1")
 
 
 def build_monitor(
-    p: beam.Pipeline, options: PipelineOptions, *, separate_audit: bool = False
+    p: beam.Pipeline,
+    options: PipelineOptions,
+    *,
+    separate_audit: bool = False,
+    offset_ranges: Mapping[int, tuple[int, int]] | None = None,
 ) -> dict[str, beam.PCollection]:
     """Kafka -> the audit graph of `pipelines.audit` -> lake, review queue, dead-letter topic, offset commits.
 
     `separate_audit`: verification and the audit steps in an environment of their own (see `audit.build_pipeline`).
+    `offset_ranges` ({partition: (start, stop)}): a catch-up reads exactly these (one pass, `pipelines.catch_up`).
     """
     opts = options.view_as(MonitorOptions)
     audit_opts = options.view_as(audit.AuditOptions)
@@ -200,6 +213,9 @@ def build_monitor(
         event_time=opts.event_time,
         max_out_of_order_seconds=opts.max_out_of_order_seconds,
         discovery_interval_s=opts.partition_discovery_seconds,
+        offset_ranges=None
+        if offset_ranges is None
+        else {(opts.kafka_topic, partition): r for partition, r in offset_ranges.items()},
         lake_bound=None if rate >= 1.0 else functools.partial(lake_bound, rate=rate),
         late=functools.partial(
             message_late_reason,
@@ -315,24 +331,56 @@ def use_worker_processes(options: PipelineOptions, argv: list[str]) -> Callable[
 
 
 def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCounts | None:
-    """Run until caught up (returns the counts) or forever (streaming; stop it with Ctrl-C or SIGTERM)."""
+    """Run until caught up (returns the counts, summed over its passes) or forever (streaming; stop it with
+    Ctrl-C or SIGTERM)."""
     options = pipeline_options(argv)
     audit.validate_options(options.view_as(audit.AuditOptions), need_input=False)
     opts = options.view_as(MonitorOptions)
     validate(opts)
-    _check_topics(connection_from_options(opts), opts)
     connection = connection_from_options(opts)
-    ends_before, backlog = {}, 0
-    if opts.until_caught_up:
-        ends_before = end_offsets(connection, opts.kafka_topic)
-        backlog = backlog_records(connection, opts.kafka_topic, opts.kafka_group_id, opts.start_from)
-    where = use_local_workers(options, argv, backlog)
-    stop_workers = use_worker_processes(options, argv)
-    if stop_workers:
-        where += ", 2 SDK worker processes (the audit stages in one of their own)"
-    out(f"runner         {where}" + (f", backlog {backlog} messages" if opts.until_caught_up else ""))
+    _check_topics(connection, opts)
+    if not opts.until_caught_up:
+        where, stop_workers = use_local_workers(options, argv, 0), use_worker_processes(options, argv)
+        if stop_workers:
+            where += ", 2 SDK worker processes (the audit stages in one of their own)"
+        out(f"runner         {where}")
+        counts = _run_pipeline(options, stop_workers)  # a stream ends only when its runner says so
+        out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
+        return counts
+
+    topic, group = opts.kafka_topic, opts.kafka_group_id
+    targets = end_offsets(connection, topic)
+    starts = start_offsets(connection, topic, group, opts.start_from)
+    left = backlog(starts, targets)
+    where = use_local_workers(options, argv, min(left, opts.max_records_per_run))
+    out(f"runner         {where}, backlog {left} messages")
+    passes: list[audit.AuditCounts] = []
+    in_passes = left > opts.max_records_per_run
+    while True:
+        plan = plan_pass(starts, targets, opts.max_records_per_run)
+        if in_passes:
+            size = sum(stop - start for start, stop in plan.values())
+            out(f"pass {len(passes) + 1:<9} {size} of {left} messages left")
+        passes.append(_run_pipeline(options, None, offset_ranges=plan))
+        starts = start_offsets(connection, topic, group, "committed")  # the next pass starts from the commits
+        still = backlog(starts, targets)
+        if still == 0:
+            break
+        if still >= left:
+            # The commit stage only commits what the lake holds, so nothing is lost; but the run is not done.
+            raise RuntimeError(f"not caught up: {still} messages before the end seen at start are not committed")
+        left = still
+    counts = audit.sum_counts(passes)
+    if in_passes:
+        out(f"passes         {len(passes)} (at most {opts.max_records_per_run} messages each)")
+    out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
+    return counts
+
+
+def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | None, **build) -> audit.AuditCounts:
+    """Build the monitor graph, run it to its end (a catch-up pass) or forever, and return its counts."""
     p = beam.Pipeline(options=options)
-    build_monitor(p, options, separate_audit=stop_workers is not None)
+    build_monitor(p, options, separate_audit=stop_workers is not None, **build)
     try:
         result = p.run()
         try:
@@ -343,53 +391,7 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
     finally:
         if stop_workers:
             stop_workers()
-    counts = audit.counts_from_result(result)
-    out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
-    if opts.until_caught_up:
-        behind = uncommitted(connection, opts.kafka_topic, opts.kafka_group_id, ends_before)
-        if behind:
-            # The commit stage only commits what the lake holds, so nothing is lost; but the run is not done.
-            raise RuntimeError(f"not caught up: {behind} messages before the end seen at start are not committed")
-    return counts
-
-
-def end_offsets(connection: dict[str, Any], topic: str) -> dict[int, int]:
-    """The end offset of every partition of `topic` now."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(**connection)
-    try:
-        tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        return {tp.partition: offset for tp, offset in consumer.end_offsets(tps).items()}
-    finally:
-        consumer.close()
-
-
-def backlog_records(connection: dict[str, Any], topic: str, group_id: str, start_from: str) -> int:
-    """How many offsets a bounded run of `group_id` would read now: end offsets minus where it starts."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(group_id=group_id, enable_auto_commit=False, **connection)
-    try:
-        tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        begins, ends = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
-        starts = {tp: resolve_start_offset(consumer.committed(tp), begins[tp], ends[tp], start_from) for tp in tps}
-        return sum(ends[tp] - starts[tp] for tp in tps)
-    finally:
-        consumer.close()
-
-
-def uncommitted(connection: dict[str, Any], topic: str, group_id: str, ends: dict[int, int]) -> int:
-    """How many offsets below `ends` the group has not committed (an empty partition counts none)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(group_id=group_id, enable_auto_commit=False, **connection)
-    try:
-        tps = [TopicPartition(topic, p) for p in ends]
-        begins = consumer.beginning_offsets(tps)
-        return sum(max(0, ends[tp.partition] - (consumer.committed(tp) or begins[tp])) for tp in tps)
-    finally:
-        consumer.close()
+    return audit.counts_from_result(result)
 
 
 _AUDIT_FLAGS = ("lake", "sample-rate", "window-seconds", "allowed-lateness-seconds", "confidence-threshold", "verifier")
@@ -405,6 +407,7 @@ _KAFKA_FLAGS = (
     "checkpoint-records",
     "checkpoint-seconds",
     "partition-discovery-seconds",
+    "max-records-per-run",
     "security-protocol",
     "sasl-mechanism",
     "sasl-username",
@@ -447,6 +450,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence-threshold", type=float, default=DEFAULT_CONFIDENCE_THRESHOLD, help="Default 0.7.")
     parser.add_argument("--verifier", default="heuristic", help="Sentence verifier. Default heuristic.")
     parser.add_argument("--until-caught-up", action="store_true", help="Read to the current end, then stop.")
+    parser.add_argument(
+        "--max-records-per-run",
+        type=int,
+        default=MAX_RECORDS_PER_RUN,
+        help="With --until-caught-up: passes of at most this many messages (bounds memory). Default 20000.",
+    )
     parser.add_argument("--review-topic", default="rag.review", help="Review-queue topic ('' disables).")
     parser.add_argument("--dead-letter-topic", default="rag.dead-letters", help="Dead-letter topic ('' disables).")
     parser.add_argument("--event-time", default="kafka", choices=("kafka", "message"), help="Default kafka.")

@@ -1,7 +1,7 @@
 """Benchmark Kafka -> lake: throughput, end-to-end latency, consumer lag and peak memory, bounded and streaming.
 
     python scripts/bench_kafka.py [--bootstrap-servers 127.0.0.1:39092] [--count 5000] [--rate 600] \\
-        [--window-seconds 10] [--mode both|bounded|streaming] [--workers auto|N]
+        [--window-seconds 10] [--mode both|bounded|streaming] [--workers auto|N] [--max-records-per-run N]
 
 Without --bootstrap-servers it uses $GROUNDWATCH_KAFKA_BOOTSTRAP, else starts the local broker
 (scripts/kafka.sh). Each mode gets a fresh topic (2 partitions) and lake, and runs `groundwatch monitor` as
@@ -10,7 +10,8 @@ a child process group so its memory (Python and Prism together) can be sampled.
 - bounded: produce N generated responses (5 sentences, 5 passages), then `monitor --until-caught-up`;
   throughput is N over the run's wall time (start-up included), latency is the backlog's age. The monitor
   picks its worker processes from the backlog (`--workers auto`, the default) unless `--workers N` names
-  them (N multi-processing workers; 1 = in process); the report says which it used.
+  them (N multi-processing workers; 1 = in process); the report says which it used. A backlog above the
+  monitor's `--max-records-per-run` (or this script's) is read in passes.
 - streaming: start the monitor on Prism, wait until it has written a warm-up window, then produce N at
   `--rate` messages/s with live event times; throughput is N over the time from the first message sent to
   the last one in the lake, so it can never exceed `--rate` and includes one window of waiting. What the
@@ -240,14 +241,17 @@ def _worker_flags(workers: str) -> list[str]:
     return [f"--direct_num_workers={int(workers)}", "--direct_running_mode=multi_processing"]
 
 
-def bench_bounded(bootstrap: str, count: int, window: int, work: Path, workers: str = "auto") -> None:
+def bench_bounded(
+    bootstrap: str, count: int, window: int, work: Path, workers: str = "auto", per_run: int | None = None
+) -> None:
     topic = f"bench-bounded-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap, topic)
     try:
         produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(count, 3, datetime.now(UTC), 1000.0))
         lake = work / topic
         started, cpu_before, busy_before = time.monotonic(), _children_cpu(), _machine_busy()
-        process = _monitor(bootstrap, topic, lake, window, "--until-caught-up", *_worker_flags(workers))
+        passes = [f"--max-records-per-run={per_run}"] if per_run else []
+        process = _monitor(bootstrap, topic, lake, window, "--until-caught-up", *_worker_flags(workers), *passes)
         sampler = _Sampler(bootstrap, topic, f"bench-{topic}", process.pid)
         sampler.start()
         if process.wait() != 0:
@@ -339,13 +343,17 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="Bounded run: 'auto' (the monitor chooses from the backlog) or N worker processes. Default auto.",
     )
+    parser.add_argument(
+        "--max-records-per-run", type=int, help="Bounded run: messages per catch-up pass. Default: the monitor's."
+    )
     args = parser.parse_args(argv)
     bootstrap = args.bootstrap_servers or LocalKafka().start()
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
         if args.mode in ("both", "source"):
             bench_source_only(bootstrap, args.count)
         if args.mode in ("both", "bounded"):
-            bench_bounded(bootstrap, args.count, args.window_seconds, Path(work), args.workers)
+            per_run = args.max_records_per_run
+            bench_bounded(bootstrap, args.count, args.window_seconds, Path(work), args.workers, per_run)
         if args.mode in ("both", "streaming"):
             bench_streaming(bootstrap, args.count, args.rate, args.window_seconds, Path(work))
     return 0

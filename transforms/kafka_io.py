@@ -124,6 +124,9 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     def initial_restriction(self, element: PartitionToRead):
         from kafka import TopicPartition
 
+        if element.start is not None:
+            return OffsetRange(element.start, element.stop)  # planned by the caller
+
         tp = TopicPartition(element.topic, element.partition)
         if self._offsets_client is None:
             self._offsets_client = consumer(self._connection, self._group_id)
@@ -316,6 +319,8 @@ class ReadKafkaMessages(beam.PTransform):
     Returns a tagged result: `[MESSAGES]`, `[PROGRESS]` and `[LATE]`. `lake_bound(raw) -> bool` says which
     records will produce lake rows (default: all); only those hold back the offset commit. `late(raw,
     watermark_s) -> str | None` (unbounded reads only) names why a record would be dropped as late data.
+    `offset_ranges` ({(topic, partition): (start, stop)}, bounded reads only) reads exactly those ranges
+    instead of every partition from where the group stands (a catch-up pass, `pipelines.catch_up`).
     """
 
     def __init__(
@@ -334,6 +339,7 @@ class ReadKafkaMessages(beam.PTransform):
         stall_seconds: float = BOUNDED_STALL_SECONDS,
         late: Callable[[bytes, float], str | None] | None = None,
         discovery_interval_s: float = DISCOVERY_INTERVAL_SECONDS,
+        offset_ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None,
     ):
         super().__init__()
         client_config(connection)
@@ -351,12 +357,15 @@ class ReadKafkaMessages(beam.PTransform):
             )
         if discovery_interval_s <= 0:
             raise ValueError(f"discovery_interval_s must be > 0, got {discovery_interval_s}")
+        if offset_ranges is not None and not bounded:
+            raise ValueError("offset_ranges are for a bounded read")
         self._connection = dict(connection)
         self._topics = list(topics)
         self._group_id = group_id
         self._bounded = bounded
         self._start_from = start_from
         self._discovery_interval_s = discovery_interval_s
+        self._offset_ranges = dict(offset_ranges) if offset_ranges is not None else None
         self._read_args = dict(
             bounded=bounded,
             max_records=max_records,
@@ -372,7 +381,13 @@ class ReadKafkaMessages(beam.PTransform):
     def expand(self, pbegin):
         fn_class = _BoundedReadFn if self._bounded else _UnboundedReadFn
         read_fn = fn_class(self._connection, group_id=self._group_id, **self._read_args)
-        if self._bounded:
+        if self._offset_ranges is not None:
+            planned = [
+                PartitionToRead(topic, partition, self._start_from, start, stop)
+                for (topic, partition), (start, stop) in sorted(self._offset_ranges.items())
+            ]
+            partitions = pbegin | "PlannedPartitions" >> beam.Create(planned)
+        elif self._bounded:
             partitions = (
                 pbegin
                 | "Impulse" >> beam.Impulse()

@@ -54,11 +54,17 @@ and their first records wait at most this long (they are read from the partition
 
 
 class PartitionToRead(NamedTuple):
-    """One partition for the reader, and where its read starts when the group has not committed (`START_FROM`)."""
+    """One partition for the reader, and where its read starts when the group has not committed (`START_FROM`).
+
+    `start` and `stop`, when given, are the exact offset range to read (a pass of a catch-up planned by the
+    caller, `pipelines.catch_up`); otherwise the read resolves where to start when it begins.
+    """
 
     topic: str
     partition: int
     start_from: str
+    start: int | None = None
+    stop: int | None = None
 
 
 def discovered_start(start_from: str) -> str:

@@ -1,0 +1,82 @@
+"""A Kafka catch-up in passes (`groundwatch monitor --until-caught-up --max-records-per-run N`).
+
+The plan of a pass shares its budget among the partitions behind; the passes together read the backlog
+exactly once; against a real broker, every message is accounted for once and the group ends committed.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from kafka_fixtures import (  # noqa: F401
+    assert_accounted_once,
+    committed_offsets,
+    expected_fates,
+    kafka_bootstrap,
+    monitor_argv,
+    new_topic,
+    offsets_by_value,
+)
+
+from pipelines.catch_up import backlog, plan_pass
+from pipelines.monitor import run
+from pipelines.produce import generated_messages, produce_messages
+from pipelines.traffic import DEFAULT_START
+
+
+@pytest.mark.parametrize(
+    ("starts", "targets", "budget", "plan"),
+    [
+        ({0: 0, 1: 0}, {0: 100, 1: 100}, 50, {0: (0, 25), 1: (0, 25)}),
+        # Partition 0 has 1 left: it takes it, the other two share the remaining 9 (5 and 4).
+        ({0: 10, 1: 0, 2: 0}, {0: 11, 1: 100, 2: 100}, 10, {0: (10, 11), 1: (0, 5), 2: (0, 4)}),
+        ({0: 0, 1: 0, 2: 0}, {0: 100, 1: 100, 2: 100}, 2, {0: (0, 1), 1: (0, 1)}),
+        ({0: 0}, {0: 30}, 100, {0: (0, 30)}),
+        ({0: 5, 1: 7}, {0: 5, 1: 7}, 100, {}),  # caught up
+        ({0: 9}, {0: 5}, 100, {}),  # past the target (a commit after the targets were taken)
+    ],
+)
+def test_a_pass_shares_its_budget_among_the_partitions_behind(starts, targets, budget, plan):
+    assert plan_pass(starts, targets, budget) == plan
+
+
+def test_passes_read_the_backlog_once_each_within_the_budget():
+    rng = random.Random(3)
+    for _ in range(200):
+        targets = {p: rng.randrange(0, 500) for p in range(rng.randrange(1, 6))}
+        starts = {p: rng.randrange(0, end + 1) for p, end in targets.items()}
+        budget, read = rng.randrange(1, 300), {p: [] for p in targets}
+        while backlog(starts, targets):
+            plan = plan_pass(starts, targets, budget)
+            assert 0 < sum(stop - start for start, stop in plan.values()) <= budget
+            for p, (start, stop) in plan.items():
+                assert start == starts[p] and stop <= targets[p]
+                read[p].extend(range(start, stop))
+                starts[p] = stop
+        assert all(read[p] == list(range(targets[p] - len(read[p]), targets[p])) for p in targets)
+
+
+def test_a_pass_needs_a_budget():
+    with pytest.raises(ValueError, match="max_records must be >= 1"):
+        plan_pass({0: 0}, {0: 10}, 0)
+
+
+@pytest.mark.kafka
+def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, new_topic, tmp_path):  # noqa: F811
+    topic = new_topic(partitions=2)
+    messages = generated_messages(300, seed=13, malformed_fraction=0.05, start=DEFAULT_START)
+    assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages) == 300
+    produced = offsets_by_value(kafka_bootstrap, topic)
+    lake, lines = tmp_path / "lake", []
+
+    counts = run(monitor_argv(kafka_bootstrap, topic, lake, "--max_records_per_run=100"), out=lines.append)
+    assert "passes         3 (at most 100 messages each)" in lines
+    assert [line for line in lines if line.startswith("pass ")] == [
+        "pass 1         100 of 300 messages left",
+        "pass 2         100 of 200 messages left",
+        "pass 3         100 of 100 messages left",
+    ]
+    assert_accounted_once(str(lake), topic, produced, expected_fates(messages, 1.0), counts)
+    committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 2)
+    assert committed == ends
