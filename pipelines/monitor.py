@@ -369,6 +369,9 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
         if still >= left:
             # The commit stage only commits what the lake holds, so nothing is lost; but the run is not done.
             raise RuntimeError(f"not caught up: {still} messages before the end seen at start are not committed")
+        behind = backlog(starts, {partition: stop for partition, (_, stop) in plan.items()})
+        if behind:
+            out(f"pass {len(passes):<9} {behind} messages read but not committed (the next pass reads them again)")
         left = still
     counts = audit.sum_counts(passes)
     if in_passes:
