@@ -7,8 +7,8 @@ The connection is in-memory (a database file would lock out other readers) and
 each view reads `<lake>/<table>/**/*.parquet` with hive partitioning (adding
 `date` DATE and `hour` INTEGER columns) and union by name (files written before a column
 existed still read). At-least-once delivery and re-runs can write a row twice:
-the view keeps the latest per `TableSpec.key`, ordered by `audited_at` where
-the table has it, then by its time column. A table with no files yet is an
+the view keeps the latest per `TableSpec.key`, ordered by its version column
+(`audited_at`, `computed_at`, `checked_at`, ...), then by its time column. A table with no files yet is an
 empty view with the right columns, so queries never fail on a fresh lake.
 """
 
@@ -41,8 +41,8 @@ def _has_files(lake_dir: str, table: str) -> bool:
 def view_sql(spec: TableSpec, lake_dir: str) -> str:
     """The SELECT behind one table's view: every file of the table, deduplicated to the latest row per key."""
     pattern = os.path.join(os.path.abspath(lake_dir), spec.name, "**", "*.parquet")
-    order = [f"{_quote_ident('audited_at')} DESC NULLS LAST"] if "audited_at" in spec.schema.names else []
-    order.append(f"{_quote_ident(spec.time_column)} DESC NULLS LAST")
+    columns = dict.fromkeys([spec.version_column, spec.time_column])  # the newer copy first
+    order = [f"{_quote_ident(column)} DESC NULLS LAST" for column in columns]
     keys = ", ".join(_quote_ident(k) for k in spec.key)
     return (
         f"SELECT * EXCLUDE (_gw_rank) FROM ("

@@ -50,4 +50,10 @@ class JudgeCallRow(StrictModel):
     redacted: bool = False
 
 
-register_table("judge_calls", JudgeCallRow, time_column="called_at", key=("call_id", "response_id", "task"))
+register_table(
+    "judge_calls",
+    JudgeCallRow,
+    time_column="called_at",
+    key=("call_id", "response_id", "task"),
+    version_column="called_at",
+)

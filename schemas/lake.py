@@ -148,12 +148,14 @@ class DeadLetterRow(StrictModel):
 
 @dataclass(frozen=True)
 class TableSpec:
-    """How one lake table is stored: its row model, partition time column and dedup key."""
+    """How one lake table is stored: its row model, partition time column, dedup key, and the column that says
+    which of two rows with the same key is the newer (when it was audited, computed, checked, ...)."""
 
     name: str
     row: type[BaseModel]
     time_column: str
     key: tuple[str, ...]
+    version_column: str
 
     @property
     def schema(self) -> pa.Schema:
@@ -163,13 +165,25 @@ class TableSpec:
 TABLES: dict[str, TableSpec] = {}
 
 
-def register_table(name: str, row: type[BaseModel], *, time_column: str, key: tuple[str, ...]) -> TableSpec:
+def register_table(
+    name: str, row: type[BaseModel], *, time_column: str, key: tuple[str, ...], version_column: str
+) -> TableSpec:
     """Declare a lake table; other schema modules call this for the tables they own."""
-    spec = TableSpec(name, row, time_column, key)
+    if version_column not in row.model_fields:
+        raise ValueError(f"table {name!r}: version column {version_column!r} is not a field of {row.__name__}")
+    spec = TableSpec(name, row, time_column, key, version_column)
     TABLES[name] = spec
     return spec
 
 
-register_table("responses", ResponseRow, time_column="event_time", key=("response_id",))
-register_table("sentences", SentenceRow, time_column="event_time", key=("response_id", "sentence_index"))
-register_table("dead_letters", DeadLetterRow, time_column="received_at", key=("dead_letter_id",))
+register_table("responses", ResponseRow, time_column="event_time", key=("response_id",), version_column="audited_at")
+register_table(
+    "sentences",
+    SentenceRow,
+    time_column="event_time",
+    key=("response_id", "sentence_index"),
+    version_column="audited_at",
+)
+register_table(
+    "dead_letters", DeadLetterRow, time_column="received_at", key=("dead_letter_id",), version_column="received_at"
+)

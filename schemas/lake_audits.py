@@ -50,5 +50,13 @@ class ClaimRow(ClaimCheck):
     verifier_version: str = ""
 
 
-register_table("citations", CitationRow, time_column="event_time", key=("response_id", "citation_index"))
-register_table("claims", ClaimRow, time_column="event_time", key=("response_id", "claim_index"))
+register_table(
+    "citations",
+    CitationRow,
+    time_column="event_time",
+    key=("response_id", "citation_index"),
+    version_column="audited_at",
+)
+register_table(
+    "claims", ClaimRow, time_column="event_time", key=("response_id", "claim_index"), version_column="audited_at"
+)

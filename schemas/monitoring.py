@@ -149,11 +149,13 @@ register_table(
     WindowMetricsRow,
     time_column="window_start",
     key=("window_start", "slice_dimension", "slice_value"),
+    version_column="computed_at",
 )
 register_table(
     "drift_checks",
     DriftCheckRow,
     time_column="window_start",
     key=("window_start", "slice_dimension", "slice_value", "check"),
+    version_column="checked_at",
 )
-register_table("alerts", AlertRow, time_column="started_at", key=("alert_id",))
+register_table("alerts", AlertRow, time_column="started_at", key=("alert_id",), version_column="updated_at")

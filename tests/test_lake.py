@@ -13,6 +13,7 @@ from audit_messages import at, message
 
 from dashboards.views import connect_lake
 from schemas import TABLES, LoggedResponse, ParsedResponse
+from schemas.monitoring import WindowMetricsRow
 from transforms.audit import audit_response
 from transforms.lake import WriteAuditLake, to_lake_rows, write_rows_file, write_table
 from transforms.verifiers import make_verifier
@@ -83,6 +84,21 @@ def test_view_keeps_the_latest_audit_of_a_key(tmp_path):
         ("r-0", "re-audited"),
         ("r-1", "acme"),
     ]
+
+
+def test_view_keeps_the_row_computed_last_whatever_its_file(tmp_path):
+    def metrics(responses: int, computed_at: datetime) -> dict:
+        return WindowMetricsRow(
+            window_start=T, window_end=T + timedelta(minutes=1), slice_dimension="all", slice_value="all",
+            responses=responses, sentences=5 * responses, insufficient_evidence_responses=0,
+            needs_review_responses=0, computed_at=computed_at,
+        ).model_dump()  # fmt: skip
+
+    # Same key (window and slice): the recomputed figures must win, not whichever file sorts or reads first.
+    write_table(str(tmp_path), "window_metrics", [metrics(7, T + timedelta(hours=1))], name="a-recomputed")
+    write_table(str(tmp_path), "window_metrics", [metrics(3, T)], name="z-first-pass")
+    for _ in range(3):
+        assert connect_lake(str(tmp_path)).execute("SELECT responses FROM window_metrics").fetchall() == [(7,)]
 
 
 def test_rows_are_validated_before_writing(tmp_path):
