@@ -13,18 +13,25 @@ first pass, so the catch-up ends even while producers keep writing.
 
 Between passes the usual at-least-once rules hold (`transforms.kafka_commit`): a pass commits only what
 its lake files hold. A response id repeated in two passes is audited in both, and the lake views count
-it once; a window whose messages fall in two passes gets two `window_metrics` rows, of which the views
-keep the later (as after any restart).
+it once. A window whose messages fall in two passes gets `window_metrics` rows from each, each with only
+its pass's responses; so after the last pass, the metrics of every window the catch-up wrote to are
+computed again from the lake's rows (`refresh_window_metrics`, the same functions as the pipeline's),
+and the views keep those, the newest.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from transforms.kafka_client import resolve_start_offset
+from dashboards.views import connect_lake
+from transforms.kafka_client import kafka_source, resolve_start_offset
+from transforms.lake import write_table
+from transforms.window_metrics import compute_window_metrics, stats_from_rows
 
-__all__ = ["MAX_RECORDS_PER_RUN", "backlog", "end_offsets", "plan_pass", "start_offsets"]
+__all__ = ["MAX_RECORDS_PER_RUN", "backlog", "end_offsets", "plan_pass", "refresh_window_metrics", "start_offsets"]
 
 MAX_RECORDS_PER_RUN = 20_000
 """Messages one catch-up pass reads at most by default: about 3 GiB at the peak of a run with two worker
@@ -84,3 +91,37 @@ def plan_pass(starts: Mapping[int, int], targets: Mapping[int, int], max_records
             plan[p] = (starts[p], starts[p] + take)
         budget -= take
     return plan
+
+
+def refresh_window_metrics(
+    lake_dir: str, topic: str, ranges: Mapping[int, tuple[int, int]], *, now: datetime | None = None
+) -> int:
+    """Compute again, from the lake's `responses` and `sentences`, the window metrics of every window that
+    the offsets `ranges` ({partition: (start, stop)}) of `topic` were audited in; return how many windows."""
+    if not ranges:
+        return 0
+    con = connect_lake(lake_dir)
+    try:
+        read = " OR ".join("(origin_partition = ? AND origin_offset >= ? AND origin_offset < ?)" for _ in ranges)
+        params = [kafka_source(topic), *(x for p, (start, stop) in sorted(ranges.items()) for x in (p, start, stop))]
+        con.execute(
+            f"CREATE TEMP TABLE refreshed AS SELECT DISTINCT window_start FROM responses "
+            f"WHERE origin_source = ? AND ({read})",
+            params,
+        )
+        responses = con.sql(
+            "SELECT * FROM responses WHERE window_start IN (SELECT window_start FROM refreshed)"
+        ).to_arrow_table()
+        sentences = con.execute(
+            "SELECT response_id, attribution_verdict, confidence FROM sentences "
+            "WHERE window_start IN (SELECT window_start FROM refreshed) ORDER BY response_id, sentence_index"
+        ).fetchall()
+        windows = con.execute("SELECT count(*) FROM refreshed").fetchone()[0]
+    finally:
+        con.close()
+    verdicts = defaultdict(list)
+    for response_id, verdict, confidence in sentences:
+        verdicts[response_id].append((verdict, confidence))
+    stats = [stats_from_rows(row, verdicts[row["response_id"]]) for row in responses.to_pylist()]
+    write_table(lake_dir, "window_metrics", compute_window_metrics(stats, now))
+    return windows

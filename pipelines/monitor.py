@@ -38,7 +38,14 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, PortableOptions, StandardOptions
 
 from pipelines import audit
-from pipelines.catch_up import MAX_RECORDS_PER_RUN, backlog, end_offsets, plan_pass, start_offsets
+from pipelines.catch_up import (
+    MAX_RECORDS_PER_RUN,
+    backlog,
+    end_offsets,
+    plan_pass,
+    refresh_window_metrics,
+    start_offsets,
+)
 from pipelines.judge_options import add_judge_arguments, judge_argv
 from pipelines.worker_pool import start_worker_pool
 from transforms.kafka_client import START_FROM
@@ -355,7 +362,7 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
     where = use_local_workers(options, argv, min(left, opts.max_records_per_run))
     out(f"runner         {where}, backlog {left} messages")
     passes: list[audit.AuditCounts] = []
-    in_passes = left > opts.max_records_per_run
+    in_passes, first = left > opts.max_records_per_run, dict(starts)
     while True:
         plan = plan_pass(starts, targets, opts.max_records_per_run)
         if in_passes:
@@ -373,10 +380,13 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
         if behind:
             out(f"pass {len(passes):<9} {behind} messages read but not committed (the next pass reads them again)")
         left = still
-    counts = audit.sum_counts(passes)
+    counts, lake = audit.sum_counts(passes), options.view_as(audit.AuditOptions).lake
     if in_passes:
         out(f"passes         {len(passes)} (at most {opts.max_records_per_run} messages each)")
-    out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
+        read = {p: (first[p], starts[p]) for p in first if starts.get(p, first[p]) > first[p]}
+        windows = refresh_window_metrics(lake, topic, read)
+        out(f"window metrics {windows} windows computed again from the lake (a window may span passes)")
+    out(audit.format_counts(counts, lake))
     return counts
 
 

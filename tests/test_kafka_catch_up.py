@@ -1,7 +1,8 @@
 """A Kafka catch-up in passes (`groundwatch monitor --until-caught-up --max-records-per-run N`).
 
 The plan of a pass shares its budget among the partitions behind; the passes together read the backlog
-exactly once; against a real broker, every message is accounted for once and the group ends committed.
+exactly once; against a real broker, every message is accounted for once, the group ends committed, and
+the window metrics, computed again from the lake after the passes, are those of one run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kafka_fixtures import (  # noqa: F401
     offsets_by_value,
 )
 
+from dashboards.views import connect_lake
 from pipelines.catch_up import backlog, plan_pass
 from pipelines.monitor import run
 from pipelines.produce import generated_messages, produce_messages
@@ -80,3 +82,27 @@ def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, n
     assert_accounted_once(str(lake), topic, produced, expected_fates(messages, 1.0), counts)
     committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 2)
     assert committed == ends
+
+    # Every window's metrics hold all its responses, as one run over the same messages computes them.
+    one_run = tmp_path / "one-run"
+    run(monitor_argv(kafka_bootstrap, topic, one_run, f"--kafka_group_id=one-{topic}"), out=lambda _: None)
+    after_passes, in_one_run = _window_metrics(lake), _window_metrics(one_run)
+    assert after_passes.keys() == in_one_run.keys() and len(after_passes) >= 4  # all traffic, tenants, ...
+    for key, figures in in_one_run.items():
+        assert after_passes[key] == pytest.approx(figures), key
+    responses_in_lake = connect_lake(str(lake)).execute("SELECT count(*) FROM responses").fetchone()[0]
+    assert sum(n for (_, dimension, _), (n, *_) in after_passes.items() if dimension == "all") == responses_in_lake
+
+
+def _window_metrics(lake) -> dict[tuple, tuple]:
+    """(window_start, slice_dimension, slice_value) -> the figures, from the lake view."""
+    rows = (
+        connect_lake(str(lake))
+        .execute(
+            "SELECT window_start, slice_dimension, slice_value, responses, sentences, mean_confidence, "
+            "mean_faithfulness, fully_grounded_share, contradicted_share, needs_review_responses, "
+            "attribution_coverage_rate, citation_failure_rate FROM window_metrics"
+        )
+        .fetchall()
+    )
+    return {row[:3]: tuple(x if x is not None else -1.0 for x in row[3:]) for row in rows}
