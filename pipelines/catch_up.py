@@ -15,21 +15,17 @@ Between passes the usual at-least-once rules hold (`transforms.kafka_commit`): a
 its lake files hold. A response id repeated in two passes is audited in both, and the lake views count
 it once. A window whose messages fall in two passes gets `window_metrics` rows from each, each with only
 its pass's responses; so after the last pass, the metrics of every window the catch-up wrote to are
-computed again from the lake's rows (`refresh_window_metrics`, the same functions as the pipeline's),
+computed again from the lake's rows (`refresh_window_metrics`, see `pipelines.metrics`),
 and the views keep those, the newest.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from dashboards.views import connect_lake
+from pipelines.metrics import recompute_window_metrics
 from transforms.kafka_client import kafka_source, resolve_start_offset
-from transforms.lake import write_table
-from transforms.window_metrics import compute_window_metrics, stats_from_rows
 
 __all__ = ["MAX_RECORDS_PER_RUN", "backlog", "end_offsets", "plan_pass", "refresh_window_metrics", "start_offsets"]
 
@@ -93,35 +89,11 @@ def plan_pass(starts: Mapping[int, int], targets: Mapping[int, int], max_records
     return plan
 
 
-def refresh_window_metrics(
-    lake_dir: str, topic: str, ranges: Mapping[int, tuple[int, int]], *, now: datetime | None = None
-) -> int:
-    """Compute again, from the lake's `responses` and `sentences`, the window metrics of every window that
-    the offsets `ranges` ({partition: (start, stop)}) of `topic` were audited in; return how many windows."""
+def refresh_window_metrics(lake_dir: str, topic: str, ranges: Mapping[int, tuple[int, int]]) -> int:
+    """Compute again the window metrics of every window the offsets `ranges` ({partition: (start, stop)}) of
+    `topic` were audited in (`pipelines.metrics`); return how many windows."""
     if not ranges:
         return 0
-    con = connect_lake(lake_dir)
-    try:
-        read = " OR ".join("(origin_partition = ? AND origin_offset >= ? AND origin_offset < ?)" for _ in ranges)
-        params = [kafka_source(topic), *(x for p, (start, stop) in sorted(ranges.items()) for x in (p, start, stop))]
-        con.execute(
-            f"CREATE TEMP TABLE refreshed AS SELECT DISTINCT window_start FROM responses "
-            f"WHERE origin_source = ? AND ({read})",
-            params,
-        )
-        responses = con.sql(
-            "SELECT * FROM responses WHERE window_start IN (SELECT window_start FROM refreshed)"
-        ).to_arrow_table()
-        sentences = con.execute(
-            "SELECT response_id, attribution_verdict, confidence FROM sentences "
-            "WHERE window_start IN (SELECT window_start FROM refreshed) ORDER BY response_id, sentence_index"
-        ).fetchall()
-        windows = con.execute("SELECT count(*) FROM refreshed").fetchone()[0]
-    finally:
-        con.close()
-    verdicts = defaultdict(list)
-    for response_id, verdict, confidence in sentences:
-        verdicts[response_id].append((verdict, confidence))
-    stats = [stats_from_rows(row, verdicts[row["response_id"]]) for row in responses.to_pylist()]
-    write_table(lake_dir, "window_metrics", compute_window_metrics(stats, now))
-    return windows
+    read = " OR ".join("(origin_partition = ? AND origin_offset >= ? AND origin_offset < ?)" for _ in ranges)
+    params = [kafka_source(topic), *(x for p, (start, stop) in sorted(ranges.items()) for x in (p, start, stop))]
+    return recompute_window_metrics(lake_dir, f"origin_source = ? AND ({read})", params)

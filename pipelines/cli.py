@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "produce": ("pipelines.produce", "publish sample, generated or file traffic to Kafka"),
     "calibrate": ("pipelines.calibrate", "measure a verifier against a labeled golden set"),
     "replay": ("pipelines.replay", "re-run judge verifications that failed validation"),
+    "metrics": ("pipelines.metrics", "compute window metrics again from the lake (late data, restarts)"),
     "drift": ("pipelines.drift", "compare windows with a reference using Evidently and raise alerts"),
     "report": ("pipelines.report", "write a standalone HTML report of the lake"),
     "ui": ("pipelines.ui", "start the Evidently UI on the lake's workspace"),

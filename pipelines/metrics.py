@@ -1,0 +1,83 @@
+"""`groundwatch metrics`: compute the window metrics again from the lake's own rows.
+
+    groundwatch metrics --lake ./groundwatch-lake [--since 2026-11-30T08:00Z] [--until 2026-11-30T09:00Z]
+
+The audit pipeline writes a window's `window_metrics` rows when the window closes, from the responses it
+audited by then. Some responses reach the lake after that: a response later than its window (written
+with the window open when it was audited), records read again after a crash, a catch-up whose passes
+split a window. They are in `responses` and `sentences`, but not in the window's metrics. This command
+computes the metrics of every window with responses in the range again, from those two tables, with the
+pipeline's own functions (`stats_from_rows`, `compute_window_metrics`), and writes them; the lake views
+keep the newest row of each window and slice (by `computed_at`). A catch-up in passes does this by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from dashboards.views import connect_lake
+from transforms.lake import write_table
+from transforms.window_metrics import compute_window_metrics, stats_from_rows
+
+__all__ = ["add_arguments", "main", "recompute_window_metrics"]
+
+
+def recompute_window_metrics(
+    lake_dir: str, where: str = "true", params: Sequence[Any] = (), *, now: datetime | None = None
+) -> int:
+    """Compute again the metrics of every window holding a response that matches `where` (SQL over the
+    `responses` view, with `?` placeholders for `params`), write them, and return how many windows."""
+    con = connect_lake(lake_dir)
+    try:
+        con.execute(
+            f"CREATE TEMP TABLE refreshed AS SELECT DISTINCT window_start FROM responses WHERE {where}", list(params)
+        )
+        in_refreshed = "window_start IN (SELECT window_start FROM refreshed)"
+        responses = con.sql(f"SELECT * FROM responses WHERE {in_refreshed}").to_arrow_table()
+        sentences = con.execute(
+            "SELECT response_id, attribution_verdict, confidence FROM sentences "
+            f"WHERE {in_refreshed} ORDER BY response_id, sentence_index"
+        ).fetchall()
+        windows = con.execute("SELECT count(*) FROM refreshed").fetchone()[0]
+    finally:
+        con.close()
+    verdicts = defaultdict(list)
+    for response_id, verdict, confidence in sentences:
+        verdicts[response_id].append((verdict, confidence))
+    stats = [stats_from_rows(row, verdicts[row["response_id"]]) for row in responses.to_pylist()]
+    write_table(lake_dir, "window_metrics", compute_window_metrics(stats, now))
+    return windows
+
+
+def _moment(text: str) -> datetime:
+    """An ISO 8601 time; one without a zone is taken as UTC."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    parser.add_argument("--since", type=_moment, help="Only windows starting at or after this time (ISO 8601).")
+    parser.add_argument("--until", type=_moment, help="Only windows starting before this time (ISO 8601).")
+
+
+def main(args: argparse.Namespace) -> int:
+    bounds = [("window_start >= ?", args.since), ("window_start < ?", args.until)]
+    where = " AND ".join(sql for sql, value in bounds if value is not None) or "true"
+    try:
+        windows = recompute_window_metrics(args.lake, where, [value for _, value in bounds if value is not None])
+    except duckdb.Error as e:
+        print(f"groundwatch metrics: {e}", file=sys.stderr)
+        return 2
+    print(f"window metrics of {windows} windows computed again from {args.lake}")
+    return 0
