@@ -27,7 +27,16 @@ from typing import Any
 from pipelines.metrics import recompute_window_metrics
 from transforms.kafka_client import kafka_source, resolve_start_offset
 
-__all__ = ["MAX_RECORDS_PER_RUN", "backlog", "end_offsets", "plan_pass", "refresh_window_metrics", "start_offsets"]
+__all__ = [
+    "MAX_RECORDS_PER_RUN",
+    "after_pass",
+    "backlog",
+    "committed_offsets",
+    "end_offsets",
+    "plan_pass",
+    "refresh_window_metrics",
+    "start_offsets",
+]
 
 MAX_RECORDS_PER_RUN = 20_000
 """Messages one catch-up pass reads at most by default: about 3 GiB at the peak of a run with two worker
@@ -64,6 +73,28 @@ def start_offsets(connection: Mapping[str, Any], topic: str, group_id: str, star
         }
     finally:
         consumer.close()
+
+
+def committed_offsets(connection: Mapping[str, Any], topic: str, group_id: str) -> dict[int, int | None]:
+    """The group's committed offset of every partition of `topic` (None where it has none)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(group_id=group_id, enable_auto_commit=False, **connection)
+    try:
+        return {tp.partition: consumer.committed(tp) for tp in _partitions(consumer, topic)}
+    finally:
+        consumer.close()
+
+
+def after_pass(plan: Mapping[int, tuple[int, int]], committed: Mapping[int, int | None]) -> dict[int, int]:
+    """Where each partition of a pass stands after it: the group's commit when it lies within the pass's
+    range (the pass committed that far), else the range's start (nothing of it was committed: read it again).
+    A commit outside the range is someone else's (an older run's), not this pass's progress."""
+    position = {}
+    for partition, (start, stop) in plan.items():
+        offset = committed.get(partition)
+        position[partition] = offset if offset is not None and start <= offset <= stop else start
+    return position
 
 
 def backlog(starts: Mapping[int, int], targets: Mapping[int, int]) -> int:

@@ -40,7 +40,9 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from pipelines import audit
 from pipelines.catch_up import (
     MAX_RECORDS_PER_RUN,
+    after_pass,
     backlog,
+    committed_offsets,
     end_offsets,
     plan_pass,
     refresh_window_metrics,
@@ -346,48 +348,53 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
     validate(opts)
     connection = connection_from_options(opts)
     _check_topics(connection, opts)
-    if not opts.until_caught_up:
+    if opts.until_caught_up:
+        counts = _catch_up(options, argv, connection, out)
+    else:
         where, stop_workers = use_local_workers(options, argv, 0), use_worker_processes(options, argv)
         if stop_workers:
             where += ", 2 SDK worker processes (the audit stages in one of their own)"
         out(f"runner         {where}")
         counts = _run_pipeline(options, stop_workers)  # a stream ends only when its runner says so
-        out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
-        return counts
+    out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
+    return counts
 
-    topic, group = opts.kafka_topic, opts.kafka_group_id
+
+def _catch_up(
+    options: PipelineOptions, argv: list[str], connection: dict[str, Any], out: Callable[[str], None]
+) -> audit.AuditCounts:
+    """Read the backlog up to the end offsets seen now, in passes of at most `--max-records-per-run` messages
+    (`pipelines.catch_up`); return the counts of all passes."""
+    opts = options.view_as(MonitorOptions)
+    topic, group, most = opts.kafka_topic, opts.kafka_group_id, opts.max_records_per_run
     targets = end_offsets(connection, topic)
-    starts = start_offsets(connection, topic, group, opts.start_from)
+    starts = first = start_offsets(connection, topic, group, opts.start_from)
     left = backlog(starts, targets)
-    where = use_local_workers(options, argv, min(left, opts.max_records_per_run))
-    out(f"runner         {where}, backlog {left} messages")
-    passes: list[audit.AuditCounts] = []
-    in_passes, first = left > opts.max_records_per_run, dict(starts)
+    out(f"runner         {use_local_workers(options, argv, min(left, most))}, backlog {left} messages")
+    in_passes, passes = left > most, []
     while True:
-        plan = plan_pass(starts, targets, opts.max_records_per_run)
+        plan = plan_pass(starts, targets, most)
         if in_passes:
             size = sum(stop - start for start, stop in plan.values())
             out(f"pass {len(passes) + 1:<9} {size} of {left} messages left")
         passes.append(_run_pipeline(options, None, offset_ranges=plan))
-        starts = start_offsets(connection, topic, group, "committed")  # the next pass starts from the commits
+        reached = after_pass(plan, committed_offsets(connection, topic, group))
+        starts = {**starts, **reached}
         still = backlog(starts, targets)
-        if still == 0:
-            break
-        if still >= left:
+        if still >= left > 0:
             # The commit stage only commits what the lake holds, so nothing is lost; but the run is not done.
             raise RuntimeError(f"not caught up: {still} messages before the end seen at start are not committed")
-        behind = backlog(starts, {partition: stop for partition, (_, stop) in plan.items()})
-        if behind:
+        if behind := backlog(reached, {partition: stop for partition, (_, stop) in plan.items()}):
             out(f"pass {len(passes):<9} {behind} messages read but not committed (the next pass reads them again)")
+        if still == 0:
+            break
         left = still
-    counts, lake = audit.sum_counts(passes), options.view_as(audit.AuditOptions).lake
     if in_passes:
-        out(f"passes         {len(passes)} (at most {opts.max_records_per_run} messages each)")
-        read = {p: (first[p], starts[p]) for p in first if starts.get(p, first[p]) > first[p]}
-        windows = refresh_window_metrics(lake, topic, read)
+        out(f"passes         {len(passes)} (at most {most} messages each)")
+        read = {p: (first[p], starts[p]) for p in first if starts[p] > first[p]}
+        windows = refresh_window_metrics(options.view_as(audit.AuditOptions).lake, topic, read)
         out(f"window metrics {windows} windows computed again from the lake (a window may span passes)")
-    out(audit.format_counts(counts, lake))
-    return counts
+    return audit.sum_counts(passes)
 
 
 def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | None, **build) -> audit.AuditCounts:

@@ -21,7 +21,7 @@ from kafka_fixtures import (  # noqa: F401
 )
 
 from dashboards.views import connect_lake
-from pipelines.catch_up import backlog, plan_pass
+from pipelines.catch_up import after_pass, backlog, plan_pass
 from pipelines.monitor import run
 from pipelines.produce import generated_messages, produce_messages
 from pipelines.traffic import DEFAULT_START
@@ -57,6 +57,20 @@ def test_passes_read_the_backlog_once_each_within_the_budget():
                 read[p].extend(range(start, stop))
                 starts[p] = stop
         assert all(read[p] == list(range(targets[p] - len(read[p]), targets[p])) for p in targets)
+
+
+@pytest.mark.parametrize(
+    ("committed", "position"),
+    [
+        (150, 150),  # the pass committed part of its range
+        (200, 200),  # all of it
+        (None, 100),  # nothing: its range is read again
+        (40, 100),  # an older run's commit, below the range: not this pass's progress
+        (900, 100),  # someone else's, beyond the range
+    ],
+)
+def test_where_a_partition_stands_after_a_pass(committed, position):
+    assert after_pass({0: (100, 200)}, {0: committed}) == {0: position}
 
 
 def test_a_pass_needs_a_budget():
@@ -106,3 +120,11 @@ def _window_metrics(lake) -> dict[tuple, tuple]:
         .fetchall()
     )
     return {row[:3]: tuple(x if x is not None else -1.0 for x in row[3:]) for row in rows}
+
+
+@pytest.mark.kafka
+def test_a_catch_up_from_latest_reads_nothing_and_is_done(kafka_bootstrap, new_topic, tmp_path):  # noqa: F811
+    topic = new_topic(partitions=2)
+    produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, generated_messages(20, seed=3, start=DEFAULT_START))
+    counts = run(monitor_argv(kafka_bootstrap, topic, tmp_path / "lake", "--start_from=latest"), out=lambda _: None)
+    assert (counts.read, counts.audited, counts.dead_lettered) == (0, 0, 0)
