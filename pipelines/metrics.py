@@ -26,34 +26,45 @@ from dashboards.views import connect_lake
 from transforms.lake import write_table
 from transforms.window_metrics import compute_window_metrics, stats_from_rows
 
-__all__ = ["add_arguments", "main", "recompute_window_metrics"]
+__all__ = ["WINDOWS_PER_BATCH", "add_arguments", "main", "recompute_window_metrics"]
+
+
+WINDOWS_PER_BATCH = 500
+"""Windows computed together: their rows are read and held at once (at 60 s windows, 500 is about 8 hours)."""
 
 
 def recompute_window_metrics(
     lake_dir: str, where: str = "true", params: Sequence[Any] = (), *, now: datetime | None = None
 ) -> int:
     """Compute again the metrics of every window holding a response that matches `where` (SQL over the
-    `responses` view, with `?` placeholders for `params`), write them, and return how many windows."""
+    `responses` view, with `?` placeholders for `params`), write them, and return how many windows.
+    Windows are read `WINDOWS_PER_BATCH` at a time, so a whole lake fits in memory."""
     con = connect_lake(lake_dir)
     try:
-        con.execute(
-            f"CREATE TEMP TABLE refreshed AS SELECT DISTINCT window_start FROM responses WHERE {where}", list(params)
-        )
-        in_refreshed = "window_start IN (SELECT window_start FROM refreshed)"
-        responses = con.sql(f"SELECT * FROM responses WHERE {in_refreshed}").to_arrow_table()
-        sentences = con.execute(
-            "SELECT response_id, attribution_verdict, confidence FROM sentences "
-            f"WHERE {in_refreshed} ORDER BY response_id, sentence_index"
-        ).fetchall()
-        windows = con.execute("SELECT count(*) FROM refreshed").fetchone()[0]
+        sql = f"SELECT DISTINCT window_start FROM responses WHERE {where} ORDER BY 1"
+        windows = [row[0] for row in con.execute(sql, list(params)).fetchall()]
+        for i in range(0, len(windows), WINDOWS_PER_BATCH):
+            _recompute(lake_dir, con, windows[i : i + WINDOWS_PER_BATCH], now)
     finally:
         con.close()
+    return len(windows)
+
+
+def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[datetime], now: datetime | None) -> None:
+    in_batch = f"window_start IN ({', '.join('?' * len(windows))})"
+    responses = con.execute(f"SELECT * FROM responses WHERE {in_batch}", windows).fetchall()
+    columns = [d[0] for d in con.description]
+    sentences = con.execute(
+        f"SELECT response_id, attribution_verdict, confidence FROM sentences WHERE {in_batch} "
+        "ORDER BY response_id, sentence_index",
+        windows,
+    ).fetchall()
     verdicts = defaultdict(list)
     for response_id, verdict, confidence in sentences:
         verdicts[response_id].append((verdict, confidence))
-    stats = [stats_from_rows(row, verdicts[row["response_id"]]) for row in responses.to_pylist()]
+    rows = (dict(zip(columns, values, strict=True)) for values in responses)
+    stats = [stats_from_rows(row, verdicts[row["response_id"]]) for row in rows]
     write_table(lake_dir, "window_metrics", compute_window_metrics(stats, now))
-    return windows
 
 
 def _moment(text: str) -> datetime:
