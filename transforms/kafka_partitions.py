@@ -156,7 +156,8 @@ class WatchPartitionsFn(beam.DoFn, RestrictionProvider):
         if partitions is None and first == 0:
             raise ValueError(f"Kafka topic {topic!r} does not exist or has no partitions")
         start_from = self._start_from if first == 0 else discovered_start(self._start_from)
-        for partition in range(first, (partitions or [-1])[-1] + 1):
+        count = partitions[-1] + 1 if partitions else first  # numbered 0..count-1; none known: nothing new
+        for partition in range(first, count):
             if not tracker.try_claim(partition):
                 return
             if first:
