@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pipelines.monitor import add_kafka_security_arguments
+from pipelines.monitor_options import add_kafka_security_arguments
 from pipelines.traffic import generate_responses, malformed_lines
 from transforms.kafka_client import client_config
 from transforms.parse import ParseError, parse_message
@@ -114,7 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipelines.monitor import _RENAMED, MonitorOptions, connection_from_options
+    from pipelines.monitor_options import _RENAMED, MonitorOptions, connection_from_options
 
     options = MonitorOptions(
         [f"--{_RENAMED.get(k, k)}={v}" for k, v in vars(args).items() if v is not None and k in _CONNECTION_ARGS]
