@@ -22,10 +22,11 @@ and the views keep those, the newest.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import closing
 from typing import Any
 
 from pipelines.metrics import recompute_window_metrics
-from transforms.kafka_client import kafka_source, resolve_start_offset
+from transforms.kafka_client import consumer, kafka_source, resolve_start_offset
 
 __all__ = [
     "MAX_RECORDS_PER_RUN",
@@ -43,47 +44,31 @@ MAX_RECORDS_PER_RUN = 20_000
 processes, and a pass of about 100 s on two cores, against about 5 s to start one."""
 
 
-def _partitions(consumer, topic: str) -> list:
+def _partitions(client, topic: str) -> list:
     from kafka import TopicPartition
 
-    return [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+    return [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
 
 
 def end_offsets(connection: Mapping[str, Any], topic: str) -> dict[int, int]:
-    """The end offset of every partition of `topic` now."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(**connection)
-    try:
-        return {tp.partition: offset for tp, offset in consumer.end_offsets(_partitions(consumer, topic)).items()}
-    finally:
-        consumer.close()
+    """The end offset of every partition of `topic` now (of committed transactions, as the reader reads)."""
+    with closing(consumer(connection, None)) as client:
+        return {tp.partition: offset for tp, offset in client.end_offsets(_partitions(client, topic)).items()}
 
 
 def start_offsets(connection: Mapping[str, Any], topic: str, group_id: str, start_from: str) -> dict[int, int]:
     """Where a bounded read of `group_id` would start on each partition now (`resolve_start_offset`)."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(group_id=group_id, enable_auto_commit=False, **connection)
-    try:
-        tps = _partitions(consumer, topic)
-        begins, ends = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
-        return {
-            tp.partition: resolve_start_offset(consumer.committed(tp), begins[tp], ends[tp], start_from) for tp in tps
-        }
-    finally:
-        consumer.close()
+    with closing(consumer(connection, group_id)) as client:
+        tps = _partitions(client, topic)
+        begins, ends = client.beginning_offsets(tps), client.end_offsets(tps)
+        committed = {tp: client.committed(tp) for tp in tps}
+        return {tp.partition: resolve_start_offset(committed[tp], begins[tp], ends[tp], start_from) for tp in tps}
 
 
 def committed_offsets(connection: Mapping[str, Any], topic: str, group_id: str) -> dict[int, int | None]:
     """The group's committed offset of every partition of `topic` (None where it has none)."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(group_id=group_id, enable_auto_commit=False, **connection)
-    try:
-        return {tp.partition: consumer.committed(tp) for tp in _partitions(consumer, topic)}
-    finally:
-        consumer.close()
+    with closing(consumer(connection, group_id)) as client:
+        return {tp.partition: client.committed(tp) for tp in _partitions(client, topic)}
 
 
 def after_pass(plan: Mapping[int, tuple[int, int]], committed: Mapping[int, int | None]) -> dict[int, int]:

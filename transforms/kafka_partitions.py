@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextlib import closing
 from typing import Any, NamedTuple
 
 import apache_beam as beam
@@ -75,12 +76,9 @@ def discovered_start(start_from: str) -> str:
 def topic_partitions(connection: Mapping[str, Any], topic: str) -> list[int] | None:
     """The topic's partition numbers, asked of the cluster now (a fresh client: a long-lived one answers from
     metadata cached for minutes); None when the topic does not exist."""
-    client = consumer(connection, None)
-    try:
+    with closing(consumer(connection, None)) as client:
         partitions = client.partitions_for_topic(topic)
-        return sorted(partitions) if partitions else None
-    finally:
-        client.close()
+    return sorted(partitions) if partitions else None
 
 
 class ListPartitionsFn(beam.DoFn):
