@@ -156,18 +156,27 @@ def test_verify_and_score_composites_route_contradictions():
         )
 
 
-def test_a_process_that_audits_tunes_its_garbage_collector():
+def test_a_process_that_audits_tunes_its_garbage_collector(monkeypatch):
     """The verifier's worker raises the cycle collector's thresholds and freezes what is alive at set-up."""
     import gc
 
+    from transforms import audit
     from transforms.audit import GC_THRESHOLDS
 
-    with BeamPipeline(runner="FnApiRunner") as p:  # in process: the DoFn's set-up runs here
-        parsed = ParsedResponse(response=LoggedResponse.model_validate(message("g")), origin=at(1))
-        responses = p | beam.Create([parsed])
-        _ = responses | VerifySentences("heuristic", threshold=0.7, clock=lambda: NOW)
-    assert gc.get_threshold() == GC_THRESHOLDS
-    assert gc.get_freeze_count() > 0
+    # As in a fresh process: an earlier test in this one may already have tuned it.
+    defaults = gc.get_threshold()
+    monkeypatch.setattr(audit, "_gc_settled", False)
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    try:
+        with BeamPipeline(runner="FnApiRunner") as p:  # in process: the DoFn's set-up runs here
+            parsed = ParsedResponse(response=LoggedResponse.model_validate(message("g")), origin=at(1))
+            responses = p | beam.Create([parsed])
+            _ = responses | VerifySentences("heuristic", threshold=0.7, clock=lambda: NOW)
+        assert gc.get_threshold() == GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.set_threshold(*defaults)
 
 
 def test_unknown_verifier_fails_at_construction():
