@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from datetime import UTC, datetime
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "iso_time", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("pipelines.demo", "run the whole audit on shipped sample traffic and print a summary"),
@@ -28,6 +29,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("pipelines.report", "write a standalone HTML report of the lake"),
     "ui": ("pipelines.ui", "start the Evidently UI on the lake's workspace"),
 }
+
+
+def iso_time(text: str) -> datetime:
+    """An ISO 8601 time given on the command line (`2026-11-29T09:00Z`); one without a zone is UTC."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def _parser(command: str | None) -> argparse.ArgumentParser:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from pipelines.cli import iso_time
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow
 from transforms.alerts import AlertTracker, format_alert
 from transforms.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
@@ -165,11 +166,6 @@ def _where(alert: AlertRow) -> str:
     return "all traffic" if alert.slice_dimension == "all" else f"{alert.slice_dimension}={alert.slice_value}"
 
 
-def _when(text: str) -> datetime:
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def _log_alerts_to_stderr() -> None:
     """On the command line the log is stderr: alerts and clears, one line each."""
     if not log.handlers:
@@ -183,9 +179,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lake", required=True, help="Audit lake folder (as written by groundwatch audit/monitor).")
     parser.add_argument("--baseline-windows", type=int, default=6, help="Trailing windows in the reference. Default 6.")
     parser.add_argument(
-        "--reference-from", type=_when, help="Fixed reference period start, ISO 8601 (e.g. 2026-11-29T09:00Z)."
+        "--reference-from", type=iso_time, help="Fixed reference period start, ISO 8601 (e.g. 2026-11-29T09:00Z)."
     )
-    parser.add_argument("--reference-to", type=_when, help="Fixed reference period end (exclusive), ISO 8601.")
+    parser.add_argument("--reference-to", type=iso_time, help="Fixed reference period end (exclusive), ISO 8601.")
     parser.add_argument("--min-responses", type=int, default=20, help="Fewer responses: insufficient data. Default 20.")
     parser.add_argument(
         "--drift-p-value",

@@ -17,12 +17,13 @@ import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import duckdb
 
 from dashboards.views import connect_lake
+from pipelines.cli import iso_time
 from transforms.lake import write_table
 from transforms.window_metrics import compute_window_metrics, stats_from_rows
 
@@ -67,19 +68,10 @@ def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[date
     write_table(lake_dir, "window_metrics", compute_window_metrics(stats, now))
 
 
-def _moment(text: str) -> datetime:
-    """An ISO 8601 time; one without a zone is taken as UTC."""
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
-    parser.add_argument("--since", type=_moment, help="Only windows starting at or after this time (ISO 8601).")
-    parser.add_argument("--until", type=_moment, help="Only windows starting before this time (ISO 8601).")
+    parser.add_argument("--since", type=iso_time, help="Only windows starting at or after this time (ISO 8601).")
+    parser.add_argument("--until", type=iso_time, help="Only windows starting before this time (ISO 8601).")
 
 
 def main(args: argparse.Namespace) -> int:

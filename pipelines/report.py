@@ -14,22 +14,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import UTC, datetime
 
 from dashboards.report import build_report
+from pipelines.cli import iso_time
 
 __all__ = ["add_arguments", "main"]
 
 
-def _when(text: str) -> datetime:
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lake", required=True, help="Audit lake folder.")
-    parser.add_argument("--from", dest="start", type=_when, help="Period start, ISO 8601 (default: the first window).")
-    parser.add_argument("--to", dest="end", type=_when, help="Period end, exclusive, ISO 8601 (default: the last).")
+    parser.add_argument(
+        "--from", dest="start", type=iso_time, help="Period start, ISO 8601 (default: the first window)."
+    )
+    parser.add_argument("--to", dest="end", type=iso_time, help="Period end, exclusive, ISO 8601 (default: the last).")
     parser.add_argument(
         "--out", default="groundwatch-report.html", help="Output HTML file. Default groundwatch-report.html."
     )
