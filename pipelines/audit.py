@@ -24,7 +24,7 @@ import argparse
 import glob
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
@@ -40,6 +40,8 @@ from pipelines.judge_options import (
     judge_argv,
     judge_verifier_config,
 )
+from pipelines.metrics import recompute_window_metrics
+from pipelines.passes import MAX_RECORDS_PER_RUN, JsonlPlan, input_sources, plan_jsonl_passes
 from pipelines.worker_pool import separate_environment
 from schemas.base import utc_now
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
@@ -117,6 +119,13 @@ class AuditOptions(PipelineOptions):
             default="heuristic",
             help=f"Sentence verifier: one of {', '.join(available_verifiers())}. Default heuristic.",
         )
+        parser.add_argument(
+            "--max_records_per_run",
+            type=int,
+            default=MAX_RECORDS_PER_RUN,
+            help="On the local runner, a large input (a JSONL audit, a Kafka catch-up) is read in passes of at "
+            f"most this many messages, each a run of its own (bounds memory). Default {MAX_RECORDS_PER_RUN}.",
+        )
         add_judge_pipeline_options(parser)
 
 
@@ -134,12 +143,19 @@ def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
 
 
 def build_pipeline(
-    p: beam.Pipeline, options: PipelineOptions, *, source=None, dead_letters=(), separate_audit: bool = False
+    p: beam.Pipeline,
+    options: PipelineOptions,
+    *,
+    source=None,
+    dead_letters=(),
+    separate_audit: bool = False,
+    first_copies: Mapping[str, tuple[tuple, str]] | None = None,
 ) -> dict[str, beam.PCollection]:
     """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`,
     and `dead_letters` (DeadLetterRows the source set aside, already counted) join the run's own.
     `separate_audit` runs verification and the audit steps in an environment of their own
-    (`pipelines.worker_pool`: on local Prism, a worker process of their own).
+    (`pipelines.worker_pool`: on local Prism, a worker process of their own). `first_copies` are the
+    repeated response ids of a whole input this run audits part of (`pipelines.passes`).
 
     Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
     and `lake_files` (paths written).
@@ -152,7 +168,7 @@ def build_pipeline(
 
     # A bounded run has all its input: duplicates are dropped across the whole run while parsing (no shuffle
     # of responses, and a repeat hours later is still caught); a stream drops them per window.
-    parsed = messages | "ParseResponses" >> ParseResponses(drop_duplicates=not streaming)
+    parsed = messages | "ParseResponses" >> ParseResponses(drop_duplicates=not streaming, first_copies=first_copies)
     window = WindowByEventTime(opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds)
     windowed = parsed[PARSED] | "WindowByEventTime" >> window
     dead = [parsed[DEAD_LETTERS], *dead_letters]
@@ -223,6 +239,8 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
         raise ValueError(f"--window-seconds must be a positive integer, got {opts.window_seconds}")
     if not 0.0 <= opts.confidence_threshold <= 1.0:
         raise ValueError(f"--confidence-threshold must be in [0, 1], got {opts.confidence_threshold}")
+    if opts.max_records_per_run < 1:
+        raise ValueError(f"--max-records-per-run must be >= 1, got {opts.max_records_per_run}")
     if opts.verifier not in available_verifiers():
         raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
 
@@ -256,7 +274,7 @@ def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
         sampled_out=total("sampled_out"),
         dead_lettered=total("dead_lettered"),
         needs_review=total("needs_review"),
-        dead_letter_reasons=reasons,
+        dead_letter_reasons=dict(sorted(reasons.items())),
     )
 
 
@@ -337,13 +355,18 @@ def _input_bytes(pattern: str | None) -> int:
 
 
 def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) -> AuditCounts:
-    """Validate the options, run the pipeline to the end and report its counts."""
+    """Validate the options, run the pipeline to the end (in passes, for a large input on the local runner)
+    and report its counts."""
     options = pipeline_options(list(sys.argv[1:] if argv is None else argv))
     opts = options.view_as(AuditOptions)
     validate_options(opts)
-    with beam.Pipeline(options=options) as p:
-        build_pipeline(p, options)
-    counts = counts_from_result(p.result)
+    plan = plan_jsonl_passes(opts.input, opts.max_records_per_run) if _runs_in_process(options) else None
+    if plan is not None and len(plan.passes) > 1:
+        counts = _audit_in_passes(options, plan, out)
+    else:
+        with beam.Pipeline(options=options) as p:
+            build_pipeline(p, options)
+        counts = counts_from_result(p.result)
     out(format_counts(counts, opts.lake))
     if not counts.adds_up:
         raise RuntimeError(
@@ -351,6 +374,30 @@ def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) ->
             f"{counts.sampled_out} + dead-lettered {counts.dead_lettered}"
         )
     return counts
+
+
+def _runs_in_process(options: PipelineOptions) -> bool:
+    """Whether the run is Beam's local runner, which holds a bounded run's data in memory until it ends."""
+    return options.view_as(StandardOptions).runner in ("FnApiRunner", "DirectRunner")
+
+
+def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str], None]) -> AuditCounts:
+    """One run per pass of the plan, each deduplicated against the whole input; then the window metrics of
+    the windows the input was audited in are computed again from the lake (a window may span passes)."""
+    most = options.view_as(AuditOptions).max_records_per_run
+    out(f"passes         {len(plan.passes)} for {plan.messages} messages (at most {most} each)")
+    passes = []
+    for number, ranges in enumerate(plan.passes, start=1):
+        with beam.Pipeline(options=options) as p:
+            messages = p | "ReadJsonl" >> ReadJsonlMessages(ranges=ranges)
+            build_pipeline(p, options, source=messages, first_copies=plan.first_copies)
+        passes.append(counts_from_result(p.result))
+        out(f"pass {number:<9} {passes[-1].read} read, {passes[-1].audited} audited")
+    sources = input_sources(plan.passes)
+    where = f"origin_source IN ({', '.join('?' * len(sources))})"
+    windows = recompute_window_metrics(options.view_as(AuditOptions).lake, where, sources)
+    out(f"window metrics {windows} windows computed again from the lake (a window may span passes)")
+    return sum_counts(passes)
 
 
 def format_counts(counts: AuditCounts, lake: str) -> str:
@@ -370,7 +417,7 @@ def format_counts(counts: AuditCounts, lake: str) -> str:
     return "\n".join(lines)
 
 
-_FLAGS = ("input", "lake", "sample-rate", "window-seconds", "confidence-threshold", "verifier")
+_FLAGS = ("input", "lake", "sample-rate", "window-seconds", "confidence-threshold", "verifier", "max-records-per-run")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -400,6 +447,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Sentences with a lower confidence are flagged and reviewed; in [0, 1]. Default 0.7.",
     )
     parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
+    parser.add_argument(
+        "--max-records-per-run",
+        type=int,
+        default=MAX_RECORDS_PER_RUN,
+        help="A larger input is audited in passes of at most this many lines, each a run of its own "
+        f"(bounds memory on the local runner). Default {MAX_RECORDS_PER_RUN}.",
+    )
     add_judge_arguments(parser)
 
 

@@ -29,7 +29,6 @@ from pipelines.metrics import recompute_window_metrics
 from transforms.kafka_client import consumer, kafka_source, resolve_start_offset
 
 __all__ = [
-    "MAX_RECORDS_PER_RUN",
     "after_pass",
     "backlog",
     "committed_offsets",
@@ -38,10 +37,6 @@ __all__ = [
     "refresh_window_metrics",
     "start_offsets",
 ]
-
-MAX_RECORDS_PER_RUN = 20_000
-"""Messages one catch-up pass reads at most by default: 3.5-3.7 GiB at the peak of a run with two worker
-processes, and a pass of about 100 s on two cores, against about 5 s to start one."""
 
 
 def _partitions(client, topic: str) -> list:

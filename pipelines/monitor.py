@@ -259,7 +259,8 @@ def _catch_up(
     """Read the backlog up to the end offsets seen now, in passes of at most `--max-records-per-run` messages
     (`pipelines.catch_up`); return the counts of all passes."""
     opts = options.view_as(MonitorOptions)
-    topic, group, most = opts.kafka_topic, opts.kafka_group_id, opts.max_records_per_run
+    topic, group = opts.kafka_topic, opts.kafka_group_id
+    most = options.view_as(audit.AuditOptions).max_records_per_run
     targets = end_offsets(connection, topic)
     starts = first = start_offsets(connection, topic, group, opts.start_from)
     left = backlog(starts, targets)

@@ -15,8 +15,8 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.catch_up import MAX_RECORDS_PER_RUN
 from pipelines.judge_options import add_judge_arguments, judge_argv
+from pipelines.passes import MAX_RECORDS_PER_RUN
 from transforms.kafka_client import START_FROM
 from transforms.kafka_partitions import DISCOVERY_INTERVAL_SECONDS
 from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
@@ -80,12 +80,6 @@ class MonitorOptions(PipelineOptions):
             default=False,
             help="Read to the end offsets seen at start, then stop.",
         )
-        parser.add_argument(
-            "--max_records_per_run",
-            type=int,
-            default=MAX_RECORDS_PER_RUN,
-            help="A catch-up reads its backlog in passes of at most this many messages. Default 20000.",
-        )
         parser.add_argument("--security_protocol", default=None, help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
         parser.add_argument("--sasl_mechanism", default=None, help="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...")
         parser.add_argument(
@@ -127,11 +121,17 @@ def validate(opts: MonitorOptions) -> None:
         raise ValueError("--max-out-of-order-seconds must be >= 0")
     if opts.partition_discovery_seconds <= 0:
         raise ValueError("--partition-discovery-seconds must be > 0")
-    if opts.max_records_per_run < 1:
-        raise ValueError("--max-records-per-run must be >= 1")
 
 
-_AUDIT_FLAGS = ("lake", "sample-rate", "window-seconds", "allowed-lateness-seconds", "confidence-threshold", "verifier")
+_AUDIT_FLAGS = (
+    "lake",
+    "sample-rate",
+    "window-seconds",
+    "allowed-lateness-seconds",
+    "confidence-threshold",
+    "verifier",
+    "max-records-per-run",
+)
 _KAFKA_FLAGS = (
     "bootstrap-servers",
     "topic",
@@ -144,7 +144,6 @@ _KAFKA_FLAGS = (
     "checkpoint-records",
     "checkpoint-seconds",
     "partition-discovery-seconds",
-    "max-records-per-run",
     "security-protocol",
     "sasl-mechanism",
     "sasl-username",

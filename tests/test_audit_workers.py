@@ -6,8 +6,8 @@ import os
 
 import pytest
 from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+from lake_rows import lake_rows
 
-from dashboards.views import connect_lake
 from pipelines.audit import PARALLEL_INPUT_BYTES, local_workers, pipeline_options, run
 
 SAMPLE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "pipelines", "data", "sample_traffic.jsonl")
@@ -50,19 +50,6 @@ def test_worker_flags_or_another_runner_are_left_as_given(tmp_path, flags):
     assert options.view_as(DirectOptions).direct_num_workers == 1
 
 
-def _lake_rows(lake: str) -> dict[str, set]:
-    con = connect_lake(lake)
-    queries = {
-        "responses": "SELECT response_id, overall_faithfulness_score, needs_review, citation_failed FROM responses",
-        "sentences": "SELECT response_id, sentence_index, attribution_verdict, confidence FROM sentences",
-        "citations": "SELECT response_id, citation_index, verification_status FROM citations",
-        "claims": "SELECT response_id, claim_index, verified_verdict FROM claims",
-        "dead_letters": "SELECT origin_offset, error FROM dead_letters",
-        "window_metrics": "SELECT window_start, slice_dimension, slice_value, responses FROM window_metrics",
-    }
-    return {table: set(con.execute(sql).fetchall()) for table, sql in queries.items()}
-
-
 def test_two_worker_processes_write_the_same_lake_as_one_process(tmp_path):
     one = run([f"--input={SAMPLE}", f"--lake={tmp_path / 'one'}"], out=lambda _: None)
     two = run(
@@ -75,6 +62,6 @@ def test_two_worker_processes_write_the_same_lake_as_one_process(tmp_path):
         out=lambda _: None,
     )
     assert two == one and two.adds_up and two.dead_lettered > 0
-    rows_one, rows_two = _lake_rows(str(tmp_path / "one")), _lake_rows(str(tmp_path / "two"))
+    rows_one, rows_two = lake_rows(str(tmp_path / "one")), lake_rows(str(tmp_path / "two"))
     assert rows_two == rows_one
     assert len(rows_one["responses"]) == one.audited

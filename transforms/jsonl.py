@@ -1,36 +1,58 @@
 """Read JSONL files as raw messages: `(line_bytes, Origin("file:<path>", offset=<line number>))`.
 
     messages = p | "ReadJsonl" >> ReadJsonlMessages("traffic/*.jsonl")
+    messages = p | "ReadJsonl" >> ReadJsonlMessages(ranges=[LineRange("/data/a.jsonl", first=1, stop=20001)])
 
 Lines are kept as the original bytes (no decoding here: a line that is not
 UTF-8 must reach the dead-letter table as it was). Blank lines carry no
 message and are skipped. Line numbers start at 1. Compressed files (`.gz`, `.bz2`, ...)
 are read by their extension. The lines are shuffled on to the next stages,
-so the audit of one large file is spread over all workers.
+so the audit of one large file is spread over all workers. Given line ranges
+instead of a pattern, only those lines are read (an audit in passes reads a
+large input a part at a time, see `pipelines.passes`); line numbers and origins
+are the same as when the whole file is read.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from schemas import Origin
 
-__all__ = ["ReadJsonlMessages", "iter_jsonl_messages"]
+__all__ = ["LineRange", "ReadJsonlMessages", "iter_jsonl_lines", "iter_jsonl_messages"]
 
 
-def iter_jsonl_messages(stream, source: str):
-    """`(bytes, Origin)` for every non-blank line of a binary stream."""
+@dataclass(frozen=True)
+class LineRange:
+    """Lines `first` up to, not including, `stop` of one file (line numbers start at 1; `stop=None`: to the end)."""
+
+    path: str
+    first: int = 1
+    stop: int | None = None
+
+
+def iter_jsonl_lines(stream, first: int = 1, stop: int | None = None):
+    """`(line number, bytes)` for every non-blank line of a binary stream, from line `first` up to `stop`."""
     number = 0
     # readline(), not iteration: Beam's decompressing stream is not iterable.
-    while line := stream.readline():
+    while (stop is None or number + 1 < stop) and (line := stream.readline()):
         number += 1
         line = line.rstrip(b"\r\n")
-        if line.strip():
-            yield line, Origin(source=source, offset=number)
+        if number >= first and line.strip():
+            yield number, line
+
+
+def iter_jsonl_messages(stream, source: str, first: int = 1, stop: int | None = None):
+    """`(bytes, Origin)` for every non-blank line of a binary stream (from line `first` up to `stop`)."""
+    for number, line in iter_jsonl_lines(stream, first, stop):
+        yield line, Origin(source=source, offset=number)
 
 
 class _ReadLinesDoFn(beam.DoFn):
@@ -40,22 +62,40 @@ class _ReadLinesDoFn(beam.DoFn):
             yield from iter_jsonl_messages(stream, f"file:{path}")
 
 
-class ReadJsonlMessages(beam.PTransform):
-    """Every line of the files matching `pattern`, as raw bytes with the file and line it came from."""
+class _ReadLineRangeDoFn(beam.DoFn):
+    def process(self, lines: LineRange):
+        with FileSystems.open(lines.path, compression_type=CompressionTypes.AUTO) as stream:
+            yield from iter_jsonl_messages(stream, f"file:{lines.path}", lines.first, lines.stop)
 
-    def __init__(self, pattern: str):
+
+def absolute_pattern(pattern: str) -> str:
+    """A local path or glob made absolute, so every origin names its file unambiguously; a URL as it is."""
+    return pattern if "://" in pattern else os.path.abspath(pattern)
+
+
+class ReadJsonlMessages(beam.PTransform):
+    """Every line of the files matching `pattern`, or the lines of `ranges`, as raw bytes with the file and
+    line each came from."""
+
+    def __init__(self, pattern: str | None = None, *, ranges: Sequence[LineRange] | None = None):
         super().__init__()
-        if not pattern:
+        if ranges is None and not pattern:
             raise ValueError("input pattern must be a non-empty path or glob")
-        # Local paths are made absolute so every origin names its file unambiguously.
-        self._pattern = pattern if "://" in pattern else os.path.abspath(pattern)
+        self._pattern = absolute_pattern(pattern) if pattern else None
+        self._ranges = None if ranges is None else list(ranges)
 
     def expand(self, pbegin):
+        if self._ranges is not None:
+            lines = pbegin | "LineRanges" >> beam.Create(self._ranges) | "ReadLines" >> beam.ParDo(_ReadLineRangeDoFn())
+        else:
+            lines = (
+                pbegin
+                | "MatchFiles" >> fileio.MatchFiles(self._pattern)
+                | "ReadMatches" >> fileio.ReadMatches()
+                | "ReadLines" >> beam.ParDo(_ReadLinesDoFn())
+            )
         return (
-            pbegin
-            | "MatchFiles" >> fileio.MatchFiles(self._pattern)
-            | "ReadMatches" >> fileio.ReadMatches()
-            | "ReadLines" >> beam.ParDo(_ReadLinesDoFn())
+            lines
             # A file is read whole by one worker; without a shuffle every later stage fused with the read would
             # run there too, so the audit of a large file would use one core (or one Dataflow worker).
             | "SpreadOverWorkers" >> beam.Reshuffle()

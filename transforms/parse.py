@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ __all__ = [
     "ParseError",
     "ParseResponses",
     "dead_letter_row",
+    "first_copy",
     "input_flags",
     "parse_message",
     "response_id_of",
@@ -258,11 +259,16 @@ class _RepeatedIds(beam.PTransform):
         )
 
 
+def first_copy(origin: Origin) -> tuple[tuple, str]:
+    """How the first copy of a repeated response id is remembered: its origin's sort key and its description."""
+    return _origin_key(origin), _describe(origin)
+
+
 def _peek_id(element):
     raw, origin = element
     response_id = response_id_of(raw)
     if response_id is not None:
-        yield response_id, (_origin_key(origin), _describe(origin))
+        yield response_id, first_copy(origin)
 
 
 class ParseResponses(beam.PTransform):
@@ -273,21 +279,33 @@ class ParseResponses(beam.PTransform):
     With `drop_duplicates=True` (bounded input only: it needs all messages before deciding) a response id
     carried by several messages is parsed from the first one by origin (source, partition, offset); the
     others become `duplicate_response_id` dead letters. The ids are peeked cheaply first and only repeated
-    ones reach the parse step as a side input, so no response is shuffled for it. Streaming input uses
-    `DropDuplicateResponses` per window instead.
+    ones reach the parse step as a side input, so no response is shuffled for it. `first_copies`, the
+    repeated ids of a larger input this run reads part of (`{response_id: first_copy(origin)}`, see
+    `pipelines.passes`), replaces that look, so a copy whose first is in another part is dropped too.
+    Streaming input uses `DropDuplicateResponses` per window instead.
     """
 
-    def __init__(self, *, clock: Callable[[], datetime] = utc_now, drop_duplicates: bool = False):
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        drop_duplicates: bool = False,
+        first_copies: Mapping[str, tuple[tuple, str]] | None = None,
+    ):
         super().__init__()
         self._clock = clock
-        self._drop_duplicates = drop_duplicates
+        self._drop_duplicates = drop_duplicates or first_copies is not None
+        self._first_copies = first_copies
 
     def expand(self, messages):
         # Raw bytes ride along only when a later per-window dedupe may need them for a dead letter.
         parse = _ParseDoFn(self._clock, keep_raw=not self._drop_duplicates)
         if not self._drop_duplicates:
             return messages | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTERS, main=PARSED)
-        repeated = messages | "RepeatedIds" >> _RepeatedIds()
+        if self._first_copies is not None:
+            repeated = messages.pipeline | "RepeatedIds" >> beam.Create(sorted(self._first_copies.items()))
+        else:
+            repeated = messages | "RepeatedIds" >> _RepeatedIds()
         return messages | "Parse" >> beam.ParDo(parse, first_copies=beam.pvalue.AsDict(repeated)).with_outputs(
             DEAD_LETTERS, main=PARSED
         )

@@ -1,0 +1,20 @@
+"""The lake's rows as sets, by table, to check that two ways of running an audit write the same lake."""
+
+from __future__ import annotations
+
+from dashboards.views import connect_lake
+
+QUERIES = {
+    "responses": "SELECT response_id, overall_faithfulness_score, needs_review, citation_failed FROM responses",
+    "sentences": "SELECT response_id, sentence_index, attribution_verdict, confidence FROM sentences",
+    "citations": "SELECT response_id, citation_index, verification_status FROM citations",
+    "claims": "SELECT response_id, claim_index, verified_verdict FROM claims",
+    "dead_letters": "SELECT origin_source, origin_offset, error FROM dead_letters",
+    "window_metrics": "SELECT window_start, slice_dimension, slice_value, responses FROM window_metrics",
+}
+
+
+def lake_rows(lake: str) -> dict[str, set]:
+    """Every table's rows (the columns that say what was audited, not when), as the views show them."""
+    con = connect_lake(lake)
+    return {table: set(con.execute(sql).fetchall()) for table, sql in QUERIES.items()}
