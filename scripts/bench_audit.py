@@ -12,7 +12,8 @@ stage (CPU ms per response), then writes the responses as JSONL and times
 inputs of 8 MiB or more, about 3,300 of these responses; reading, parsing,
 windowing, dedupe, verifying, citation and claim audits, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
-peak resident memory. Not a test: figures depend on the machine and its load
+peak resident memory of the run (this process and its workers; an input larger than
+`--max_records_per_run`, default 20,000, is audited in passes). Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """
 
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
+from process_memory import PeakMemory  # noqa: E402
 
 from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run, where_it_runs  # noqa: E402
 from pipelines.traffic import generate_responses, write_jsonl  # noqa: E402
@@ -46,10 +48,6 @@ def _cpu_seconds() -> float:
     """CPU seconds of this process and of its finished children (the workers of a multi-process run)."""
     usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     return sum(u.ru_utime + u.ru_stime for u in usage)
-
-
-def peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def bench_verifier(responses: list[LoggedResponse], name: str) -> tuple[int, float]:
@@ -119,14 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         load0, cpu0, wall0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
         mode = _runner_mode(argv)
-        counts = run(argv, out=lambda _: None)
+        with PeakMemory(os.getpgid(0)) as peak:
+            counts = run(argv, out=lambda _: None)
         wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
     print(f"pipeline ({' '.join(beam_args) or 'default options'}: {mode}):")
     print(f"  {counts.read} responses read, {counts.audited} audited, {counts.dead_lettered} dead-lettered")
     print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
     print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
     print(f"  load average before / after the run: {load0:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"peak memory (max RSS of this process): {peak_mib():,.0f} MiB")
+    print(f"peak memory of the run (this process and its workers): {peak.bytes / 2**20:,.0f} MiB")
     return 0
 
 

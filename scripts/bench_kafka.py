@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from kafka_broker import LocalKafka  # noqa: E402
+from process_memory import group_rss  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.produce import produce_messages  # noqa: E402
@@ -93,22 +94,6 @@ class _Sampler(threading.Thread):
         self._halt = threading.Event()
         self._t0 = time.monotonic()
 
-    def _rss(self) -> int:
-        total = 0
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                if os.getpgid(int(pid)) != self._pgid:
-                    continue
-                with open(f"/proc/{pid}/status") as status:
-                    for line in status:
-                        if line.startswith("VmRSS:"):
-                            total += int(line.split()[1]) * 1024
-            except (OSError, ProcessLookupError):
-                continue
-        return total
-
     def run(self):
         while not self._halt.is_set():
             try:
@@ -117,7 +102,7 @@ class _Sampler(threading.Thread):
                 self.lag.append((time.monotonic() - self._t0, lag))
             except Exception:  # noqa: BLE001 - a sample lost is not worth stopping the benchmark for
                 pass
-            self.peak_rss = max(self.peak_rss, self._rss())
+            self.peak_rss = max(self.peak_rss, group_rss(self._pgid))
             self._halt.wait(1.0)
 
     def stop(self):
