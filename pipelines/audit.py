@@ -48,6 +48,7 @@ from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, V
 from transforms.citations import AuditCitationsStep
 from transforms.claims import AuditClaimsStep
 from transforms.jsonl import ReadJsonlMessages
+from transforms.kafka_commit import KAFKA_METRICS_NAMESPACE
 from transforms.lake import WriteAuditLake, row_dict, to_lake_rows
 from transforms.parse import (
     DEAD_LETTER_NAMESPACE,
@@ -255,6 +256,9 @@ class AuditCounts:
     dead_lettered: int
     needs_review: int
     dead_letter_reasons: dict[str, int]
+    offset_commit_failures: int = 0
+    """Kafka offset commits that failed (the broker was away): each is retried with the partition's next
+    record, and a run's offsets left uncommitted are read again by the next one."""
 
     @property
     def adds_up(self) -> bool:
@@ -275,13 +279,14 @@ def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
         dead_lettered=total("dead_lettered"),
         needs_review=total("needs_review"),
         dead_letter_reasons=dict(sorted(reasons.items())),
+        offset_commit_failures=total("offset_commit_failures"),
     )
 
 
 def counts_from_result(result) -> AuditCounts:
     """The run's counts from Beam's committed counters."""
     totals: dict[tuple[str, str], int] = {}
-    for namespace in (METRICS_NAMESPACE, DEAD_LETTER_NAMESPACE):
+    for namespace in (METRICS_NAMESPACE, DEAD_LETTER_NAMESPACE, KAFKA_METRICS_NAMESPACE):
         query = result.metrics().query(MetricsFilter().with_namespace(namespace))
         for counter in query["counters"]:
             key = (counter.key.metric.namespace, counter.key.metric.name)
@@ -297,6 +302,7 @@ def counts_from_result(result) -> AuditCounts:
         dead_lettered=sum(reasons.values()),
         needs_review=get("needs_review"),
         dead_letter_reasons=dict(sorted(reasons.items())),
+        offset_commit_failures=totals.get((KAFKA_METRICS_NAMESPACE, "offset_commit_failures"), 0),
     )
 
 
@@ -414,6 +420,11 @@ def format_counts(counts: AuditCounts, lake: str) -> str:
         ),
         f"lake           {os.path.abspath(lake)}",
     ]
+    if counts.offset_commit_failures:
+        lines.insert(
+            -1,
+            f"offset commits {counts.offset_commit_failures:>8} failed (retried; uncommitted offsets are read again)",
+        )
     return "\n".join(lines)
 
 

@@ -6,6 +6,9 @@ aborted records: the log's offsets then have holes the source must step over and
 
 from __future__ import annotations
 
+import socket
+from datetime import UTC, datetime
+
 import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -13,9 +16,19 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from kafka_fixtures import kafka_bootstrap, new_topic  # noqa: F401
 
+from pipelines.audit import counts_from_result, format_counts
+from schemas import Origin
 from transforms.kafka_client import message_event_time, resolve_start_offset
-from transforms.kafka_commit import committable_position, new_ledger, record_chunk, record_durable
+from transforms.kafka_commit import (
+    CommitOffsetsAfterLake,
+    committable_position,
+    new_ledger,
+    record_chunk,
+    record_durable,
+)
 from transforms.kafka_io import MESSAGES, PROGRESS, ReadKafkaMessages, ReadProgress
+from transforms.lake import write_table
+from transforms.parse import dead_letter_row
 
 
 def _chunk(start, next_offset, offsets):
@@ -87,3 +100,30 @@ def test_bounded_read_steps_over_transaction_markers_and_aborted_records(kafka_b
         assert_that(offsets, equal_to([(b"a0", 0), (b"a1", 1), (b"a2", 2), (b"b0", 7), (b"b1", 8)]), label="Records")
         covered = read[PROGRESS] | "Covered" >> beam.FlatMap(lambda c: range(c.start, c.next))
         assert_that(covered, equal_to(list(range(10))), label="ChunksChainToTheEnd")
+
+
+def test_a_commit_the_broker_refuses_is_counted_and_named_in_the_run_summary(tmp_path):
+    """Three records read and durably in the lake (as dead letters), and no broker at the group's address:
+    the commit stage counts the failed commit, and the run's summary says so."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free again once closed: nothing listens there
+    now = datetime.now(UTC)
+    origins = [Origin(source="kafka:t", partition=0, offset=offset) for offset in range(3)]
+    rows = [dead_letter_row(b"{bad", o, stage="parse", error="malformed_json: x", received_at=now) for o in origins]
+    paths = write_table(str(tmp_path), "dead_letters", rows)
+
+    p = beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"]))
+    progress = p | "Progress" >> beam.Create([_chunk(0, 3, [0, 1, 2])])
+    lake_files = p | "LakeFiles" >> beam.Create(paths)
+    _ = {"progress": progress, "lake_files": lake_files} | CommitOffsetsAfterLake(
+        {"bootstrap_servers": f"127.0.0.1:{port}", "bootstrap_timeout_ms": 500}, "group"
+    )
+    result = p.run()
+    result.wait_until_finish()
+
+    counts = counts_from_result(result)
+    failures = counts.offset_commit_failures
+    assert failures >= 1  # the commit is tried again with each later event of the partition
+    summary = format_counts(counts, str(tmp_path))
+    assert f"offset commits {failures:>8} failed (retried; uncommitted offsets are read again)" in summary

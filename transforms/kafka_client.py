@@ -39,6 +39,7 @@ CLIENT_SETTINGS = (
     "ssl_check_hostname",
     "ssl_crlfile",
     "request_timeout_ms",
+    "bootstrap_timeout_ms",
 )
 """The kafka-python settings a connection dict may carry; they reach consumers, producers and admin clients."""
 

@@ -37,6 +37,7 @@ from transforms.kafka_client import client_config
 from transforms.kafka_io import ReadProgress
 
 __all__ = [
+    "KAFKA_METRICS_NAMESPACE",
     "OFFSET_TABLES",
     "CommitOffsetsAfterLake",
     "committable_position",
@@ -45,6 +46,9 @@ __all__ = [
     "record_chunk",
     "record_durable",
 ]
+
+KAFKA_METRICS_NAMESPACE = "groundwatch.kafka"
+"""Counters of the Kafka stages: `offset_commits`, and `offset_commit_failures` (retried with the next record)."""
 
 OFFSET_TABLES = ("responses", "dead_letters")
 """Lake tables whose rows carry the Kafka origin of the message they came from."""
@@ -124,8 +128,8 @@ class _CommitFn(beam.DoFn):
         self._connection = dict(connection)
         self._group_id = group_id
         self._committer = None
-        self._commits = Metrics.counter("groundwatch.kafka", "offset_commits")
-        self._failures = Metrics.counter("groundwatch.kafka", "offset_commit_failures")
+        self._commits = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commits")
+        self._failures = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commit_failures")
 
     def teardown(self):
         if self._committer is not None:
