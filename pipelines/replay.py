@@ -21,6 +21,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from pipelines.cli import iso_time
 from pipelines.judge_options import add_judge_arguments, judge_verifier_config
 
 __all__ = ["add_arguments", "main", "replay", "select_failed"]
@@ -40,20 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status", default="judge_validation_failed", choices=_STATUSES, help="Which failures to replay."
     )
-    parser.add_argument("--since", help="Only judge calls at or after this ISO 8601 time (UTC if no zone).")
+    parser.add_argument(
+        "--since",
+        type=iso_time,
+        default=datetime(1970, 1, 1, tzinfo=UTC),
+        help="Only judge calls at or after this ISO 8601 time (UTC if no zone).",
+    )
     parser.add_argument("--limit", type=int, help="Replay at most N items (oldest first).")
     parser.add_argument("--dry-run", action="store_true", help="List what would be replayed and stop.")
     add_judge_arguments(parser)
-
-
-def _since(value: str | None) -> datetime:
-    if not value:
-        return datetime(1970, 1, 1, tzinfo=UTC)
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"--since must be an ISO 8601 date or time, got {value!r}") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def select_failed(lake: str, status: str, since: datetime, limit: int | None = None) -> list[tuple]:
@@ -137,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
     from transforms.judge.verifier import judge_config_from
 
     try:
-        since = _since(args.since)
+        since = args.since
         if args.limit is not None and args.limit < 1:
             raise ValueError(f"--limit must be a positive integer, got {args.limit}")
         if args.dry_run:
