@@ -10,7 +10,9 @@ counts, from Beam's metrics, and fails if they do not add up. It runs on
 Beam's FnApiRunner unless `--runner` says otherwise (the DirectRunner would
 first try to download Prism): in process for small inputs, with one worker
 process per core (up to 4) from 8 MiB of input on, unless
-`--direct_num_workers` / `--direct_running_mode` say otherwise.
+`--direct_num_workers` / `--direct_running_mode` say otherwise. On that runner an input of more than
+`--max-records-per-run` lines (default 20,000) is audited in passes, one run each (`pipelines.passes`):
+the runner holds a run's data in memory until it ends.
 
 Stages (each a labelled composite in `transforms/`):
 ReadJsonl -> ParseResponses -> WindowByEventTime -> SampleResponses -> VerifySentences -> [audit steps]
@@ -24,15 +26,14 @@ import argparse
 import glob
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from operator import attrgetter
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
+from pipelines.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.judge_options import (
     add_judge_arguments,
     add_judge_pipeline_options,
@@ -48,12 +49,9 @@ from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, V
 from transforms.citations import AuditCitationsStep
 from transforms.claims import AuditClaimsStep
 from transforms.jsonl import ReadJsonlMessages
-from transforms.kafka_commit import KAFKA_METRICS_NAMESPACE
 from transforms.lake import WriteAuditLake, row_dict, to_lake_rows
 from transforms.parse import (
-    DEAD_LETTER_NAMESPACE,
     DEAD_LETTERS,
-    METRICS_NAMESPACE,
     PARSED,
     DropDuplicateResponses,
     ParseResponses,
@@ -66,7 +64,6 @@ from transforms.windows import DEFAULT_WINDOW_SECONDS, LatePanesJoinOpenWindows,
 
 __all__ = [
     "ACCEPTS_PIPELINE_ARGS",
-    "AuditCounts",
     "AuditOptions",
     "add_arguments",
     "audit_steps",
@@ -75,7 +72,6 @@ __all__ = [
     "local_workers",
     "main",
     "run",
-    "sum_counts",
     "use_workers",
     "where_it_runs",
 ]
@@ -246,66 +242,6 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
         raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
 
 
-@dataclass(frozen=True)
-class AuditCounts:
-    """What happened to every message of a run."""
-
-    read: int
-    audited: int
-    sampled_out: int
-    dead_lettered: int
-    needs_review: int
-    dead_letter_reasons: dict[str, int]
-    offset_commit_failures: int = 0
-    """Kafka offset commits that failed (the broker was away): each is retried with the partition's next
-    record, and a run's offsets left uncommitted are read again by the next one."""
-
-    @property
-    def adds_up(self) -> bool:
-        return self.read == self.audited + self.sampled_out + self.dead_lettered
-
-
-def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
-    """The counts of several runs (the passes of a catch-up) as one."""
-    reasons: dict[str, int] = {}
-    for c in runs:
-        for reason, n in c.dead_letter_reasons.items():
-            reasons[reason] = reasons.get(reason, 0) + n
-    total = lambda field: sum(getattr(c, field) for c in runs)  # noqa: E731
-    return AuditCounts(
-        read=total("read"),
-        audited=total("audited"),
-        sampled_out=total("sampled_out"),
-        dead_lettered=total("dead_lettered"),
-        needs_review=total("needs_review"),
-        dead_letter_reasons=dict(sorted(reasons.items())),
-        offset_commit_failures=total("offset_commit_failures"),
-    )
-
-
-def counts_from_result(result) -> AuditCounts:
-    """The run's counts from Beam's committed counters."""
-    totals: dict[tuple[str, str], int] = {}
-    for namespace in (METRICS_NAMESPACE, DEAD_LETTER_NAMESPACE, KAFKA_METRICS_NAMESPACE):
-        query = result.metrics().query(MetricsFilter().with_namespace(namespace))
-        for counter in query["counters"]:
-            key = (counter.key.metric.namespace, counter.key.metric.name)
-            # Some portable runners report only attempted values.
-            value = counter.committed if counter.committed is not None else counter.attempted
-            totals[key] = totals.get(key, 0) + (value or 0)
-    reasons = {name: n for (ns, name), n in totals.items() if ns == DEAD_LETTER_NAMESPACE and n}
-    get = lambda name: totals.get((METRICS_NAMESPACE, name), 0)  # noqa: E731
-    return AuditCounts(
-        read=get("read"),
-        audited=get("audited"),
-        sampled_out=get("sampled_out"),
-        dead_lettered=sum(reasons.values()),
-        needs_review=get("needs_review"),
-        dead_letter_reasons=dict(sorted(reasons.items())),
-        offset_commit_failures=totals.get((KAFKA_METRICS_NAMESPACE, "offset_commit_failures"), 0),
-    )
-
-
 def pipeline_options(argv: list[str]) -> PipelineOptions:
     """Options from argv, on the in-process FnApiRunner unless a runner is named; a large input on the default
     runner is audited by one worker process per core (`local_workers`) unless the worker flags are given."""
@@ -404,28 +340,6 @@ def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[s
     windows = recompute_window_metrics(options.view_as(AuditOptions).lake, where, sources)
     out(f"window metrics {windows} windows computed again from the lake (a window may span passes)")
     return sum_counts(passes)
-
-
-def format_counts(counts: AuditCounts, lake: str) -> str:
-    """The end-of-run summary: the four counts, the dead-letter reasons and where the lake is."""
-    lines = [
-        f"read           {counts.read:>8}",
-        f"audited        {counts.audited:>8}   ({counts.needs_review} need review)",
-        f"sampled out    {counts.sampled_out:>8}",
-        f"dead-lettered  {counts.dead_lettered:>8}"
-        + (
-            f"   ({', '.join(f'{k}: {v}' for k, v in counts.dead_letter_reasons.items())})"
-            if counts.dead_letter_reasons
-            else ""
-        ),
-        f"lake           {os.path.abspath(lake)}",
-    ]
-    if counts.offset_commit_failures:
-        lines.insert(
-            -1,
-            f"offset commits {counts.offset_commit_failures:>8} failed (retried; uncommitted offsets are read again)",
-        )
-    return "\n".join(lines)
 
 
 _FLAGS = ("input", "lake", "sample-rate", "window-seconds", "confidence-threshold", "verifier", "max-records-per-run")

@@ -17,7 +17,8 @@ import argparse
 import sys
 from importlib import resources
 
-from pipelines.audit import AuditCounts, run
+from pipelines.audit import run
+from pipelines.counts import AuditCounts
 from pipelines.query import QueryError, format_rows, run_query
 
 __all__ = ["ACCEPTS_PIPELINE_ARGS", "SUMMARIES", "add_arguments", "main", "sample_traffic_path", "summarize"]

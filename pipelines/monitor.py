@@ -48,6 +48,7 @@ from pipelines.catch_up import (
     refresh_window_metrics,
     start_offsets,
 )
+from pipelines.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.monitor_options import MonitorOptions, add_arguments, connection_from_options, to_argv, validate
 from pipelines.worker_pool import start_worker_pool
 from transforms.kafka_client import consumer
@@ -229,7 +230,7 @@ def use_worker_processes(options: PipelineOptions, argv: list[str]) -> Callable[
     return stop
 
 
-def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCounts | None:
+def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts | None:
     """Run until caught up (returns the counts, summed over its passes) or forever (streaming; stop it with
     Ctrl-C or SIGTERM)."""
     options = pipeline_options(argv)
@@ -246,13 +247,13 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> audit.AuditCo
             where += ", 2 SDK worker processes (the audit stages in one of their own)"
         out(f"runner         {where}")
         counts = _run_pipeline(options, stop_workers)  # a stream ends only when its runner says so
-    out(audit.format_counts(counts, options.view_as(audit.AuditOptions).lake))
+    out(format_counts(counts, options.view_as(audit.AuditOptions).lake))
     return counts
 
 
 def _catch_up(
     options: PipelineOptions, argv: list[str], connection: dict[str, Any], out: Callable[[str], None]
-) -> audit.AuditCounts:
+) -> AuditCounts:
     """Read the backlog up to the end offsets seen now, in passes of at most `--max-records-per-run` messages
     (`pipelines.catch_up`); return the counts of all passes."""
     opts = options.view_as(MonitorOptions)
@@ -285,10 +286,10 @@ def _catch_up(
         read = {p: (first[p], starts[p]) for p in first if starts[p] > first[p]}
         windows = refresh_window_metrics(options.view_as(audit.AuditOptions).lake, topic, read)
         out(f"window metrics {windows} windows computed again from the lake (a window may span passes)")
-    return audit.sum_counts(passes)
+    return sum_counts(passes)
 
 
-def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | None, **build) -> audit.AuditCounts:
+def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | None, **build) -> AuditCounts:
     """Build the monitor graph, run it to its end (a catch-up pass) or forever, and return its counts."""
     p = beam.Pipeline(options=options)
     build_monitor(p, options, separate_audit=stop_workers is not None, **build)
@@ -302,7 +303,7 @@ def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | N
     finally:
         if stop_workers:
             stop_workers()
-    return audit.counts_from_result(result)
+    return counts_from_result(result)
 
 
 def main(args: argparse.Namespace) -> int:

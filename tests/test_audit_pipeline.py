@@ -14,7 +14,8 @@ from apache_beam.transforms.window import TimestampedValue
 from audit_messages import BAD_MESSAGES, at, message, raw
 
 from dashboards.views import connect_lake
-from pipelines.audit import build_pipeline, counts_from_result, run
+from pipelines.audit import build_pipeline, run
+from pipelines.counts import counts_from_result
 from schemas import LoggedResponse, ParsedResponse
 from transforms.audit import AUDITED, ScoreAndFlag, VerifySentences
 from transforms.parse import PARSED, DropDuplicateResponses, ParseResponses

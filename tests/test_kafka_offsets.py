@@ -16,7 +16,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from kafka_fixtures import kafka_bootstrap, new_topic  # noqa: F401
 
-from pipelines.audit import counts_from_result, format_counts
+from pipelines.counts import counts_from_result, format_counts
 from schemas import Origin
 from transforms.kafka_client import message_event_time, resolve_start_offset
 from transforms.kafka_commit import (

@@ -12,7 +12,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 from prism_fixtures import needs_prism, prism_options
 
-from pipelines.audit import counts_from_result
+from pipelines.counts import counts_from_result
 from schemas import Origin
 from transforms.late import LATE_REASON, DeadLetterLateMessages, message_late_reason
 from transforms.windows import late_reason

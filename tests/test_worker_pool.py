@@ -24,6 +24,7 @@ from prism_fixtures import NEEDS_PRISM, prism_options
 
 from dashboards.views import connect_lake
 from pipelines import audit
+from pipelines.counts import counts_from_result
 from pipelines.worker_pool import separate_environment, start_worker_pool
 from schemas import Origin
 
@@ -123,7 +124,7 @@ def test_a_stream_on_two_worker_processes_audits_each_response_once(tmp_path):
         result.wait_until_finish()
     finally:
         stop()
-    counts = audit.counts_from_result(result)
+    counts = counts_from_result(result)
     assert (counts.read, counts.audited, counts.dead_lettered) == (4, 2, 2)
     assert counts.adds_up
     con = connect_lake(str(lake))
