@@ -8,7 +8,8 @@ each view reads `<lake>/<table>/**/*.parquet` with hive partitioning (adding
 `date` DATE and `hour` INTEGER columns) and union by name (files written before a column
 existed still read). At-least-once delivery and re-runs can write a row twice:
 the view keeps the latest per `TableSpec.key`, ordered by its version column
-(`audited_at`, `computed_at`, `checked_at`, ...), then by its time column. A table with no files yet is an
+(`audited_at`, `computed_at`, `checked_at`, ...), then by its time column; a table may first prefer a
+larger value of some columns (`TableSpec.prefer`: the window metrics of more responses). A table with no files yet is an
 empty view with the right columns, so queries never fail on a fresh lake.
 """
 
@@ -41,7 +42,7 @@ def _has_files(lake_dir: str, table: str) -> bool:
 def view_sql(spec: TableSpec, lake_dir: str) -> str:
     """The SELECT behind one table's view: every file of the table, deduplicated to the latest row per key."""
     pattern = os.path.join(os.path.abspath(lake_dir), spec.name, "**", "*.parquet")
-    columns = dict.fromkeys([spec.version_column, spec.time_column])  # the newer copy first
+    columns = dict.fromkeys([*spec.prefer, spec.version_column, spec.time_column])  # the preferred, newer copy first
     order = [f"{_quote_ident(column)} DESC NULLS LAST" for column in columns]
     keys = ", ".join(_quote_ident(k) for k in spec.key)
     return (

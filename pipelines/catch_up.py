@@ -16,7 +16,7 @@ its lake files hold. A response id repeated in two passes is audited in both, an
 it once. A window whose messages fall in two passes gets `window_metrics` rows from each, each with only
 its pass's responses; so after the last pass, the metrics of every window the catch-up wrote to are
 computed again from the lake's rows (`refresh_window_metrics`, see `pipelines.metrics`),
-and the views keep those, the newest.
+and the views keep those: they hold the most responses, and are the newest.
 """
 
 from __future__ import annotations

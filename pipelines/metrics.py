@@ -7,8 +7,11 @@ audited by then. Some responses reach the lake after that: a response later than
 with the window open when it was audited), records read again after a crash, a catch-up whose passes
 split a window. They are in `responses` and `sentences`, but not in the window's metrics. This command
 computes the metrics of every window with responses in the range again, from those two tables, with the
-pipeline's own functions (`stats_from_rows`, `compute_window_metrics`), and writes them; the lake views
-keep the newest row of each window and slice (by `computed_at`). A catch-up in passes does this by itself.
+pipeline's own functions (`stats_from_rows`, `compute_window_metrics`), and writes them. The lake views
+keep the row of each window and slice that holds the most responses, the newest among equals (by
+`computed_at`): a row computed from the lake holds every response of its window there, so it is never
+fewer than a pipeline's row, and a row of part of a window (a stream reading part of it again after a
+restart) never hides a fuller one. An audit or catch-up in passes does this by itself.
 """
 
 from __future__ import annotations

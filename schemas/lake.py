@@ -149,13 +149,18 @@ class DeadLetterRow(StrictModel):
 @dataclass(frozen=True)
 class TableSpec:
     """How one lake table is stored: its row model, partition time column, dedup key, and the column that says
-    which of two rows with the same key is the newer (when it was audited, computed, checked, ...)."""
+    which of two rows with the same key is the newer (when it was audited, computed, checked, ...).
+
+    `prefer`: columns compared before the version, larger first: of two copies of a key, the views keep the
+    one with the larger value, and the newer only among equals (window metrics: the row of more responses).
+    """
 
     name: str
     row: type[BaseModel]
     time_column: str
     key: tuple[str, ...]
     version_column: str
+    prefer: tuple[str, ...] = ()
 
     @property
     def schema(self) -> pa.Schema:
@@ -166,12 +171,19 @@ TABLES: dict[str, TableSpec] = {}
 
 
 def register_table(
-    name: str, row: type[BaseModel], *, time_column: str, key: tuple[str, ...], version_column: str
+    name: str,
+    row: type[BaseModel],
+    *,
+    time_column: str,
+    key: tuple[str, ...],
+    version_column: str,
+    prefer: tuple[str, ...] = (),
 ) -> TableSpec:
     """Declare a lake table; other schema modules call this for the tables they own."""
-    if version_column not in row.model_fields:
-        raise ValueError(f"table {name!r}: version column {version_column!r} is not a field of {row.__name__}")
-    spec = TableSpec(name, row, time_column, key, version_column)
+    for column in (version_column, *prefer):
+        if column not in row.model_fields:
+            raise ValueError(f"table {name!r}: column {column!r} is not a field of {row.__name__}")
+    spec = TableSpec(name, row, time_column, key, version_column, prefer)
     TABLES[name] = spec
     return spec
 

@@ -150,6 +150,9 @@ register_table(
     time_column="window_start",
     key=("window_start", "slice_dimension", "slice_value"),
     version_column="computed_at",
+    # A stream restarted from its last commit reads part of a closed window again, and its first pane then
+    # holds only that part: the fuller row stays. A row computed again from the lake holds all of the window.
+    prefer=("responses",),
 )
 register_table(
     "drift_checks",

@@ -86,19 +86,28 @@ def test_view_keeps_the_latest_audit_of_a_key(tmp_path):
     ]
 
 
-def test_view_keeps_the_row_computed_last_whatever_its_file(tmp_path):
-    def metrics(responses: int, computed_at: datetime) -> dict:
+def test_view_keeps_the_fullest_window_metrics_then_the_newest_whatever_their_file(tmp_path):
+    def metrics(responses: int, computed_at: datetime, sentences: int | None = None) -> dict:
         return WindowMetricsRow(
             window_start=T, window_end=T + timedelta(minutes=1), slice_dimension="all", slice_value="all",
-            responses=responses, sentences=5 * responses, insufficient_evidence_responses=0,
+            responses=responses, sentences=sentences or 5 * responses, insufficient_evidence_responses=0,
             needs_review_responses=0, computed_at=computed_at,
         ).model_dump()  # fmt: skip
+
+    def shown() -> list[tuple]:
+        return connect_lake(str(tmp_path)).execute("SELECT responses, sentences FROM window_metrics").fetchall()
 
     # Same key (window and slice): the recomputed figures must win, not whichever file sorts or reads first.
     write_table(str(tmp_path), "window_metrics", [metrics(7, T + timedelta(hours=1))], name="a-recomputed")
     write_table(str(tmp_path), "window_metrics", [metrics(3, T)], name="z-first-pass")
     for _ in range(3):
-        assert connect_lake(str(tmp_path)).execute("SELECT responses FROM window_metrics").fetchall() == [(7,)]
+        assert shown() == [(7, 35)]
+    # A stream restarted from its last commit reads 2 of the window's responses again: the fuller row stays.
+    write_table(str(tmp_path), "window_metrics", [metrics(2, T + timedelta(hours=2))], name="restart")
+    assert shown() == [(7, 35)]
+    # The window audited again whole (say, by a newer verifier): as full, and newer, so it is shown.
+    write_table(str(tmp_path), "window_metrics", [metrics(7, T + timedelta(hours=3), sentences=30)], name="again")
+    assert shown() == [(7, 30)]
 
 
 def test_rows_are_validated_before_writing(tmp_path):

@@ -3,6 +3,7 @@ replace rows that hold only part of a window (a late response, a restart, a catc
 
 from __future__ import annotations
 
+import os
 import shutil
 from datetime import UTC, datetime, timedelta
 
@@ -51,6 +52,9 @@ def test_recomputed_metrics_equal_the_pipelines_and_replace_partial_ones(audited
     windows = sorted({start for start, dimension, _ in expected if dimension == "all"})
     assert len(windows) >= 3
     first, last = windows[0], windows[-1]
+    # The lake holds only rows of part of a window (each pass of a catch-up writes its part): the pipeline's
+    # whole-window rows go, and rows of one response of the first and last windows take their place.
+    shutil.rmtree(os.path.join(lake, "window_metrics"))
     write_table(lake, "window_metrics", [_part_of_the_window(first), _part_of_the_window(last)], name="partial")
     damaged = _metrics(lake)
     assert damaged[(first, "all", "all")][0] == damaged[(last, "all", "all")][0] == 1
@@ -81,3 +85,25 @@ def test_a_time_that_is_not_iso_8601_is_refused(tmp_path, capsys):
 def test_an_empty_lake_has_nothing_to_compute(tmp_path, capsys):
     assert groundwatch(["metrics", "--lake", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == f"window metrics of 0 windows computed again from {tmp_path}"
+
+
+def test_part_of_a_window_read_again_does_not_hide_its_fuller_metrics(audited_lake, tmp_path):
+    """A stream restarted from its last commit reads the end of a closed window again and writes metrics of
+    that part only; here the first 20 lines of the traffic are audited again into the same lake."""
+    lake = str(tmp_path / "lake")
+    shutil.copytree(audited_lake, lake)
+    expected = _metrics(lake)
+    part = tmp_path / "part.jsonl"
+    with open(sample_traffic_path(), "rb") as f:
+        part.write_bytes(b"".join(f.readlines()[:20]))
+    audit([f"--input={part}", f"--lake={lake}"], out=lambda _: None)
+
+    every_row = connect_lake(lake).execute(
+        "SELECT count(*) FROM read_parquet(?, hive_partitioning = true) WHERE slice_dimension = 'all'",
+        [os.path.join(lake, "window_metrics", "**", "*.parquet")],
+    )
+    assert every_row.fetchone()[0] > len({key for key in expected if key[1] == "all"})  # the part wrote its own
+    shown = _metrics(lake)
+    assert shown.keys() == expected.keys()
+    for key, figures in expected.items():
+        assert shown[key] == pytest.approx(figures), key
