@@ -29,6 +29,7 @@ import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from operator import attrgetter
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
@@ -72,6 +73,7 @@ __all__ = [
     "local_workers",
     "main",
     "run",
+    "run_checked",
     "use_workers",
     "where_it_runs",
 ]
@@ -306,9 +308,7 @@ def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) ->
     if plan is not None and len(plan.passes) > 1:
         counts = _audit_in_passes(options, plan, out)
     else:
-        with beam.Pipeline(options=options) as p:
-            build_pipeline(p, options)
-        counts = counts_from_result(p.result)
+        counts = run_checked(options, lambda p: build_pipeline(p, options), "the run", out)
     out(format_counts(counts, opts.lake))
     if not counts.adds_up:
         raise RuntimeError(
@@ -316,6 +316,24 @@ def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) ->
             f"{counts.sampled_out} + dead-lettered {counts.dead_lettered}"
         )
     return counts
+
+
+def run_checked(
+    options: PipelineOptions, build: Callable[[beam.Pipeline], Any], what: str, out: Callable[[str], None]
+) -> AuditCounts:
+    """Run the bounded graph `build` puts on a pipeline to its end, and check that the lake got a row for every
+    response it audited and every dead letter it counted (`AuditCounts.lake_shortfall`). If not, the run is
+    made once more: its files are named by their rows, so rows written twice are one in the views."""
+    for attempt in (1, 2):
+        with beam.Pipeline(options=options) as p:
+            build(p)
+        counts = counts_from_result(p.result)
+        shortfall = counts.lake_shortfall()
+        if shortfall is None:
+            return counts
+        if attempt == 1:
+            out(f"{what}: {shortfall}; running it again")
+    raise RuntimeError(f"{what}: {shortfall}, twice; the lake lacks part of the run")
 
 
 def _runs_in_process(options: PipelineOptions) -> bool:
@@ -330,10 +348,12 @@ def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[s
     out(f"passes         {len(plan.passes)} for {plan.messages} messages (at most {most} each)")
     passes = []
     for number, ranges in enumerate(plan.passes, start=1):
-        with beam.Pipeline(options=options) as p:
+
+        def build(p, ranges=ranges):
             messages = p | "ReadJsonl" >> ReadJsonlMessages(ranges=ranges)
             build_pipeline(p, options, source=messages, first_copies=plan.first_copies)
-        passes.append(counts_from_result(p.result))
+
+        passes.append(run_checked(options, build, f"pass {number}", out))
         out(f"pass {number:<9} {passes[-1].read} read, {passes[-1].audited} audited")
     sources = input_sources(plan.passes)
     where = f"origin_source IN ({', '.join('?' * len(sources))})"

@@ -6,21 +6,26 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from dataclasses import replace
 
+import apache_beam as beam
 import pytest
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+from apache_beam.options.pipeline_options import PipelineOptions
 from audit_messages import message, raw
 from lake_rows import lake_rows
 
 from dashboards.views import connect_lake
-from pipelines.audit import run
+from pipelines.audit import run, run_checked
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
 from pipelines.passes import plan_jsonl_passes
 from schemas import Origin
 from transforms.jsonl import LineRange, iter_jsonl_messages
-from transforms.parse import first_copy
+from transforms.lake import LAKE_METRICS_NAMESPACE
+from transforms.parse import METRICS_NAMESPACE, first_copy
 
 
 def _write(path, lines: list[bytes]) -> str:
@@ -103,7 +108,9 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path):
 
     assert lines[0] == "passes         5 for 310 messages (at most 70 each)"
     assert lines[1:6] == [line for line in lines if line.startswith("pass ")]
-    assert in_passes == one and one.read == 310 and one.adds_up
+    # Each pass writes the metrics of its part of a window: only the metrics rows written differ.
+    assert replace(in_passes, rows_written={}) == replace(one, rows_written={}) and one.read == 310 and one.adds_up
+    assert in_passes.rows_written["responses"] == one.rows_written["responses"] == one.audited
     rows_one, rows_passes = lake_rows(str(tmp_path / "one")), lake_rows(str(tmp_path / "passes"))
     assert rows_passes == rows_one
     # The copy in the last pass is dropped as a copy of the first line of the first pass.
@@ -124,3 +131,41 @@ def test_the_cli_takes_the_pass_size_and_refuses_a_useless_one(tmp_path, capsys)
     assert groundwatch([*argv, "--max-records-per-run", "200"]) == 0
     out = capsys.readouterr().out
     assert "passes         2 for 308 messages (at most 200 each)" in out and "read                308" in out
+
+
+def _counted(p, audited: int, written: int) -> None:
+    """A run whose counters say `audited` responses were audited and `written` responses rows reached the lake
+    (what a runner that loses part of a run's output reports)."""
+
+    def count(_):
+        Metrics.counter(METRICS_NAMESPACE, "read").inc(audited)
+        Metrics.counter(METRICS_NAMESPACE, "audited").inc(audited)
+        Metrics.counter(LAKE_METRICS_NAMESPACE, "responses_rows").inc(written)
+
+    _ = p | beam.Create([None]) | beam.Map(count)
+
+
+def test_a_run_whose_lake_lacks_rows_is_run_again_and_then_refused():
+    options = PipelineOptions(["--runner=FnApiRunner"])
+    attempts, lines = [], []
+
+    def lossy_once(p):
+        attempts.append(p)
+        _counted(p, audited=3, written=2 if len(attempts) == 1 else 3)
+
+    counts = run_checked(options, lossy_once, "pass 2", lines.append)
+    assert len(attempts) == 2 and counts.rows_written == {"responses": 3} and counts.lake_shortfall() is None
+    assert lines == ["pass 2: the lake got 2 responses rows for 3 audited responses; running it again"]
+
+    with pytest.raises(RuntimeError, match="the lake got 2 responses rows for 3 audited responses, twice"):
+        run_checked(options, lambda p: _counted(p, audited=3, written=2), "the run", lambda _: None)
+
+
+def test_a_healthy_run_wrote_a_row_for_every_response_and_dead_letter(tmp_path):
+    counts = run([f"--input={sample_traffic_path()}", f"--lake={tmp_path}"], out=lambda _: None)
+    assert counts.rows_written["responses"] == counts.audited > 0
+    assert counts.rows_written["dead_letters"] == counts.dead_lettered > 0
+    assert counts.lake_shortfall() is None
+    assert replace(counts, rows_written={"responses": counts.audited}).lake_shortfall() == (
+        f"the lake got 0 dead_letters rows for {counts.dead_lettered} dead letters"
+    )

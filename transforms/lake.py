@@ -38,6 +38,7 @@ from schemas import TABLES, AttributionVerdict, AuditedResponse, ResponseRow, Se
 from transforms.audit_rows import citation_rows, claim_rows
 
 __all__ = [
+    "LAKE_METRICS_NAMESPACE",
     "ROW_BUILDERS",
     "WriteAuditLake",
     "partition_of",
@@ -47,6 +48,9 @@ __all__ = [
     "write_rows_file",
     "write_table",
 ]
+
+LAKE_METRICS_NAMESPACE = "groundwatch.lake"
+"""Counters of the lake writer: `files_written`, and `<table>_rows`, the rows written to each table."""
 
 
 def row_dict(row: BaseModel) -> dict[str, Any]:
@@ -241,7 +245,7 @@ class _KeyByPartitionDoFn(beam.DoFn):
 class _WritePartitionDoFn(beam.DoFn):
     def __init__(self, lake_dir: str):
         self._lake_dir = lake_dir
-        self._files = Metrics.counter("groundwatch.lake", "files_written")
+        self._files = Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written")
 
     def process(self, element):
         (table, date, hour, window_label), rows = element
@@ -249,7 +253,7 @@ class _WritePartitionDoFn(beam.DoFn):
         stem = _stem(table, window_label, *(_key_of(table, r) for r in rows))
         path = write_rows_file(table_path(self._lake_dir, table, date, hour), stem, table, rows)
         self._files.inc()
-        Metrics.counter("groundwatch.lake", f"{table}_rows").inc(len(rows))
+        Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))
         yield path
 
 
