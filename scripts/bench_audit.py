@@ -3,6 +3,7 @@
 
     python scripts/bench_audit.py [--responses 5000] [--verifier heuristic] [extra Beam options]
     python scripts/bench_audit.py --direct_num_workers=1   # the whole pipeline in this one process
+    python scripts/bench_audit.py --responses 100000 --pipeline-only [--max_records_per_run=200000]
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic`), times `Verifier.verify` over all their sentences in
@@ -13,7 +14,8 @@ inputs of 8 MiB or more, about 3,300 of these responses; reading, parsing,
 windowing, dedupe, verifying, citation and claim audits, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
-`--max_records_per_run`, default 20,000, is audited in passes). Not a test: figures depend on the machine and its load
+`--max_records_per_run`, default 20,000, is audited in passes) and how many responses rows the lake got.
+Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """
 
@@ -35,7 +37,7 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 from process_memory import PeakMemory  # noqa: E402
 
 from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run, where_it_runs  # noqa: E402
-from pipelines.traffic import generate_responses, write_jsonl  # noqa: E402
+from pipelines.traffic import generate_responses  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
 from transforms.audit import score_and_flag, verify_response  # noqa: E402
 from transforms.lake import to_lake_rows  # noqa: E402
@@ -94,13 +96,8 @@ def _runner_mode(argv: list[str]) -> str:
     return where_it_runs(pipeline_options(argv))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--responses", type=int, default=5000, help="Responses to generate. Default 5000.")
-    parser.add_argument("--verifier", default="heuristic", help="Verifier to measure. Default heuristic.")
-    parser.add_argument("--seed", type=int, default=11, help="Traffic seed. Default 11.")
-    args, beam_args = parser.parse_known_args(argv)
-
+def bench_alone(args) -> None:
+    """The verifier alone and the stage costs, on the first `args.responses` generated responses."""
     messages = list(generate_responses(args.responses, seed=args.seed, sentences=5, passages=5))
     lines = [json.dumps(m).encode("utf-8") for m in messages]
     responses = [LoggedResponse.model_validate(m) for m in messages]
@@ -111,9 +108,27 @@ def main(argv: list[str] | None = None) -> int:
     for label, ms in bench_stages(lines[: min(len(lines), 1000)], args.verifier):
         print(f"  {label:<24} {ms:7.2f}")
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--responses", type=int, default=5000, help="Responses to generate. Default 5000.")
+    parser.add_argument("--verifier", default="heuristic", help="Verifier to measure. Default heuristic.")
+    parser.add_argument("--seed", type=int, default=11, help="Traffic seed. Default 11.")
+    parser.add_argument(
+        "--pipeline-only",
+        action="store_true",
+        help="Measure only the whole pipeline (the traffic is written to the file as it is generated, so this "
+        "process holds none of it: the peak memory is the audit's).",
+    )
+    args, beam_args = parser.parse_known_args(argv)
+    if not args.pipeline_only:
+        bench_alone(args)
+
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         path = os.path.join(tmp, "traffic.jsonl")
-        write_jsonl(lines, path)
+        with open(path, "wb") as f:
+            for message in generate_responses(args.responses, seed=args.seed, sentences=5, passages=5):
+                f.write(json.dumps(message).encode("utf-8") + b"\n")
         load0, cpu0, wall0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
         mode = _runner_mode(argv)
@@ -122,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
     print(f"pipeline ({' '.join(beam_args) or 'default options'}: {mode}):")
     print(f"  {counts.read} responses read, {counts.audited} audited, {counts.dead_lettered} dead-lettered")
+    print(f"  the lake got {counts.rows_written.get('responses', 0)} responses rows")
     print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
     print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
     print(f"  load average before / after the run: {load0:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
