@@ -80,6 +80,8 @@ __all__ = [
 
 ACCEPTS_PIPELINE_ARGS = True
 DEFAULT_RUNNER = "FnApiRunner"
+LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
+"""The local runners: the FnApiRunner, and the DirectRunner (which picks the FnApiRunner or Prism by itself)."""
 
 
 class AuditOptions(PipelineOptions):
@@ -271,7 +273,7 @@ def where_it_runs(options: PipelineOptions) -> str:
     """The runner and, for the local one, its workers: `FnApiRunner, in process`, `FnApiRunner, 2 workers
     (multi_processing)`, or another runner's name."""
     direct, runner = options.view_as(DirectOptions), options.view_as(StandardOptions).runner
-    if runner not in ("FnApiRunner", "DirectRunner"):
+    if runner not in LOCAL_RUNNERS:
         return str(runner)
     workers = (os.cpu_count() or 1) if direct.direct_num_workers == 0 else direct.direct_num_workers or 1
     return f"{runner}, in process" if workers == 1 else f"{runner}, {workers} workers ({direct.direct_running_mode})"
@@ -338,7 +340,7 @@ def run_checked(
 
 def _runs_in_process(options: PipelineOptions) -> bool:
     """Whether the run is Beam's local runner, which holds a bounded run's data in memory until it ends."""
-    return options.view_as(StandardOptions).runner in ("FnApiRunner", "DirectRunner")
+    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
 
 
 def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str], None]) -> AuditCounts:

@@ -8,6 +8,7 @@ out + dead-lettered), from Beam's counters, summed over the passes of a run in p
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -60,10 +61,10 @@ class AuditCounts:
 
 def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
     """The counts of several runs (the passes of a catch-up) as one."""
-    reasons: dict[str, int] = {}
+    reasons, written = Counter(), Counter()
     for c in runs:
-        for reason, n in c.dead_letter_reasons.items():
-            reasons[reason] = reasons.get(reason, 0) + n
+        reasons.update(c.dead_letter_reasons)
+        written.update(c.rows_written)
     total = lambda field: sum(getattr(c, field) for c in runs)  # noqa: E731
     return AuditCounts(
         read=total("read"),
@@ -73,9 +74,7 @@ def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
         needs_review=total("needs_review"),
         dead_letter_reasons=dict(sorted(reasons.items())),
         offset_commit_failures=total("offset_commit_failures"),
-        rows_written={
-            t: sum(c.rows_written.get(t, 0) for c in runs) for t in sorted({t for c in runs for t in c.rows_written})
-        },
+        rows_written=dict(sorted(written.items())),
     )
 
 

@@ -26,7 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import Origin
 
-__all__ = ["LineRange", "ReadJsonlMessages", "iter_jsonl_lines", "iter_jsonl_messages"]
+__all__ = ["LineRange", "ReadJsonlMessages", "absolute_pattern", "iter_jsonl_lines", "iter_jsonl_messages"]
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,6 @@ def iter_jsonl_messages(stream, source: str, first: int = 1, stop: int | None = 
     """`(bytes, Origin)` for every non-blank line of a binary stream (from line `first` up to `stop`)."""
     for number, line in iter_jsonl_lines(stream, first, stop):
         yield line, Origin(source=source, offset=number)
-
-
-class _ReadLinesDoFn(beam.DoFn):
-    def process(self, readable_file):
-        path = readable_file.metadata.path
-        with readable_file.open(compression_type=CompressionTypes.AUTO) as stream:
-            yield from iter_jsonl_messages(stream, f"file:{path}")
 
 
 class _ReadLineRangeDoFn(beam.DoFn):
@@ -91,8 +84,8 @@ class ReadJsonlMessages(beam.PTransform):
             lines = (
                 pbegin
                 | "MatchFiles" >> fileio.MatchFiles(self._pattern)
-                | "ReadMatches" >> fileio.ReadMatches()
-                | "ReadLines" >> beam.ParDo(_ReadLinesDoFn())
+                | "WholeFiles" >> beam.Map(lambda metadata: LineRange(metadata.path))
+                | "ReadLines" >> beam.ParDo(_ReadLineRangeDoFn())
             )
         return (
             lines
