@@ -196,12 +196,17 @@ def _wait_lake(lake: Path, topic: str, count: int, process: subprocess.Popen, ti
     raise RuntimeError(f"the lake did not get {count} responses within {timeout_s:.0f}s")
 
 
-def _runner_line(work: Path, topic: str) -> str:
-    """Where the monitor says it ran (its `runner` line: runner, workers, backlog)."""
+def _said(work: Path, topic: str, first_word: str) -> list[str]:
+    """The lines of the monitor's output that start with `first_word` (`runner`, `pass`, `passes`, ...)."""
     log = work / f"{topic}.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    said = [line.split(None, 1)[1] for line in lines if line.startswith("runner ")]
-    return said[0] if said else "runner not reported"
+    return [line for line in lines if line.split(None, 1)[:1] == [first_word]]
+
+
+def _runner_line(work: Path, topic: str) -> str:
+    """Where the monitor says it ran (its `runner` line: runner, workers, backlog)."""
+    said = _said(work, topic, "runner")
+    return said[0].split(None, 1)[1] if said else "runner not reported"
 
 
 def _children_cpu() -> float:
@@ -250,6 +255,8 @@ def bench_bounded(
         print(f"CPU                  {cpu:.1f} s (the monitor and its workers) = {count / cpu:.0f} responses/CPU s")
         print(f"load average         {load} (1/5/15 min, at the end, this run included; {os.cpu_count()} cores)")
         print(f"other CPU            {others:.1f} s during the run (everything else on the machine: broker, others)")
+        for line in _said(work, topic, "pass") + _said(work, topic, "offset"):
+            print(f"monitor said         {line}")  # its passes, a pass's lake shortfall or uncommitted offsets
     finally:
         _delete_topics(bootstrap, [topic, f"{topic}.review", f"{topic}.dead"])
 
