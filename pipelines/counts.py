@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from apache_beam.metrics.metric import MetricsFilter
 
-from transforms.kafka_commit import KAFKA_METRICS_NAMESPACE
+from transforms.kafka_client import KAFKA_METRICS_NAMESPACE
 from transforms.lake import LAKE_METRICS_NAMESPACE
 from transforms.parse import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE
 

@@ -32,7 +32,6 @@ import argparse
 import functools
 import os
 from collections.abc import Callable, Mapping
-from contextlib import closing
 from typing import Any
 
 import apache_beam as beam
@@ -51,9 +50,9 @@ from pipelines.catch_up import (
 from pipelines.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.monitor_options import MonitorOptions, add_arguments, connection_from_options, to_argv, validate
 from pipelines.worker_pool import start_worker_pool
-from transforms.kafka_client import consumer
 from transforms.kafka_commit import CommitOffsetsAfterLake
 from transforms.kafka_io import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
+from transforms.kafka_partitions import topic_partitions
 from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
 from transforms.late import DeadLetterLateMessages, message_late_reason
 from transforms.parse import ParseError, parse_message
@@ -154,9 +153,8 @@ def _check_topics(connection: dict[str, Any], opts: MonitorOptions) -> None:
     from kafka.errors import KafkaError
 
     try:
-        with closing(consumer(connection, None)) as probe:
-            if not probe.partitions_for_topic(opts.kafka_topic):
-                raise ValueError(f"--topic {opts.kafka_topic!r} does not exist at {opts.kafka_bootstrap_servers}")
+        if topic_partitions(connection, opts.kafka_topic) is None:
+            raise ValueError(f"--topic {opts.kafka_topic!r} does not exist at {opts.kafka_bootstrap_servers}")
         ensure_topics(connection, [opts.review_topic, opts.dead_letter_topic])
     except KafkaError as e:
         raise ValueError(f"cannot reach Kafka at --bootstrap-servers {opts.kafka_bootstrap_servers}: {e}") from None

@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = [
     "CLIENT_SETTINGS",
+    "KAFKA_METRICS_NAMESPACE",
     "START_FROM",
     "client_config",
     "consumer",
@@ -21,6 +22,10 @@ __all__ = [
     "message_event_time",
     "resolve_start_offset",
 ]
+
+KAFKA_METRICS_NAMESPACE = "groundwatch.kafka"
+"""Counters of the Kafka transforms: records read, partitions discovered, messages published, offset commits
+and failed offset commits (`offset_commit_failures`, retried with the partition's next record)."""
 
 START_FROM = ("committed", "earliest", "latest")
 CLIENT_SETTINGS = (

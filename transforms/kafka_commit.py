@@ -33,11 +33,10 @@ from apache_beam.transforms import window as beam_window
 from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
 from apache_beam.typehints import KV, Tuple
 
-from transforms.kafka_client import client_config
+from transforms.kafka_client import KAFKA_METRICS_NAMESPACE, client_config
 from transforms.kafka_io import ReadProgress
 
 __all__ = [
-    "KAFKA_METRICS_NAMESPACE",
     "OFFSET_TABLES",
     "CommitOffsetsAfterLake",
     "committable_position",
@@ -46,9 +45,6 @@ __all__ = [
     "record_chunk",
     "record_durable",
 ]
-
-KAFKA_METRICS_NAMESPACE = "groundwatch.kafka"
-"""Counters of the Kafka stages: `offset_commits`, and `offset_commit_failures` (retried with the next record)."""
 
 OFFSET_TABLES = ("responses", "dead_letters")
 """Lake tables whose rows carry the Kafka origin of the message they came from."""

@@ -52,6 +52,7 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 
 from schemas import Origin
 from transforms.kafka_client import (
+    KAFKA_METRICS_NAMESPACE,
     START_FROM,
     client_config,
     consumer,
@@ -115,7 +116,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         self._reader_id = reader_id
         self._reader = None
         self._offsets_client = None
-        self._read = Metrics.counter("groundwatch.kafka", "records_read")
+        self._read = Metrics.counter(KAFKA_METRICS_NAMESPACE, "records_read")
 
     def __getstate__(self):
         return {**self.__dict__, "_reader": None, "_offsets_client": None}

@@ -33,7 +33,7 @@ from apache_beam.transforms.core import RestrictionProvider
 from apache_beam.utils.timestamp import Duration, Timestamp
 from kafka.errors import KafkaError
 
-from transforms.kafka_client import consumer
+from transforms.kafka_client import KAFKA_METRICS_NAMESPACE, consumer
 
 __all__ = [
     "DISCOVERY_INTERVAL_SECONDS",
@@ -128,7 +128,7 @@ class WatchPartitionsFn(beam.DoFn, RestrictionProvider):
         self._connection = dict(connection)
         self._start_from = start_from
         self._interval_s = interval_s
-        self._discovered = Metrics.counter("groundwatch.kafka", "partitions_discovered")
+        self._discovered = Metrics.counter(KAFKA_METRICS_NAMESPACE, "partitions_discovered")
 
     def initial_restriction(self, topic):
         return OffsetRange(0, UNBOUNDED_STOP)

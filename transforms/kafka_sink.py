@@ -20,7 +20,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
-from transforms.kafka_client import client_config
+from transforms.kafka_client import KAFKA_METRICS_NAMESPACE, client_config
 
 __all__ = [
     "PublishDeadLetters",
@@ -108,7 +108,7 @@ class _ProduceFn(beam.DoFn):
         self._connection = dict(connection)
         self._topic = topic
         self._producer = None
-        self._sent = Metrics.counter("groundwatch.kafka", f"published_{topic}")
+        self._sent = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"published_{topic}")
 
     def setup(self):
         self._producer = self._new_producer()
