@@ -43,7 +43,7 @@ from pipelines.judge_options import (
     judge_verifier_config,
 )
 from pipelines.metrics import recompute_window_metrics
-from pipelines.passes import MAX_RECORDS_PER_RUN, JsonlPlan, input_sources, plan_jsonl_passes
+from pipelines.passes import MAX_RECORDS_PER_RUN, JsonlPlan, plan_jsonl_passes, windows_across_passes
 from pipelines.worker_pool import separate_environment
 from schemas.base import utc_now
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
@@ -307,7 +307,7 @@ def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) ->
     opts = options.view_as(AuditOptions)
     validate_options(opts)
     plan = plan_jsonl_passes(opts.input, opts.max_records_per_run) if _runs_in_process(options) else None
-    if plan is not None and len(plan.passes) > 1:
+    if plan is not None and plan.passes:
         counts = _audit_in_passes(options, plan, out)
     else:
         counts = run_checked(options, lambda p: build_pipeline(p, options), "the run", out)
@@ -345,9 +345,15 @@ def _runs_in_process(options: PipelineOptions) -> bool:
 
 def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str], None]) -> AuditCounts:
     """One run per pass of the plan, each deduplicated against the whole input; then the window metrics of
-    the windows the input was audited in are computed again from the lake (a window may span passes)."""
+    the windows that span passes are computed again from the lake (each pass wrote metrics of its part).
+
+    An input of one pass is read by the plan too: the repeated ids the plan found come in as a side input
+    from the graph's start, not from a look at the lines read, so the lines go from the read's shuffle
+    straight to the audit, spread evenly over the workers. (Looking at the lines read first makes the
+    runner keep them in a buffer it hands out to the workers by the chunk, often two thirds to one.)"""
     most = options.view_as(AuditOptions).max_records_per_run
-    out(f"passes         {len(plan.passes)} for {plan.messages} messages (at most {most} each)")
+    if len(plan.passes) > 1:
+        out(f"passes         {len(plan.passes)} for {plan.messages} messages (at most {most} each)")
     passes = []
     for number, ranges in enumerate(plan.passes, start=1):
 
@@ -355,12 +361,13 @@ def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[s
             messages = p | "ReadJsonl" >> ReadJsonlMessages(ranges=ranges)
             build_pipeline(p, options, source=messages, first_copies=plan.first_copies)
 
-        passes.append(run_checked(options, build, f"pass {number}", out))
+        what = f"pass {number}" if len(plan.passes) > 1 else "the run"
+        passes.append(run_checked(options, build, what, out))
+        if len(plan.passes) == 1:
+            return passes[0]
         out(f"pass {number:<9} {passes[-1].read} read, {passes[-1].audited} audited")
-    sources = input_sources(plan.passes)
-    where = f"origin_source IN ({', '.join('?' * len(sources))})"
-    windows = recompute_window_metrics(options.view_as(AuditOptions).lake, where, sources)
-    out(f"window metrics {windows} windows computed again from the lake (a window may span passes)")
+    windows = recompute_window_metrics(options.view_as(AuditOptions).lake, *windows_across_passes(plan.passes))
+    out(f"window metrics {windows} windows span passes: computed again from the lake")
     return sum_counts(passes)
 
 

@@ -30,7 +30,7 @@ from schemas import Origin
 from transforms.jsonl import LineRange, absolute_pattern, iter_jsonl_lines
 from transforms.parse import first_copy, response_id_of
 
-__all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "input_sources", "plan_jsonl_passes"]
+__all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "plan_jsonl_passes", "windows_across_passes"]
 
 MAX_RECORDS_PER_RUN = 20_000
 """Messages one pass reads at most by default: 3.5-3.7 GiB at the peak of a catch-up pass with two worker
@@ -51,9 +51,23 @@ def input_files(pattern: str) -> list[str]:
     return sorted(m.path for m in FileSystems.match([absolute_pattern(pattern)])[0].metadata_list)
 
 
-def input_sources(passes: Sequence[Sequence[LineRange]]) -> list[str]:
-    """The origin sources (`file:<path>`) of the files the passes read, as the lake's rows name them."""
-    return sorted({f"file:{lines.path}" for part in passes for lines in part})
+def windows_across_passes(passes: Sequence[Sequence[LineRange]]) -> tuple[str, list]:
+    """A filter on the lake's `responses` (SQL with its parameters) for the windows holding responses of more
+    than one pass: each pass wrote metrics of its own part of such a window, so only these need computing again.
+    In traffic logged in time order, these are the few windows at the passes' edges."""
+    ranges, params = [], []
+    for number, part in enumerate(passes):
+        for lines in part:
+            ranges.append("(?, ?, ?, ?)")
+            params += [f"file:{lines.path}", lines.first, lines.stop if lines.stop is not None else 2**62, number]
+    sql = (
+        "window_start IN (SELECT r.window_start FROM responses AS r JOIN (VALUES "
+        + ", ".join(ranges)
+        + ") AS p(source, first_line, stop_line, pass) ON r.origin_source = p.source"
+        " AND r.origin_offset >= p.first_line AND r.origin_offset < p.stop_line"
+        " GROUP BY r.window_start HAVING count(DISTINCT p.pass) > 1)"
+    )
+    return sql, params
 
 
 def plan_jsonl_passes(pattern: str, max_records: int) -> JsonlPlan:

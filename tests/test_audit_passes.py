@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from collections import defaultdict
 from dataclasses import replace
 
 import apache_beam as beam
@@ -116,7 +117,18 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path):
     # The copy in the last pass is dropped as a copy of the first line of the first pass.
     duplicates = [error for _, _, error in rows_passes["dead_letters"] if error.startswith("duplicate_response_id")]
     assert any(f"{first_id!r} was already read at file:{traffic / 'a.jsonl'} line 1" in e for e in duplicates)
-    # Windows that span passes have the metrics of all their responses, as in one run.
+    # Only the windows holding responses of several passes are computed again; they have the metrics of all
+    # their responses, as in one run.
+    passes = plan_jsonl_passes(pattern, max_records=70).passes
+    pass_of = {origin: n for n, part in enumerate(passes) for origin in _read(part)}
+    passes_of_window = defaultdict(set)
+    for source, line, window in connect_lake(str(tmp_path / "passes")).execute(
+        "SELECT origin_source, origin_offset, window_start FROM responses"
+    ).fetchall():
+        passes_of_window[window].add(pass_of[source, line])
+    spanning = sum(1 for seen in passes_of_window.values() if len(seen) > 1)
+    assert 0 < spanning < len(passes_of_window)
+    assert f"window metrics {spanning} windows span passes: computed again from the lake" in lines
     metrics_one, metrics_passes = _metrics(str(tmp_path / "one")), _metrics(str(tmp_path / "passes"))
     assert metrics_passes.keys() == metrics_one.keys()
     for key, (responses, confidence, review) in metrics_one.items():

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
+from apache_beam.testing.util import assert_that
 from audit_messages import at, message
 
 from dashboards.views import connect_lake
@@ -143,6 +144,30 @@ def test_empty_lake_has_every_view_with_columns(tmp_path):
         columns = [d[0] for d in con.execute(f"SELECT * FROM {name}").description]
         assert columns[: len(spec.schema.names)] == spec.schema.names
         assert con.execute(f"SELECT count(*) FROM {name}").fetchone()[0] == 0
+
+
+def test_a_bounded_write_leaves_rows_where_they_are_made_in_files_of_at_most_flush_rows(tmp_path):
+    rows = [*audited_rows(6), ("dead_letters", dead_letter(1)), ("dead_letters", dead_letter(2, T + timedelta(hours=1)))]
+    per_table = {table: sum(1 for t, _ in rows if t == table) for table, _ in rows}
+    lake = str(tmp_path / "lake")
+
+    def are_the_lake_files(paths):
+        assert sorted(paths) == parquet_files(lake)
+
+    for _ in range(2):  # the second run writes the same files again, no copies
+        with BeamPipeline(runner="FnApiRunner") as p:
+            paths = p | beam.Create(rows, reshuffle=False) | WriteAuditLake(lake, per_window=False, flush_rows=4)
+            assert_that(paths, are_the_lake_files)
+    files = parquet_files(lake)
+    con = connect_lake(lake)
+    for table, expected in per_table.items():
+        assert count(lake, table) == expected
+        raw = con.execute(f"SELECT count(*) FROM read_parquet('{lake}/{table}/**/*.parquet')").fetchone()[0]
+        assert raw == expected
+    sizes = [con.execute(f"SELECT count(*) FROM read_parquet('{f}')").fetchone()[0] for f in files]
+    assert max(sizes) == 4 and len(files) == sum(-(-n // 4) for n in per_table.values() if n) + 1  # 2 hours of dead letters
+    with pytest.raises(ValueError, match="flush_rows must be >= 1"):
+        WriteAuditLake(lake, per_window=False, flush_rows=0)
 
 
 def test_write_audit_lake_groups_rows_and_rerun_overwrites(tmp_path):

@@ -11,8 +11,10 @@ Every file is written to a hidden temp file in its final folder and then
 `fileio.WriteToFiles` silently fails to publish into hive folders that do not
 exist yet). File names are a hash of the table, the window and the sorted row
 keys, so re-running the same input overwrites its files instead of adding
-copies. Rows are grouped per (table, partition, window) so files are not
-one-row-each. Nothing is held in process-global state: any runner works.
+copies. A stream's rows are grouped per (table, partition, window), so files
+are not one-row-each; a bounded run's rows are written where they are made,
+one file per (table, partition) for each bundle of work, without sending them
+through a shuffle. Nothing is held in process-global state: any runner works.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ __all__ = [
     "write_rows_file",
     "write_table",
 ]
+
+BUNDLE_FLUSH_ROWS = 50_000
+"""A bounded run writes a partition's rows once a bundle has this many (and the rest when the bundle ends)."""
 
 LAKE_METRICS_NAMESPACE = "groundwatch.lake"
 """Counters of the lake writer: `files_written`, and `<table>_rows`, the rows written to each table."""
@@ -257,32 +262,80 @@ class _WritePartitionDoFn(beam.DoFn):
         yield path
 
 
+class _WriteBundleDoFn(beam.DoFn):
+    """Rows kept per (table, partition) for the bundle and written when it ends, or when a partition holds
+    `flush_rows` rows (so a large bundle does not hold all its rows)."""
+
+    def __init__(self, lake_dir: str, flush_rows: int):
+        self._lake_dir, self._flush_rows = lake_dir, flush_rows
+        self._files = Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written")
+        self._pending: dict[tuple[str, str, str], list[dict]] = {}
+
+    def start_bundle(self):
+        self._pending = defaultdict(list)
+
+    def process(self, element):
+        table, row = element
+        key = (table, *partition_of(table, row))
+        rows = self._pending[key]
+        rows.append(row)
+        if len(rows) >= self._flush_rows:
+            yield self._write(key, self._pending.pop(key))
+
+    def finish_bundle(self):
+        pending, self._pending = self._pending, defaultdict(list)
+        for key, rows in pending.items():
+            yield beam_window.GlobalWindows.windowed_value(self._write(key, rows))
+
+    def _write(self, key: tuple[str, str, str], rows: list[dict]) -> str:
+        table, date, hour = key
+        rows.sort(key=lambda r: _key_of(table, r))
+        stem = _stem(table, "bundle", *(_key_of(table, r) for r in rows))
+        path = write_rows_file(table_path(self._lake_dir, table, date, hour), stem, table, rows)
+        self._files.inc()
+        Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))
+        return path
+
+
 class WriteAuditLake(beam.PTransform):
     """Write `(table, row dict)` pairs (one PCollection, or a tuple of them) into the lake, one Parquet
     file per (table, partition, window).
 
-    With `per_window=False` (bounded runs) the windows are merged first: one file per (table, partition).
+    With `per_window=False` (bounded runs) windows do not matter: each bundle of work writes the rows it made,
+    one file per (table, partition), at its end (or every `flush_rows` rows of a partition). The rows stay
+    in the worker that made them: sending them through a shuffle to group them cost more CPU than writing
+    them, and the runner held all of them in memory until the run ended.
 
-    Returns the paths of the files written.
+    Returns the paths of the files written (in the global window, for a bounded run).
     """
 
-    def __init__(self, lake_dir: str, *, per_window: bool = True):
+    def __init__(self, lake_dir: str, *, per_window: bool = True, flush_rows: int = BUNDLE_FLUSH_ROWS):
         super().__init__()
         if not lake_dir:
             raise ValueError("lake directory must be a non-empty path")
+        if flush_rows < 1:
+            raise ValueError(f"flush_rows must be >= 1, got {flush_rows}")
         self._lake_dir = os.path.abspath(lake_dir)
         self._per_window = per_window
+        self._flush_rows = flush_rows
 
     def expand(self, rows):
+        inputs = list(rows) if isinstance(rows, (tuple, list)) else [rows]
+        if not self._per_window:
+            written = []
+            for i, part in enumerate(inputs):
+                suffix = str(i) if len(inputs) > 1 else ""
+                written.append(
+                    part
+                    | f"ToGlobalWindow{suffix}" >> beam.WindowInto(beam_window.GlobalWindows())
+                    | f"WriteParquet{suffix}" >> beam.ParDo(_WriteBundleDoFn(self._lake_dir, self._flush_rows))
+                )
+            return written[0] if len(written) == 1 else written | "FlattenWritten" >> beam.Flatten()
         # Several row collections may come in: each is keyed (and made compact) where it is produced, so
         # only compact rows are encoded where they meet.
-        inputs = list(rows) if isinstance(rows, (tuple, list)) else [rows]
         keyed = []
         for i, part in enumerate(inputs):
             suffix = str(i) if len(inputs) > 1 else ""
-            if not self._per_window:
-                # Bounded input: one group per (table, partition) for the whole run, so files are few and large.
-                part = part | f"OneGroupPerPartition{suffix}" >> beam.WindowInto(beam_window.GlobalWindows())
             keyed.append(part | f"KeyByPartition{suffix}" >> beam.ParDo(_KeyByPartitionDoFn()))
         merged = keyed[0] if len(keyed) == 1 else keyed | "FlattenPartitions" >> beam.Flatten()
         return (
