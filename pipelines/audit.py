@@ -11,7 +11,7 @@ Beam's FnApiRunner unless `--runner` says otherwise (the DirectRunner would
 first try to download Prism): in process for small inputs, with one worker
 process per core (up to 4) from 8 MiB of input on, unless
 `--direct_num_workers` / `--direct_running_mode` say otherwise. On that runner an input of more than
-`--max-records-per-run` lines (default 20,000) is audited in passes, one run each (`pipelines.passes`):
+`--max-records-per-run` lines (default 50,000) is audited in passes, one run each (`pipelines.passes`):
 the runner holds a run's data in memory until it ends.
 
 Stages (each a labelled composite in `transforms/`):

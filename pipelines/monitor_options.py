@@ -190,7 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-records-per-run",
         type=int,
         default=MAX_RECORDS_PER_RUN,
-        help="With --until-caught-up: passes of at most this many messages (bounds memory). Default 20000.",
+        help="With --until-caught-up: passes of at most this many messages (bounds memory). Default 50000.",
     )
     parser.add_argument("--review-topic", default="rag.review", help="Review-queue topic ('' disables).")
     parser.add_argument("--dead-letter-topic", default="rag.dead-letters", help="Dead-letter topic ('' disables).")

@@ -3,7 +3,7 @@
 
     python scripts/bench_audit.py [--responses 5000] [--verifier heuristic] [extra Beam options]
     python scripts/bench_audit.py --direct_num_workers=1   # the whole pipeline in this one process
-    python scripts/bench_audit.py --responses 100000 --pipeline-only [--max_records_per_run=200000]
+    python scripts/bench_audit.py --responses 100000 --pipeline-only [--max_records_per_run=100000]
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic`), times `Verifier.verify` over all their sentences in
@@ -14,7 +14,7 @@ inputs of 8 MiB or more, about 3,300 of these responses; reading, parsing,
 windowing, dedupe, verifying, citation and claim audits, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
-`--max_records_per_run`, default 20,000, is audited in passes) and how many responses rows the lake got.
+`--max_records_per_run`, default 50,000, is audited in passes) and how many responses rows the lake got.
 Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """

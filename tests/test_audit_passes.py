@@ -122,9 +122,10 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path):
     passes = plan_jsonl_passes(pattern, max_records=70).passes
     pass_of = {origin: n for n, part in enumerate(passes) for origin in _read(part)}
     passes_of_window = defaultdict(set)
-    for source, line, window in connect_lake(str(tmp_path / "passes")).execute(
+    audited = connect_lake(str(tmp_path / "passes")).execute(
         "SELECT origin_source, origin_offset, window_start FROM responses"
-    ).fetchall():
+    )
+    for source, line, window in audited.fetchall():
         passes_of_window[window].add(pass_of[source, line])
     spanning = sum(1 for seen in passes_of_window.values() if len(seen) > 1)
     assert 0 < spanning < len(passes_of_window)
