@@ -42,8 +42,8 @@ from pipelines.judge_options import (
     judge_argv,
     judge_verifier_config,
 )
-from pipelines.metrics import recompute_window_metrics
-from pipelines.passes import MAX_RECORDS_PER_RUN, JsonlPlan, plan_jsonl_passes, windows_across_passes
+from pipelines.metrics import recompute_window_metrics, windows_across_passes
+from pipelines.passes import MAX_RECORDS_PER_RUN, JsonlPlan, plan_jsonl_passes, read_ranges
 from pipelines.worker_pool import separate_environment
 from schemas.base import utc_now
 from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
@@ -366,7 +366,8 @@ def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[s
         if len(plan.passes) == 1:
             return passes[0]
         out(f"pass {number:<9} {passes[-1].read} read, {passes[-1].audited} audited")
-    windows = recompute_window_metrics(options.view_as(AuditOptions).lake, *windows_across_passes(plan.passes))
+    spanning = windows_across_passes(read_ranges(plan.passes))
+    windows = recompute_window_metrics(options.view_as(AuditOptions).lake, *spanning)
     out(f"window metrics {windows} windows span passes: computed again from the lake")
     return sum_counts(passes)
 

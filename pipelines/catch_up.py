@@ -14,18 +14,18 @@ first pass, so the catch-up ends even while producers keep writing.
 Between passes the usual at-least-once rules hold (`transforms.kafka_commit`): a pass commits only what
 its lake files hold. A response id repeated in two passes is audited in both, and the lake views count
 it once. A window whose messages fall in two passes gets `window_metrics` rows from each, each with only
-its pass's responses; so after the last pass, the metrics of every window the catch-up wrote to are
-computed again from the lake's rows (`refresh_window_metrics`, see `pipelines.metrics`),
+its pass's responses; so after the last pass, the metrics of every window with responses of more than one
+pass are computed again from the lake's rows (`refresh_window_metrics`, see `pipelines.metrics`),
 and the views keep those: they hold the most responses, and are the newest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import closing
 from typing import Any
 
-from pipelines.metrics import recompute_window_metrics
+from pipelines.metrics import ReadRange, recompute_window_metrics, windows_across_passes
 from transforms.kafka_client import consumer, kafka_source, resolve_start_offset
 
 __all__ = [
@@ -100,11 +100,10 @@ def plan_pass(starts: Mapping[int, int], targets: Mapping[int, int], max_records
     return plan
 
 
-def refresh_window_metrics(lake_dir: str, topic: str, ranges: Mapping[int, tuple[int, int]]) -> int:
-    """Compute again the window metrics of every window the offsets `ranges` ({partition: (start, stop)}) of
-    `topic` were audited in (`pipelines.metrics`); return how many windows."""
-    if not ranges:
-        return 0
-    read = " OR ".join("(origin_partition = ? AND origin_offset >= ? AND origin_offset < ?)" for _ in ranges)
-    params = [kafka_source(topic), *(x for p, (start, stop) in sorted(ranges.items()) for x in (p, start, stop))]
-    return recompute_window_metrics(lake_dir, f"origin_source = ? AND ({read})", params)
+def refresh_window_metrics(lake_dir: str, topic: str, plans: Sequence[Mapping[int, tuple[int, int]]]) -> int:
+    """Compute again the window metrics of the windows holding responses of more than one of the passes `plans`
+    ({partition: (start, stop)} offsets of `topic` each), see `pipelines.metrics`; return how many windows."""
+    passes = [
+        [ReadRange(kafka_source(topic), p, start, stop) for p, (start, stop) in sorted(plan.items())] for plan in plans
+    ]
+    return recompute_window_metrics(lake_dir, *windows_across_passes(passes))

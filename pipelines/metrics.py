@@ -20,6 +20,7 @@ import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -30,11 +31,52 @@ from pipelines.cli import iso_time
 from transforms.lake import write_table
 from transforms.window_metrics import compute_window_metrics, stats_from_rows
 
-__all__ = ["WINDOWS_PER_BATCH", "add_arguments", "main", "recompute_window_metrics"]
+__all__ = [
+    "WINDOWS_PER_BATCH",
+    "ReadRange",
+    "add_arguments",
+    "main",
+    "recompute_window_metrics",
+    "windows_across_passes",
+]
 
 
 WINDOWS_PER_BATCH = 500
 """Windows computed together: their rows are read and held at once (at 60 s windows, 500 is about 8 hours)."""
+
+
+@dataclass(frozen=True)
+class ReadRange:
+    """Messages one pass read: offsets `first` up to, not including, `stop` (None: to the end) of one source
+    (`file:<path>`, whose offsets are line numbers, or a Kafka topic's partition)."""
+
+    source: str
+    partition: int | None
+    first: int
+    stop: int | None
+
+
+def windows_across_passes(passes: Sequence[Sequence[ReadRange]]) -> tuple[str, list]:
+    """A filter on the lake's `responses` (SQL with its parameters, for `recompute_window_metrics`) for the windows
+    holding responses of more than one pass: each pass wrote the metrics of its own part of such a window, so
+    only these need computing again. In traffic logged in time order, they are the few windows at the passes'
+    edges. A message read by two passes (a Kafka pass whose commit failed is read again) counts for both."""
+    ranges, params = [], []
+    for number, part in enumerate(passes):
+        for read in part:
+            ranges.append("(?, ?, ?, ?, ?)")
+            params += [read.source, read.partition, read.first, read.stop if read.stop is not None else 2**62, number]
+    if not ranges:
+        return "false", []
+    sql = (
+        "window_start IN (SELECT r.window_start FROM responses AS r JOIN (VALUES "
+        + ", ".join(ranges)
+        + ") AS p(source, part, first_offset, stop_offset, pass) ON r.origin_source = p.source"
+        " AND r.origin_partition IS NOT DISTINCT FROM p.part"
+        " AND r.origin_offset >= p.first_offset AND r.origin_offset < p.stop_offset"
+        " GROUP BY r.window_start HAVING count(DISTINCT p.pass) > 1)"
+    )
+    return sql, params
 
 
 def recompute_window_metrics(

@@ -258,12 +258,13 @@ def _catch_up(
     topic, group = opts.kafka_topic, opts.kafka_group_id
     most = options.view_as(audit.AuditOptions).max_records_per_run
     targets = end_offsets(connection, topic)
-    starts = first = start_offsets(connection, topic, group, opts.start_from)
+    starts = start_offsets(connection, topic, group, opts.start_from)
     left = backlog(starts, targets)
     out(f"runner         {use_local_workers(options, argv, min(left, most))}, backlog {left} messages")
-    in_passes, passes = left > most, []
+    in_passes, passes, plans = left > most, [], []
     while True:
         plan = plan_pass(starts, targets, most)
+        plans.append(plan)
         if in_passes:
             size = sum(stop - start for start, stop in plan.values())
             out(f"pass {len(passes) + 1:<9} {size} of {left} messages left")
@@ -284,9 +285,8 @@ def _catch_up(
         left = still
     if in_passes:
         out(f"passes         {len(passes)} (at most {most} messages each)")
-        read = {p: (first[p], starts[p]) for p in first if starts[p] > first[p]}
-        windows = refresh_window_metrics(options.view_as(audit.AuditOptions).lake, topic, read)
-        out(f"window metrics {windows} windows computed again from the lake (a window may span passes)")
+        windows = refresh_window_metrics(options.view_as(audit.AuditOptions).lake, topic, plans)
+        out(f"window metrics {windows} windows span passes: computed again from the lake")
     return sum_counts(passes)
 
 

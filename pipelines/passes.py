@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.metrics import ReadRange
 from schemas import Origin
 from transforms.jsonl import LineRange, absolute_pattern, iter_jsonl_lines
 from transforms.parse import first_copy, response_id_of
 
-__all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "plan_jsonl_passes", "windows_across_passes"]
+__all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "plan_jsonl_passes", "read_ranges"]
 
 MAX_RECORDS_PER_RUN = 50_000
 """Messages one pass reads at most by default. With two worker processes a JSONL run peaked at 2.3 GiB for
@@ -52,23 +53,9 @@ def input_files(pattern: str) -> list[str]:
     return sorted(m.path for m in FileSystems.match([absolute_pattern(pattern)])[0].metadata_list)
 
 
-def windows_across_passes(passes: Sequence[Sequence[LineRange]]) -> tuple[str, list]:
-    """A filter on the lake's `responses` (SQL with its parameters) for the windows holding responses of more
-    than one pass: each pass wrote metrics of its own part of such a window, so only these need computing again.
-    In traffic logged in time order, these are the few windows at the passes' edges."""
-    ranges, params = [], []
-    for number, part in enumerate(passes):
-        for lines in part:
-            ranges.append("(?, ?, ?, ?)")
-            params += [f"file:{lines.path}", lines.first, lines.stop if lines.stop is not None else 2**62, number]
-    sql = (
-        "window_start IN (SELECT r.window_start FROM responses AS r JOIN (VALUES "
-        + ", ".join(ranges)
-        + ") AS p(source, first_line, stop_line, pass) ON r.origin_source = p.source"
-        " AND r.origin_offset >= p.first_line AND r.origin_offset < p.stop_line"
-        " GROUP BY r.window_start HAVING count(DISTINCT p.pass) > 1)"
-    )
-    return sql, params
+def read_ranges(passes: Sequence[Sequence[LineRange]]) -> list[list[ReadRange]]:
+    """The passes' line ranges as the lake's rows name what they read (`file:<path>`, line numbers)."""
+    return [[ReadRange(f"file:{lines.path}", None, lines.first, lines.stop) for lines in part] for part in passes]
 
 
 def plan_jsonl_passes(pattern: str, max_records: int) -> JsonlPlan:
