@@ -351,20 +351,21 @@ def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[s
     from the graph's start, not from a look at the lines read, so the lines go from the read's shuffle
     straight to the audit, spread evenly over the workers. (Looking at the lines read first makes the
     runner keep them in a buffer it hands out to the workers by the chunk, often two thirds to one.)"""
-    most = options.view_as(AuditOptions).max_records_per_run
-    if len(plan.passes) > 1:
-        out(f"passes         {len(plan.passes)} for {plan.messages} messages (at most {most} each)")
-    passes = []
-    for number, ranges in enumerate(plan.passes, start=1):
 
-        def build(p, ranges=ranges):
+    def reading(ranges):
+        def build(p):
             messages = p | "ReadJsonl" >> ReadJsonlMessages(ranges=ranges)
             build_pipeline(p, options, source=messages, first_copies=plan.first_copies)
 
-        what = f"pass {number}" if len(plan.passes) > 1 else "the run"
-        passes.append(run_checked(options, build, what, out))
-        if len(plan.passes) == 1:
-            return passes[0]
+        return build
+
+    if len(plan.passes) == 1:
+        return run_checked(options, reading(plan.passes[0]), "the run", out)
+    most = options.view_as(AuditOptions).max_records_per_run
+    out(f"passes         {len(plan.passes)} for {plan.messages} messages (at most {most} each)")
+    passes = []
+    for number, ranges in enumerate(plan.passes, start=1):
+        passes.append(run_checked(options, reading(ranges), f"pass {number}", out))
         out(f"pass {number:<9} {passes[-1].read} read, {passes[-1].audited} audited")
     spanning = windows_across_passes(read_ranges(plan.passes))
     windows = recompute_window_metrics(options.view_as(AuditOptions).lake, *spanning)

@@ -34,9 +34,9 @@ from transforms.parse import first_copy, response_id_of
 __all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "plan_jsonl_passes", "read_ranges"]
 
 MAX_RECORDS_PER_RUN = 50_000
-"""Messages one pass reads at most by default. With two worker processes a JSONL run peaked at 2.3 GiB for
-40,000 messages and 4.1 GiB for 100,000 (the runner keeps the lines it shuffles to the workers until the run
-ends); a pass of 50,000 takes about 140 s on two cores, against about 10 s to start and end one."""
+"""Messages one pass reads at most by default. With two worker processes one JSONL run peaked at 1.9 GiB for
+40,000 messages and 2.6 GiB for 100,000 (the runner keeps the lines it shuffles to the workers until the run
+ends); a pass of 50,000 takes about 135 s on two cores, against about 10 s to start and end one."""
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,9 @@ __all__ = [
     "write_table",
 ]
 
-BUNDLE_FLUSH_ROWS = 50_000
-"""A bounded run writes a partition's rows once a bundle has this many (and the rest when the bundle ends)."""
+BUNDLE_FLUSH_ROWS = 100_000
+"""A bounded run's worker writes the rows it holds when it holds this many (about 300 MB; the rest when its
+bundle ends)."""
 
 LAKE_METRICS_NAMESPACE = "groundwatch.lake"
 """Counters of the lake writer: `files_written`, and `<table>_rows`, the rows written to each table."""
@@ -247,54 +248,54 @@ class _KeyByPartitionDoFn(beam.DoFn):
         yield (table, date, hour, _window_label(window)), _compact(row)
 
 
+def _write_partition(lake_dir: str, table: str, date: str, hour: str, label: str, rows: list[dict]) -> str:
+    """One file of a table's partition, named by `label` and its rows' keys; counted by the lake's counters."""
+    rows = sorted(rows, key=lambda r: _key_of(table, r))
+    stem = _stem(table, label, *(_key_of(table, r) for r in rows))
+    path = write_rows_file(table_path(lake_dir, table, date, hour), stem, table, rows)
+    Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written").inc()
+    Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))
+    return path
+
+
 class _WritePartitionDoFn(beam.DoFn):
     def __init__(self, lake_dir: str):
         self._lake_dir = lake_dir
-        self._files = Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written")
 
     def process(self, element):
         (table, date, hour, window_label), rows = element
-        rows = sorted(rows, key=lambda r: _key_of(table, r))
-        stem = _stem(table, window_label, *(_key_of(table, r) for r in rows))
-        path = write_rows_file(table_path(self._lake_dir, table, date, hour), stem, table, rows)
-        self._files.inc()
-        Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))
-        yield path
+        yield _write_partition(self._lake_dir, table, date, hour, window_label, rows)
 
 
 class _WriteBundleDoFn(beam.DoFn):
-    """Rows kept per (table, partition) for the bundle and written when it ends, or when a partition holds
-    `flush_rows` rows (so a large bundle does not hold all its rows)."""
+    """A bundle's rows, kept per (table, partition) and written when the bundle ends, or all at once whenever
+    it holds `flush_rows` rows (so a worker's memory does not grow with its share of a large run)."""
 
     def __init__(self, lake_dir: str, flush_rows: int):
         self._lake_dir, self._flush_rows = lake_dir, flush_rows
-        self._files = Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written")
-        self._pending: dict[tuple[str, str, str], list[dict]] = {}
+        self._pending: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+        self._held = 0
 
     def start_bundle(self):
-        self._pending = defaultdict(list)
+        self._pending, self._held = defaultdict(list), 0
 
     def process(self, element):
         table, row = element
-        key = (table, *partition_of(table, row))
-        rows = self._pending[key]
-        rows.append(row)
-        if len(rows) >= self._flush_rows:
-            yield self._write(key, self._pending.pop(key))
+        self._pending[(table, *partition_of(table, row))].append(row)
+        self._held += 1
+        if self._held >= self._flush_rows:
+            yield from self._write_held()
 
     def finish_bundle(self):
-        pending, self._pending = self._pending, defaultdict(list)
-        for key, rows in pending.items():
-            yield beam_window.GlobalWindows.windowed_value(self._write(key, rows))
+        for path in self._write_held():
+            yield beam_window.GlobalWindows.windowed_value(path)
 
-    def _write(self, key: tuple[str, str, str], rows: list[dict]) -> str:
-        table, date, hour = key
-        rows.sort(key=lambda r: _key_of(table, r))
-        stem = _stem(table, "bundle", *(_key_of(table, r) for r in rows))
-        path = write_rows_file(table_path(self._lake_dir, table, date, hour), stem, table, rows)
-        self._files.inc()
-        Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))
-        return path
+    def _write_held(self) -> list[str]:
+        pending, self._pending, self._held = self._pending, defaultdict(list), 0
+        return [
+            _write_partition(self._lake_dir, table, date, hour, "bundle", rows)
+            for (table, date, hour), rows in pending.items()
+        ]
 
 
 class WriteAuditLake(beam.PTransform):
@@ -302,7 +303,7 @@ class WriteAuditLake(beam.PTransform):
     file per (table, partition, window).
 
     With `per_window=False` (bounded runs) windows do not matter: each bundle of work writes the rows it made,
-    one file per (table, partition), at its end (or every `flush_rows` rows of a partition). The rows stay
+    one file per (table, partition), at its end (or whenever it holds `flush_rows` rows). The rows stay
     in the worker that made them: sending them through a shuffle to group them cost more CPU than writing
     them, and the runner held all of them in memory until the run ended.
 
