@@ -5,7 +5,7 @@
     plan_pass(starts, targets, max_records=50_000)   # {partition: (start, stop)}, 50,000 offsets at most
 
 Beam's in-process runner holds a bounded run's data in memory until the run ends (with two worker
-processes, 2.1 GiB at the peak for a backlog of 40,000), so one run over a much larger backlog would
+processes, 2.0-2.1 GiB at the peak for a backlog of 40,000), so one run over a much larger backlog would
 exhaust the machine. `groundwatch monitor --until-caught-up` therefore plans passes: each
 reads at most `--max-records-per-run` offsets from the group's committed ones, writes the lake and
 commits, and the next pass starts from those commits. The target is the end offsets seen before the
