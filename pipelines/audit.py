@@ -348,9 +348,10 @@ def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[s
     the windows that span passes are computed again from the lake (each pass wrote metrics of its part).
 
     An input of one pass is read by the plan too: the repeated ids the plan found come in as a side input
-    from the graph's start, not from a look at the lines read, so the lines go from the read's shuffle
-    straight to the audit, spread evenly over the workers. (Looking at the lines read first makes the
-    runner keep them in a buffer it hands out to the workers by the chunk, often two thirds to one.)"""
+    from the graph's start, not from a look at the lines read, and each worker reads and audits its own
+    parts of the line ranges (`ReadJsonlMessages(ranges=...)`), half of them each. (Looking at the lines
+    read first made the runner keep them in a buffer it hands out to the workers by the chunk, often two
+    thirds to one.)"""
 
     def reading(ranges):
         def build(p):

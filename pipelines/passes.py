@@ -8,7 +8,7 @@ most `--max-records-per-run` messages per run (a pass); `pipelines.catch_up` pla
 this module the JSONL ones.
 
     plan = plan_jsonl_passes("/data/traffic/*.jsonl", max_records=50_000)
-    plan.passes[1]        # [LineRange("/data/traffic/a.jsonl", first=20001, stop=None), LineRange(...b.jsonl)]
+    plan.passes[1]        # [LineRange("/data/traffic/a.jsonl", first=50001, stop=61234), LineRange(...b.jsonl)]
     plan.first_copies     # {"resp-7": first_copy(Origin("file:/data/traffic/a.jsonl", offset=3))}
 
 One scan of the files before the first pass (about 11 microseconds a line) counts their lines, cuts
@@ -34,9 +34,9 @@ from transforms.parse import first_copy, response_id_of
 __all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "plan_jsonl_passes", "read_ranges"]
 
 MAX_RECORDS_PER_RUN = 50_000
-"""Messages one pass reads at most by default. With two worker processes one JSONL run peaked at 1.9 GiB for
-40,000 messages and 2.6 GiB for 100,000 (the runner keeps the lines it shuffles to the workers until the run
-ends); a pass of 50,000 takes about 135 s on two cores, against about 10 s to start and end one."""
+"""Messages one pass reads at most by default. With two worker processes one JSONL run peaked at 1.6 GiB for
+40,000 messages and 1.9 GiB for 100,000 (the window metrics and the runner's bookkeeping grow with a run);
+a pass of 50,000 takes about 125 s on two cores, against about 5-10 s to start and end one."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def plan_jsonl_passes(pattern: str, max_records: int) -> JsonlPlan:
                 else:
                     first_seen[response_id] = (index, number)
         if in_range:
-            current.append(LineRange(path, first, None))
+            current.append(LineRange(path, first, number + 1))
     if current:
         passes.append(current)
     first_copies = {}

@@ -24,7 +24,7 @@ from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
 from pipelines.passes import plan_jsonl_passes
 from schemas import Origin
-from transforms.jsonl import LineRange, iter_jsonl_messages
+from transforms.jsonl import LineRange, iter_jsonl_messages, split_line_ranges
 from transforms.lake import LAKE_METRICS_NAMESPACE
 from transforms.parse import METRICS_NAMESPACE, first_copy
 
@@ -67,11 +67,16 @@ def test_the_plan_cuts_the_files_into_passes_that_read_every_line_once(tmp_path,
     assert plan.messages == 9
     assert plan.passes == [
         [LineRange(a, 1, 5)],
-        [LineRange(a, 5, None), LineRange(b, 1, 2)],
-        [LineRange(b, 2, None)],
+        [LineRange(a, 5, 7), LineRange(b, 1, 2)],
+        [LineRange(b, 2, 5)],
     ]
     everything = _read([LineRange(a), LineRange(b)])
     assert [m for part in plan.passes for m in _read(part)] == everything and len(everything) == 9
+    # A reader cuts a pass into parts of about as many lines each, and reads every line once.
+    parts = split_line_ranges(plan.passes[1] + plan.passes[2], pieces=4)
+    assert parts == [LineRange(a, 5, 7), LineRange(b, 1, 2), LineRange(b, 2, 4), LineRange(b, 4, 5)]
+    assert _read(parts) == _read(plan.passes[1] + plan.passes[2])
+    assert split_line_ranges([LineRange(a)], pieces=4) == [LineRange(a)]  # no end known: read whole
 
 
 def test_the_plan_knows_the_first_line_of_every_repeated_id(tmp_path, two_files):
