@@ -308,7 +308,7 @@ def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) ->
     validate_options(opts)
     plan = plan_jsonl_passes(opts.input, opts.max_records_per_run) if _runs_in_process(options) else None
     if plan is not None and plan.passes:
-        counts = _audit_in_passes(options, plan, out)
+        counts = _audit_by_plan(options, plan, out)
     else:
         counts = run_checked(options, lambda p: build_pipeline(p, options), "the run", out)
     out(format_counts(counts, opts.lake))
@@ -343,9 +343,10 @@ def _runs_in_process(options: PipelineOptions) -> bool:
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
 
 
-def _audit_in_passes(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str], None]) -> AuditCounts:
-    """One run per pass of the plan, each deduplicated against the whole input; then the window metrics of
-    the windows that span passes are computed again from the lake (each pass wrote metrics of its part).
+def _audit_by_plan(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str], None]) -> AuditCounts:
+    """The audit of a JSONL input by its plan: one run per pass, each deduplicated against the whole input;
+    after several passes, the window metrics of the windows that span passes are computed again from the lake
+    (each pass wrote metrics of its part).
 
     An input of one pass is read by the plan too: the repeated ids the plan found come in as a side input
     from the graph's start, not from a look at the lines read, and each worker reads and audits its own

@@ -1,11 +1,11 @@
 """A large bounded input audited in passes: each run of the local runner reads at most a fixed number of messages.
 
-Beam's in-process runner (the FnApiRunner) holds a bounded run's data in memory until the run ends:
-about 90 KB per response for a JSONL audit with two worker processes (measured: 4.4 GiB at the peak
-for 40,000 responses, 8.9 GiB for 100,000), about 120 KB per message for a Kafka catch-up. One run over a day of traffic
-would exhaust the machine, so `groundwatch audit` and `groundwatch monitor --until-caught-up` read at
-most `--max-records-per-run` messages per run (a pass); `pipelines.catch_up` plans the Kafka passes,
-this module the JSONL ones.
+Beam's in-process runner (the FnApiRunner) keeps what a bounded run hands between its stages until the run
+ends. Since each worker reads its own lines and writes its own lake rows, that is little (a JSONL run with two
+worker processes peaked at 1.6 GiB for 40,000 responses and 1.9 GiB for 100,000), but it still grows with
+the run, so `groundwatch audit` and `groundwatch monitor --until-caught-up` read at most
+`--max-records-per-run` messages per run (a pass); `pipelines.catch_up` plans the Kafka passes, this
+module the JSONL ones. Every JSONL input on the local runner is read by its plan, one pass or more.
 
     plan = plan_jsonl_passes("/data/traffic/*.jsonl", max_records=50_000)
     plan.passes[1]        # [LineRange("/data/traffic/a.jsonl", first=50001, stop=61234), LineRange(...b.jsonl)]

@@ -107,7 +107,7 @@ def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, n
     responses_in_lake = connect_lake(str(lake)).execute("SELECT count(*) FROM responses").fetchone()[0]
     assert sum(n for (_, dimension, _), (n, *_) in after_passes.items() if dimension == "all") == responses_in_lake
     # The 300 messages fall in one window, which all three passes read from: it is computed again.
-    assert {window for window, _, _ in after_passes} == {next(iter(after_passes))[0]}
+    assert len({window for window, _, _ in after_passes}) == 1
     assert "window metrics 1 windows span passes: computed again from the lake" in lines
 
 

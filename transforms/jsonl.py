@@ -82,10 +82,10 @@ def split_line_ranges(ranges: Sequence[LineRange], pieces: int) -> list[LineRang
     out = []
     for lines, size in zip(ranges, sizes, strict=True):
         parts = max(1, round(pieces * size / total)) if total else 1
-        step = -(-size // parts) if size else 0
-        if parts == 1 or step == 0:
+        if parts == 1:
             out.append(lines)
             continue
+        step = -(-size // parts)  # ceiling
         out += [LineRange(lines.path, k, min(k + step, lines.stop)) for k in range(lines.first, lines.stop, step)]
     return out
 

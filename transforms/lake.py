@@ -298,6 +298,10 @@ class _WriteBundleDoFn(beam.DoFn):
         ]
 
 
+def _merged(pcolls: list, label: str):
+    return pcolls[0] if len(pcolls) == 1 else pcolls | label >> beam.Flatten()
+
+
 class WriteAuditLake(beam.PTransform):
     """Write `(table, row dict)` pairs (one PCollection, or a tuple of them) into the lake, one Parquet
     file per (table, partition, window).
@@ -321,24 +325,21 @@ class WriteAuditLake(beam.PTransform):
         self._flush_rows = flush_rows
 
     def expand(self, rows):
+        # Several row collections may come in: each is handled where it is produced, and only what comes out
+        # of that (file paths, or compact keyed rows) meets in a Flatten.
         inputs = list(rows) if isinstance(rows, (tuple, list)) else [rows]
+        named = [(str(i) if len(inputs) > 1 else "", part) for i, part in enumerate(inputs)]
         if not self._per_window:
-            written = []
-            for i, part in enumerate(inputs):
-                suffix = str(i) if len(inputs) > 1 else ""
-                written.append(
-                    part
-                    | f"ToGlobalWindow{suffix}" >> beam.WindowInto(beam_window.GlobalWindows())
-                    | f"WriteParquet{suffix}" >> beam.ParDo(_WriteBundleDoFn(self._lake_dir, self._flush_rows))
-                )
-            return written[0] if len(written) == 1 else written | "FlattenWritten" >> beam.Flatten()
-        # Several row collections may come in: each is keyed (and made compact) where it is produced, so
-        # only compact rows are encoded where they meet.
-        keyed = []
-        for i, part in enumerate(inputs):
-            suffix = str(i) if len(inputs) > 1 else ""
-            keyed.append(part | f"KeyByPartition{suffix}" >> beam.ParDo(_KeyByPartitionDoFn()))
-        merged = keyed[0] if len(keyed) == 1 else keyed | "FlattenPartitions" >> beam.Flatten()
+            # The bundle writer emits the paths of what it wrote at the bundle's end, in the global window.
+            written = [
+                part
+                | f"ToGlobalWindow{suffix}" >> beam.WindowInto(beam_window.GlobalWindows())
+                | f"WriteParquet{suffix}" >> beam.ParDo(_WriteBundleDoFn(self._lake_dir, self._flush_rows))
+                for suffix, part in named
+            ]
+            return _merged(written, "FlattenWritten")
+        keyed = [part | f"KeyByPartition{suffix}" >> beam.ParDo(_KeyByPartitionDoFn()) for suffix, part in named]
+        merged = _merged(keyed, "FlattenPartitions")
         return (
             merged
             | "GroupByPartition" >> beam.GroupByKey()
