@@ -23,9 +23,11 @@ response ids while parsing; a stream (`pipelines.monitor`) drops them per window
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import os
 import sys
+import zlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from operator import attrgetter
@@ -149,14 +151,15 @@ def build_pipeline(
     *,
     source=None,
     dead_letters=(),
-    separate_audit: bool = False,
+    audit_lanes: int = 0,
     first_copies: Mapping[str, tuple[tuple, str]] | None = None,
 ) -> dict[str, beam.PCollection]:
     """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`,
     and `dead_letters` (DeadLetterRows the source set aside, already counted) join the run's own.
-    `separate_audit` runs verification and the audit steps in an environment of their own
-    (`pipelines.worker_pool`: on local Prism, a worker process of their own). `first_copies` are the
-    repeated response ids of a whole input this run audits part of (`pipelines.passes`).
+    `audit_lanes` > 0 splits the responses by id over that many lanes, each running verification and the
+    audit steps in an environment of its own (`pipelines.worker_pool`: on local Prism, a worker process
+    each). `first_copies` are the repeated response ids of a whole input this run audits part of
+    (`pipelines.passes`).
 
     Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
     and `lake_files` (paths written).
@@ -174,15 +177,17 @@ def build_pipeline(
     windowed = parsed[PARSED] | "WindowByEventTime" >> window
     dead = [parsed[DEAD_LETTERS], *dead_letters]
     sampled = windowed | "SampleResponses" >> SampleResponses(opts.sample_rate)
-    own = separate_environment if separate_audit else (lambda transform: transform)
-    verified = sampled | "VerifySentences" >> own(
-        VerifySentences(opts.verifier, threshold=threshold, verifier_config=judge_verifier_config(opts))
-    )
-    audited = verified[AUDITED]
-    dead = [*dead, verified[DEAD_LETTERS]]
-    for label, stage, step in audit_steps(opts):
-        result = audited | label >> own(ApplyAuditStep(step, stage=stage))
-        audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
+    if audit_lanes:
+        parts = sampled | "SplitAuditLanes" >> beam.Partition(_lane_of, audit_lanes)
+        lanes = [
+            _verify_and_audit(part, opts, label=f" (lane {i})", place=functools.partial(separate_environment, lane=i))
+            for i, part in enumerate(parts)
+        ]
+        audited = [lane_audited for lane_audited, _ in lanes] | "JoinAuditLanes" >> beam.Flatten()
+        dead = [*dead, *(d for _, lane_dead in lanes for d in lane_dead)]
+    else:
+        audited, stage_dead = _verify_and_audit(sampled, opts)
+        dead = [*dead, *stage_dead]
     audited = apply_judge_reports(opts, audited)  # the judge's citation / claim audit, if --judge-tasks asks
     if streaming:
         # A stream drops repeated copies per window, which it can only do once the window closes: after the
@@ -219,6 +224,25 @@ def build_pipeline(
     # Streaming writes each window as it closes; a bounded run writes one file per table and hour.
     lake_files = rows | "WriteAuditLake" >> WriteAuditLake(opts.lake, per_window=streaming)
     return {"audited": scored, "dead_letters": dead_letters, "lake_files": lake_files}
+
+
+def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform):
+    """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`.
+    Returns the audited responses and the dead letters of each stage."""
+    config = judge_verifier_config(opts)
+    verified = parsed | f"VerifySentences{label}" >> place(
+        VerifySentences(opts.verifier, threshold=opts.confidence_threshold, verifier_config=config)
+    )
+    audited, dead = verified[AUDITED], [verified[DEAD_LETTERS]]
+    for step_label, stage, step in audit_steps(opts):
+        result = audited | f"{step_label}{label}" >> place(ApplyAuditStep(step, stage=stage))
+        audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
+    return audited, dead
+
+
+def _lane_of(parsed, lanes: int) -> int:
+    """The audit lane of a response: by a stable hash of its id, so every copy of a response takes the same lane."""
+    return zlib.crc32(parsed.response.response_id.encode("utf-8")) % lanes
 
 
 def _audit_time(audited) -> datetime:

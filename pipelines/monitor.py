@@ -10,7 +10,8 @@ Streaming (the default) runs on Beam's Prism runner (`--prism-location`, else `$
 `~/.cache/groundwatch/bin/prism` as built by `scripts/build-prism.sh`): the Kafka source checkpoints every
 `--checkpoint-records` records or `--checkpoint-seconds` seconds, windows close as the watermark passes them,
 and each window's Parquet files appear in the lake. Prism's SDK workers are processes from our own pool
-(`pipelines.worker_pool`), and the audit stages have an environment, so a process and a core, of their own.
+(`pipelines.worker_pool`), and the audit stages run in lanes split by response id, one per core, each in an
+environment, so a process, of its own.
 `--until-caught-up` reads from the group's committed
 offsets to the end offsets seen at start and exits, on the FnApiRunner (catch-up, backfills): in process for
 a small backlog, with one worker process per core (up to 4) from `PARALLEL_BACKLOG_RECORDS` messages on,
@@ -49,7 +50,7 @@ from pipelines.catch_up import (
 )
 from pipelines.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.monitor_options import MonitorOptions, add_arguments, connection_from_options, to_argv, validate
-from pipelines.worker_pool import start_worker_pool
+from pipelines.worker_pool import local_audit_lanes, start_worker_pool
 from transforms.kafka_commit import CommitOffsetsAfterLake
 from transforms.kafka_io import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
 from transforms.kafka_partitions import topic_partitions
@@ -93,12 +94,13 @@ def build_monitor(
     p: beam.Pipeline,
     options: PipelineOptions,
     *,
-    separate_audit: bool = False,
+    audit_lanes: int = 0,
     offset_ranges: Mapping[int, tuple[int, int]] | None = None,
 ) -> dict[str, beam.PCollection]:
     """Kafka -> the audit graph of `pipelines.audit` -> lake, review queue, dead-letter topic, offset commits.
 
-    `separate_audit`: verification and the audit steps in an environment of their own (see `audit.build_pipeline`).
+    `audit_lanes`: verification and the audit steps split over that many environments of their own (see
+    `audit.build_pipeline`).
     `offset_ranges` ({partition: (start, stop)}): a catch-up reads exactly these (one pass, `pipelines.catch_up`).
     """
     opts = options.view_as(MonitorOptions)
@@ -135,7 +137,7 @@ def build_monitor(
         messages = messages | "SpreadOverWorkers" >> beam.Reshuffle()
     # Records the stream would drop as late (a bounded read has none) become counted dead letters instead.
     late = read[LATE] | "DeadLetterLateMessages" >> DeadLetterLateMessages()
-    outputs = audit.build_pipeline(p, options, source=messages, dead_letters=[late], separate_audit=separate_audit)
+    outputs = audit.build_pipeline(p, options, source=messages, dead_letters=[late], audit_lanes=audit_lanes)
     outputs["commits"] = {"progress": read[PROGRESS], "lake_files": outputs["lake_files"]} | (
         "CommitOffsets" >> CommitOffsetsAfterLake(connection, opts.kafka_group_id)
     )
@@ -216,8 +218,9 @@ def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -
 
 def use_worker_processes(options: PipelineOptions, argv: list[str]) -> Callable[[], None] | None:
     """On local Prism: serve its SDK workers from a pool of processes (`pipelines.worker_pool`), so that
-    the audit stages, in an environment of their own, run on a second core. Returns the pool's stop function, or
-    None when it does not apply: another runner, an `--environment_type` named in `argv`, or a single core."""
+    the audit stages, split into lanes in environments of their own, run on every core. Returns the pool's
+    stop function, or None when it does not apply: another runner, an `--environment_type` named in `argv`,
+    or a single core."""
     if options.view_as(StandardOptions).runner != "PrismRunner" or (os.cpu_count() or 1) < 2:
         return None
     if any(a.startswith("--environment_type") for a in argv):
@@ -242,7 +245,8 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
     else:
         where, stop_workers = use_local_workers(options, argv, 0), use_worker_processes(options, argv)
         if stop_workers:
-            where += ", 2 SDK worker processes (the audit stages in one of their own)"
+            lanes = local_audit_lanes()
+            where += f", {lanes + 1} SDK worker processes (the audit in {lanes} lanes by response id)"
         out(f"runner         {where}")
         counts = _run_pipeline(options, stop_workers)  # a stream ends only when its runner says so
     out(format_counts(counts, options.view_as(audit.AuditOptions).lake))
@@ -293,7 +297,7 @@ def _catch_up(
 def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | None, **build) -> AuditCounts:
     """Build the monitor graph, run it to its end (a catch-up pass) or forever, and return its counts."""
     p = beam.Pipeline(options=options)
-    build_monitor(p, options, separate_audit=stop_workers is not None, **build)
+    build_monitor(p, options, audit_lanes=local_audit_lanes() if stop_workers is not None else 0, **build)
     try:
         result = p.run()
         try:

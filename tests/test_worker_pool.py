@@ -2,8 +2,9 @@
 
 - stages in their own environment run in a process of their own, and the metrics of both processes reach
   the job intact (Prism keeps one short-id table per job: without disjoint ids it panics or mixes them);
-- a stream on two worker processes audits each response id once per window, dead-letters the other
-  copies (also one arriving after its window closed), and its counts add up.
+- each audit lane runs in a process of its own;
+- a stream with its audit in two lanes (three worker processes) audits each response id once per window,
+  dead-letters the other copies (also one arriving after its window closed), and its counts add up.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from prism_fixtures import NEEDS_PRISM, prism_options
 from dashboards.views import connect_lake
 from pipelines import audit
 from pipelines.counts import counts_from_result
-from pipelines.worker_pool import separate_environment, start_worker_pool
-from schemas import Origin
+from pipelines.worker_pool import local_audit_lanes, separate_environment, start_worker_pool
+from schemas import Origin, ParsedResponse
+from transforms.parse import parse_message
 
 pytestmark = NEEDS_PRISM
 
@@ -62,6 +64,39 @@ class _CountedPid(beam.DoFn):
         self._count.inc()
         self._values.update(value)
         yield value, os.getpid()
+
+
+def _with_pid(element, stage: str) -> tuple[str, int]:
+    return stage, os.getpid()
+
+
+def _processes(pairs: list[tuple[str, int]], test_pid: int) -> tuple[list[str], int, bool, bool]:
+    """(the stages, how many processes ran them, whether each stage ran in one process, whether the test's did)."""
+    pids = {pid for _, pid in pairs}
+    stages = sorted({stage for stage, _ in pairs})
+    one_each = all(len({pid for s, pid in pairs if s == stage}) == 1 for stage in stages)
+    return stages, len(pids), one_each, test_pid in pids
+
+
+def test_a_stream_has_one_audit_lane_per_core_and_at_most_four():
+    assert [local_audit_lanes(cores) for cores in (1, 2, 3, 16)] == [1, 2, 3, 4]
+
+
+def test_each_audit_lane_runs_in_a_process_of_its_own():
+    options, stop = _on_worker_processes([])
+    try:
+        with beam.Pipeline(options=options) as p:
+            numbers = p | beam.Create(range(100))
+            stages = [numbers | "Default" >> beam.Map(_with_pid, "default")]
+            for lane, part in enumerate(numbers | beam.Partition(lambda n, lanes: n % lanes, 2)):
+                stages.append(part | f"Lane{lane}" >> separate_environment(beam.Map(_with_pid, f"lane {lane}"), lane))
+            where = stages | beam.Flatten() | beam.Distinct() | beam.combiners.ToList()
+            assert_that(
+                where | beam.Map(_processes, os.getpid()),
+                equal_to([(["default", "lane 0", "lane 1"], 3, True, False)]),
+            )
+    finally:
+        stop()
 
 
 def _where(joined, test_pid: int) -> tuple[bool, bool]:
@@ -100,7 +135,7 @@ def _kafka(offset: int, partition: int = 0) -> Origin:
     return Origin(source="kafka:rag.responses", partition=partition, offset=offset)
 
 
-def test_a_stream_on_two_worker_processes_audits_each_response_once(tmp_path):
+def test_a_stream_with_its_audit_in_two_lanes_audits_each_response_once(tmp_path):
     """Duplicates are dropped after the audit (per window, when it closes): one copy audited, the others dead
     letters, including a copy that arrives after the window closed (within the allowed lateness)."""
     first, again, other = raw(message("dup")), raw(message("dup", answer="A copy.")), raw(message("other"))
@@ -113,11 +148,13 @@ def test_a_stream_on_two_worker_processes_audits_each_response_once(tmp_path):
         .add_elements([TimestampedValue((first, _kafka(12)), at)])  # a late copy, within the lateness
         .advance_watermark_to_infinity()
     )
+    lanes = {audit._lane_of(ParsedResponse(response=parse_message(m), origin=_kafka(0)), 2) for m in (first, other)}
+    assert lanes == {0, 1}, "the two ids take different audit lanes"
     lake = tmp_path / "lake"
     options, stop = _on_worker_processes(["--streaming", f"--lake={lake}", "--allowed_lateness_seconds=3600"])
     try:
         p = beam.Pipeline(options=options)
-        outputs = audit.build_pipeline(p, options, source=p | stream, separate_audit=True)
+        outputs = audit.build_pipeline(p, options, source=p | stream, audit_lanes=2)
         kept = outputs["audited"] | beam.Map(lambda a: (a.parsed.response.response_id, a.parsed.origin.offset))
         assert_that(kept, equal_to([("dup", 4), ("other", 5)]), label="CheckAudited")
         result = p.run()
