@@ -244,11 +244,12 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
         counts = _catch_up(options, argv, connection, out)
     else:
         where, stop_workers = use_local_workers(options, argv, 0), use_worker_processes(options, argv)
-        if stop_workers:
-            lanes = local_audit_lanes()
+        lanes = local_audit_lanes() if stop_workers else 0
+        if lanes:
             where += f", {lanes + 1} SDK worker processes (the audit in {lanes} lanes by response id)"
         out(f"runner         {where}")
-        counts = _run_pipeline(options, stop_workers)  # a stream ends only when its runner says so
+        # A stream ends only when its runner says so.
+        counts = _run_pipeline(options, stop_workers, audit_lanes=lanes)
     out(format_counts(counts, options.view_as(audit.AuditOptions).lake))
     return counts
 
@@ -297,7 +298,7 @@ def _catch_up(
 def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | None, **build) -> AuditCounts:
     """Build the monitor graph, run it to its end (a catch-up pass) or forever, and return its counts."""
     p = beam.Pipeline(options=options)
-    build_monitor(p, options, audit_lanes=local_audit_lanes() if stop_workers is not None else 0, **build)
+    build_monitor(p, options, **build)
     try:
         result = p.run()
         try:

@@ -99,6 +99,12 @@ def test_each_audit_lane_runs_in_a_process_of_its_own():
         stop()
 
 
+def _environments(p: beam.Pipeline, name_part: str) -> set[str]:
+    """The environments of the pipeline's transforms whose name holds `name_part`."""
+    transforms = p.to_runner_api().components.transforms.values()
+    return {t.environment_id for t in transforms if name_part in t.unique_name and t.environment_id}
+
+
 def _where(joined, test_pid: int) -> tuple[bool, bool]:
     """(the two stages ran in different processes, neither in the test's own)."""
     _, pids = joined
@@ -155,6 +161,10 @@ def test_a_stream_with_its_audit_in_two_lanes_audits_each_response_once(tmp_path
     try:
         p = beam.Pipeline(options=options)
         outputs = audit.build_pipeline(p, options, source=p | stream, audit_lanes=2)
+        # Each lane's stages share one environment, apart from the other lane's and from the rest of the graph.
+        lane0, lane1 = (_environments(p, f"(lane {lane})") for lane in (0, 1))
+        rest = _environments(p, "ScoreAndFlag")
+        assert len(lane0) == len(lane1) == len(rest) == 1 and len(lane0 | lane1 | rest) == 3
         kept = outputs["audited"] | beam.Map(lambda a: (a.parsed.response.response_id, a.parsed.origin.offset))
         assert_that(kept, equal_to([("dup", 4), ("other", 5)]), label="CheckAudited")
         result = p.run()

@@ -273,11 +273,10 @@ class _WriteBundleDoFn(beam.DoFn):
 
     def __init__(self, lake_dir: str, flush_rows: int):
         self._lake_dir, self._flush_rows = lake_dir, flush_rows
-        self._pending: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
-        self._held = 0
 
     def start_bundle(self):
-        self._pending, self._held = defaultdict(list), 0
+        self._pending: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+        self._held = 0
 
     def process(self, element):
         table, row = element
