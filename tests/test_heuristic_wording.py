@@ -78,3 +78,34 @@ def test_lowercase_quoted_speech_is_not_held_to_the_letter():
         "The minister said the plan was a good start for the whole city.",
     )
     assert v.attribution_verdict == V.fully_grounded
+
+
+_RECALL = (
+    'The automaker will recall 19 pickups to address a "specific electrical connection issue that could result in a '
+    'loss of propulsion while driving."'
+)
+
+
+def test_quotation_with_another_word_inside_is_contradicted():
+    v = verdict_on(
+        'The company will recall 19 pickups to address a "specific braking issue that could result in a loss of '
+        'propulsion while driving."',
+        _RECALL,
+    )
+    assert v.attribution_verdict == V.contradicted
+    assert "quotes 'braking' where the evidence reads 'electrical connection'" in v.provenance_notes
+    assert v.contradicting_evidence_excerpts == [_RECALL]
+
+
+def test_quotation_given_word_for_word_or_shortened_is_no_misquote():
+    exact = 'The automaker will recall 19 pickups over a "specific electrical connection issue" in them.'
+    assert verdict_on(exact, _RECALL).attribution_verdict == V.fully_grounded
+    shortened = 'The automaker will recall 19 pickups over a "specific issue that could result in a loss of propulsion".'
+    assert verdict_on(shortened, _RECALL).attribution_verdict != V.contradicted
+
+
+def test_reference_marker_in_the_evidence_is_not_a_number():
+    evidence = "Iron smelting in West Africa began in the 5th century BCE. [2]"
+    v = verdict_on("Iron smelting in West Africa began in the 2nd century BCE.", evidence)
+    assert v.attribution_verdict == V.contradicted
+    assert "'2' but the evidence says '5'" in v.provenance_notes

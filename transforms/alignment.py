@@ -22,7 +22,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
-from transforms.contradiction import Contradiction, find_contradictions, replaced_and_added
+from transforms.contradiction import Contradiction, find_contradictions, misquotation, replaced_and_added
 from transforms.evidence_index import PREFIX as _PREFIX
 from transforms.evidence_index import EvidenceIndex, index_evidence, quantity_key
 from transforms.quantities import Quantity, extract_quantities, same_value
@@ -341,6 +341,10 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
     adjacent = [ev.adjacent(x.stem, y.stem) for x, y in zip(tokens, tokens[1:], strict=False)]
     out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, adjacent, bounds)
     out.contradictions = find_contradictions(tokens, items, ev, gain_of, total)
+    if not out.contradictions:
+        misquoted = misquotation(sentence, ev)
+        if misquoted:
+            out.contradictions.append(misquoted)
     bad_quantities = sum(1 for k, it in enumerate(items) if it.quantity is not None and k not in covered)
     out.features = {
         "coverage": out.coverage,

@@ -21,6 +21,7 @@ from difflib import SequenceMatcher
 
 from transforms.evidence_index import one_edit
 from transforms.quantities import Quantity, same_value
+from transforms.quotes import find_quotes
 from transforms.slot_cues import (
     anchored_name_swap,
     anchored_negation,
@@ -31,9 +32,9 @@ from transforms.slot_cues import (
     swapped_roles,
 )
 from transforms.synonyms import synonym_stems
-from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, word_weight
+from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, tokenize, word_weight
 
-__all__ = ["Contradiction", "find_contradictions", "replaced_and_added"]
+__all__ = ["Contradiction", "find_contradictions", "misquotation", "replaced_and_added"]
 
 SUBSTITUTION_ALIGNMENT = 0.6
 
@@ -308,3 +309,43 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     if cue:
         found.append(Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength))
     return found
+
+
+_QUOTE_WORDS = 4  # a shorter quotation is a name or a phrase, not a passage reproduced
+_QUOTE_MATCHED = 0.6  # share of a quotation's words an evidence sentence must give in order to be its source
+
+
+def misquotation(sentence: str, ev) -> Contradiction | None:
+    """A quotation the evidence gives with other words inside it: "a specific braking issue that could result in a
+    loss of propulsion" quoted from "a specific electrical connection issue that could result in a loss of
+    propulsion". The evidence sentence must give most of the quotation's words in order, and the claim's word must
+    stand where the evidence has a different content word, between words both share; a quotation the evidence only
+    paraphrases, or words the claim leaves out or adds at its ends, are no conflict."""
+    if '"' not in sentence and "\u201c" not in sentence and "\u00ab" not in sentence:
+        return None
+    for quote in find_quotes(sentence):
+        tokens = tokenize(quote.text)
+        stems = [t.stem for t in tokens]
+        if len(stems) < _QUOTE_WORDS or ev.contains_run(stems):
+            continue
+        shared = {}
+        for st in set(stems) - STOP_STEMS:
+            for sid in ev.postings.get(st, ()):
+                shared[sid] = shared.get(sid, 0) + 1
+        for sid in sorted(shared, key=shared.get, reverse=True)[:3]:
+            s = ev.sentences[sid]
+            ops = SequenceMatcher(None, stems, s.stem_list, autojunk=False).get_opcodes()
+            equal = [op for op in ops if op[0] == "equal"]
+            if sum(i2 - i1 for _, i1, i2, _, _ in equal) < _QUOTE_MATCHED * len(stems):
+                continue
+            first, last = equal[0][1], equal[-1][2]  # the quotation's words between its first and last shared run
+            for op, i1, i2, j1, j2 in ops:
+                if op != "replace" or i1 < first or i2 > last:
+                    continue
+                ours = [t.text for t in tokens[i1:i2] if not t.stop and not _said_in(t.stem, s.stems)]
+                theirs = [w for w in s.stem_list[j1:j2] if w not in STOP_STEMS and w not in stems]
+                if ours and theirs:
+                    words = " ".join(WORD_PATTERN.findall(s.text, s.start, s.end)[j1:j2])
+                    reason = f"quotes {' '.join(ours)!r} where the evidence reads {words!r}"
+                    return Contradiction(s.doc_id, _excerpt(s), reason, 0.8)
+    return None
