@@ -8,9 +8,11 @@ evidence sentence when the words around it share a content word with the
 claim's words around it (the same slot) and neither side alone is negated;
 likewise a word negated on one side only ("can't try the wines" / "can try the
 wines"), and two names the other way round around the same relation ("Leeds
-beat York" / "York beat Leeds"): those slot cues live in `transforms.slot_cues`::
+beat York" / "York beat Leeds"): those slot cues live in `transforms.slot_cues`.
+A quotation the evidence gives with another content word inside it is a misquote::
 
     find_contradictions(tokens, items, evidence_index, gain_of, total)   # called by analyse_sentence
+    misquotation(sentence, evidence_index)                              # likewise, when no other cue fired
 """
 
 from __future__ import annotations
