@@ -100,7 +100,9 @@ def test_quotation_with_another_word_inside_is_contradicted():
 def test_quotation_given_word_for_word_or_shortened_is_no_misquote():
     exact = 'The automaker will recall 19 pickups over a "specific electrical connection issue" in them.'
     assert verdict_on(exact, _RECALL).attribution_verdict == V.fully_grounded
-    shortened = 'The automaker will recall 19 pickups over a "specific issue that could result in a loss of propulsion".'
+    shortened = (
+        'The automaker will recall 19 pickups over a "specific issue that could result in a loss of propulsion".'
+    )
     assert verdict_on(shortened, _RECALL).attribution_verdict != V.contradicted
 
 

@@ -34,7 +34,16 @@ from transforms.slot_cues import (
     swapped_roles,
 )
 from transforms.synonyms import synonym_stems
-from transforms.textmatch import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem, tokenize, word_weight
+from transforms.textmatch import (
+    ANTONYMS,
+    NEGATION_STEMS,
+    STOP_STEMS,
+    WORD_PATTERN,
+    count_negations,
+    stem,
+    tokenize,
+    word_weight,
+)
 
 __all__ = ["Contradiction", "find_contradictions", "misquotation", "replaced_and_added"]
 

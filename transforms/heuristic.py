@@ -13,8 +13,8 @@ any well-aligned one, names the other way round around the same relation
 ("Leeds beat York" / "York beat Leeds") or a name in the slot of another
 ("born in Gdansk" / "born on 5 July 1867 in Warsaw"), a word the evidence states
 only under a hedge ("a toxic gas" / "a reportedly toxic gas"), a quotation the evidence gives with another
-word inside it (a misquote), checks that a quoted title appears word for word, and reports what no passage supports as exact spans of the
-sentence::
+word inside it (a misquote), checks that a quoted title appears word for word, and reports what no passage
+supports as exact spans of the sentence::
 
     verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
