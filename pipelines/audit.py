@@ -9,7 +9,7 @@ Every message read is accounted for: audited, sampled out, or dead-lettered
 counts, from Beam's metrics, and fails if they do not add up. It runs on
 Beam's FnApiRunner unless `--runner` says otherwise (the DirectRunner would
 first try to download Prism): in process for small inputs, with one worker
-process per core (up to 4) from 8 MiB of input on, unless
+process per core (up to 4) from 4 MiB of input on, unless
 `--direct_num_workers` / `--direct_running_mode` say otherwise. On that runner an input of more than
 `--max-records-per-run` lines (default 50,000) is audited in passes, one run each (`pipelines.passes`):
 the runner holds a run's data in memory until it ends.
@@ -303,9 +303,13 @@ def where_it_runs(options: PipelineOptions) -> str:
     return f"{runner}, in process" if workers == 1 else f"{runner}, {workers} workers ({direct.direct_running_mode})"
 
 
-PARALLEL_INPUT_BYTES = 8 << 20
-"""From this much input on (about 3,000 responses) a bounded run is faster on one worker process per core:
-starting the workers costs about 4 s, and the audit is CPU-bound Python (one core per process)."""
+PARALLEL_INPUT_BYTES = 4 << 20
+"""From this much input on (about 1,900 responses with citations and claims) a bounded run is faster on one worker
+process per core: starting the workers costs about 4 s, and the audit is CPU-bound Python (one core per process).
+Measured on 2 cores (`scripts/bench_audit.py --pipeline-only --direct_num_workers=1|2`): responses with citations
+and claims break even at about 1,100 (2.4 MB; 1,500 take 7.8-8.2 s in process, 6.6-6.9 s on 2 workers), answers
+without them, half the work per byte, at about 4,000 (6.6 MB). The size is a proxy for the work; 4 MiB errs
+toward workers, which gain more above it than they lose below."""
 MAX_LOCAL_WORKERS = 4
 
 

@@ -195,11 +195,13 @@ def pipeline_options(argv: list[str]) -> PipelineOptions:
     return options
 
 
-PARALLEL_BACKLOG_RECORDS = 3_300
+PARALLEL_BACKLOG_RECORDS = 1_700
 """From this backlog on, a catch-up is read by one worker process per core. It is the JSONL audit's
-`audit.PARALLEL_INPUT_BYTES` (8 MiB) in messages of about 2.5 KB (generated traffic is 1.8-2.2 KB, the golden
-set 4.2 KB): the same trade, about 4 s to start the workers against CPU-bound Python on one core. Counted in
-offsets, because end offsets are what a broker tells without reading the log."""
+`audit.PARALLEL_INPUT_BYTES` (4 MiB) in messages of about 2.5 KB (generated traffic is 1.7-2.2 KB, the golden
+set 4.2 KB): the same trade, about 4 s to start the workers against CPU-bound Python on one core. Measured on 2
+cores (`scripts/bench_kafka.py --mode bounded --workers 1|2`): 1,000 messages 12.0 s in process, 12.2 s on 2
+workers; 1,500 17.3 / 14.5 s; 2,000 17.7 / 14.7 s. Counted in offsets, because end offsets are what a broker
+tells without reading the log."""
 
 
 def local_workers(backlog: int, cores: int) -> int:

@@ -113,7 +113,13 @@ def _claim_confidence(rng: random.Random, verdict: str) -> tuple[object, str | N
 
 
 def _response(
-    rng: random.Random, index: int, when: datetime, profile: Profile, sentences: int | None, passages: int | None
+    rng: random.Random,
+    index: int,
+    when: datetime,
+    profile: Profile,
+    sentences: int | None,
+    passages: int | None,
+    attributed_answers: bool,
 ) -> dict:
     domain = DOMAINS[rng.choice(sorted(DOMAINS))]
     facts: list[Fact] = domain.draw_facts(rng, passages or rng.randint(3, 5))
@@ -136,7 +142,7 @@ def _response(
     n_sentences = sentences or rng.randint(2, 5)
     order = list(range(n_passages))
     rng.shuffle(order)
-    answer_parts, claims, citations = [], [], []
+    answer_parts, unmarked_parts, claims, citations = [], [], [], []
     attributed = rng.random() < 0.45
     for s in range(n_sentences):
         verdict = _pick(rng, profile.verdict_weights)
@@ -159,6 +165,7 @@ def _response(
         if verdict == "grounded" and rng.random() < 0.12:
             quote = fact.evidence.rstrip(".")
             text = f'{domain.quote_lead} "{quote}."'
+        unmarked_parts.append(text)
         if cited and rng.random() < 0.85:
             if rng.random() < 0.04:
                 cited = [_DOC_STYLES[doc_style](n_passages + 1)]  # fabricated: not among the passages
@@ -176,6 +183,8 @@ def _response(
             citations.append({"citation_id": f"[{cited[0]}]", "doc_id": cited[0], "quote": quote, "claim_text": text})
 
     tenant, risk = domain.tenant_and_risk(rng)
+    if not attributed_answers:  # the same answers, without the markers, claims and citations drawn for them
+        answer_parts, claims, citations = unmarked_parts, [], []
     message = {
         "response_id": f"{domain.name[:3]}-{index:06d}-{rng.getrandbits(24):06x}",
         "timestamp": _timestamp(rng, when),
@@ -208,11 +217,14 @@ def generate_responses(
     seconds_between: float = 6.0,
     sentences: int | None = None,
     passages: int | None = None,
+    attributed: bool = True,
 ) -> Iterator[dict]:
     """`count` valid logged responses (dicts of the input contract), the same for the same arguments.
 
     Event times advance by about `seconds_between`, about one in ten out of order; `sentences` and
-    `passages` fix the answer and evidence sizes (the benchmark uses 5 and 5).
+    `passages` fix the answer and evidence sizes (the benchmark uses 5 and 5). With `attributed=False` the
+    same answers come without citation markers, explicit citations and generator claims, as a RAG system
+    that logs no attribution sends them (the citation and claim audits then have nothing to check).
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(sorted(SCENARIOS))}")
@@ -222,7 +234,7 @@ def generate_responses(
         if rng.random() < 0.1:
             offset -= rng.uniform(30, 150)  # arrives after responses answered later than it
         when = start + timedelta(seconds=max(0.0, offset))
-        yield _response(rng, index, when, SCENARIOS[scenario](index, count), sentences, passages)
+        yield _response(rng, index, when, SCENARIOS[scenario](index, count), sentences, passages, attributed)
 
 
 def malformed_lines(valid: list[dict], seed: int = 7) -> list[bytes]:

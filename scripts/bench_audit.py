@@ -11,7 +11,7 @@ this process (CPU time, one core), the plain function behind each pipeline
 stage (CPU ms per response, each response through all stages in turn as in the
 fused pipeline, and what two busy cores would reach on them alone), then writes the responses as JSONL and times
 `groundwatch audit` with its default options (one worker process per core for
-inputs of 8 MiB or more, about 3,300 of these responses; reading, parsing,
+inputs of 4 MiB or more, about 1,900 of these responses; reading, parsing,
 windowing, dedupe, verifying, citation and claim audits, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
@@ -102,9 +102,14 @@ def _runner_mode(argv: list[str]) -> str:
     return where_it_runs(pipeline_options(argv))
 
 
+def _traffic(args):
+    """The generated responses to measure: 5 sentences and 5 passages each, with or without attribution."""
+    return generate_responses(args.responses, seed=args.seed, sentences=5, passages=5, attributed=not args.unattributed)
+
+
 def bench_alone(args) -> None:
     """The verifier alone and the stage costs, on the first `args.responses` generated responses."""
-    messages = list(generate_responses(args.responses, seed=args.seed, sentences=5, passages=5))
+    messages = list(_traffic(args))
     lines = [json.dumps(m).encode("utf-8") for m in messages]
     responses = [LoggedResponse.model_validate(m) for m in messages]
     sentences, seconds = bench_verifier(responses, args.verifier)
@@ -133,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
         help="Measure only the whole pipeline (the traffic is written to the file as it is generated, so this "
         "process holds none of it: the peak memory is the audit's).",
     )
+    parser.add_argument(
+        "--unattributed",
+        action="store_true",
+        help="The same answers without citation markers, citations or claims: only their sentences to verify "
+        "(the citation and claim audits find nothing to check).",
+    )
     args, beam_args = parser.parse_known_args(argv)
     if not args.pipeline_only:
         bench_alone(args)
@@ -140,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         path = os.path.join(tmp, "traffic.jsonl")
         with open(path, "wb") as f:
-            for message in generate_responses(args.responses, seed=args.seed, sentences=5, passages=5):
+            for message in _traffic(args):
                 f.write(json.dumps(message).encode("utf-8") + b"\n")
         load0, cpu0, wall0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]

@@ -74,8 +74,10 @@ def _delete_topics(bootstrap: str, names: list[str]) -> None:
     admin.close()
 
 
-def _messages(count: int, seed: int, start: datetime, rate: float) -> list[bytes]:
-    responses = generate_responses(count, seed=seed, start=start, seconds_between=1.0 / rate, sentences=5, passages=5)
+def _messages(count: int, seed: int, start: datetime, rate: float, attributed: bool = True) -> list[bytes]:
+    responses = generate_responses(
+        count, seed=seed, start=start, seconds_between=1.0 / rate, sentences=5, passages=5, attributed=attributed
+    )
     return [json.dumps(r).encode() for r in responses]
 
 
@@ -232,12 +234,20 @@ def _worker_flags(workers: str) -> list[str]:
 
 
 def bench_bounded(
-    bootstrap: str, count: int, window: int, work: Path, workers: str = "auto", per_run: int | None = None
+    bootstrap: str,
+    count: int,
+    window: int,
+    work: Path,
+    workers: str = "auto",
+    per_run: int | None = None,
+    attributed: bool = True,
 ) -> None:
     topic = f"bench-bounded-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap, topic)
     try:
-        produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(count, 3, datetime.now(UTC), 1000.0))
+        produce_messages(
+            {"bootstrap_servers": bootstrap}, topic, _messages(count, 3, datetime.now(UTC), 1000.0, attributed)
+        )
         lake = work / topic
         started, cpu_before, busy_before = time.monotonic(), _children_cpu(), _machine_busy()
         passes = [f"--max-records-per-run={per_run}"] if per_run else []
@@ -286,7 +296,7 @@ def bench_source_only(bootstrap: str, count: int) -> None:
         _delete_topics(bootstrap, [topic])
 
 
-def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: Path) -> None:
+def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: Path, attributed: bool = True) -> None:
     topic = f"bench-stream-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap, topic)
     lake = work / topic
@@ -299,7 +309,7 @@ def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: 
         _wait_lake(lake, topic, warmup, process, timeout_s=300)
         started = time.monotonic()
         produce_messages(
-            {"bootstrap_servers": bootstrap}, topic, _messages(count, 5, datetime.now(UTC), rate), rate=rate
+            {"bootstrap_servers": bootstrap}, topic, _messages(count, 5, datetime.now(UTC), rate, attributed), rate=rate
         )
         produced_in = time.monotonic() - started
         finished = _wait_lake(lake, topic, warmup + count, process, timeout_s=600)
@@ -338,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-records-per-run", type=int, help="Bounded run: messages per catch-up pass. Default: the monitor's."
     )
+    parser.add_argument(
+        "--unattributed",
+        action="store_true",
+        help="Answers without citation markers, citations or claims (only their sentences to verify).",
+    )
     args = parser.parse_args(argv)
     bootstrap = args.bootstrap_servers or LocalKafka().start()
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as work:
@@ -345,9 +360,11 @@ def main(argv: list[str] | None = None) -> int:
             bench_source_only(bootstrap, args.count)
         if args.mode in ("both", "bounded"):
             per_run = args.max_records_per_run
-            bench_bounded(bootstrap, args.count, args.window_seconds, Path(work), args.workers, per_run)
+            bench_bounded(
+                bootstrap, args.count, args.window_seconds, Path(work), args.workers, per_run, not args.unattributed
+            )
         if args.mode in ("both", "streaming"):
-            bench_streaming(bootstrap, args.count, args.rate, args.window_seconds, Path(work))
+            bench_streaming(bootstrap, args.count, args.rate, args.window_seconds, Path(work), not args.unattributed)
     return 0
 
 
