@@ -119,7 +119,7 @@ def _response(
     profile: Profile,
     sentences: int | None,
     passages: int | None,
-    attributed_answers: bool,
+    attributed_answers: bool = True,
 ) -> dict:
     domain = DOMAINS[rng.choice(sorted(DOMAINS))]
     facts: list[Fact] = domain.draw_facts(rng, passages or rng.randint(3, 5))
