@@ -16,7 +16,9 @@ setup(
     include_package_data=True,
     install_requires=[
         "apache-beam>=2.77,<2.78",
-        "kafka-python>=3.0,<4",
+        # crc32c: kafka-python checks and computes CRC-32C of every record batch, in pure Python without it
+        # (about 0.12 us a byte: a quarter of a millisecond for each 2 KB message read or produced).
+        "kafka-python[crc32c]>=3.0,<4",
         "pydantic>=2.7,<3",
         "openai>=1.50,<3",
         "pyarrow>=17,<26",
