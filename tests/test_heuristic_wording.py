@@ -104,6 +104,11 @@ def test_quotation_given_word_for_word_or_shortened_is_no_misquote():
         'The automaker will recall 19 pickups over a "specific issue that could result in a loss of propulsion".'
     )
     assert verdict_on(shortened, _RECALL).attribution_verdict != V.contradicted
+    # Square brackets mark the quoter's own words, which may stand in for the source's.
+    bracketed = (
+        'The recall is over a "specific [fault in the] connection issue that could result in a loss of propulsion".'
+    )
+    assert verdict_on(bracketed, _RECALL).attribution_verdict != V.contradicted
 
 
 def test_reference_marker_in_the_evidence_is_not_a_number():

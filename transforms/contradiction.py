@@ -322,6 +322,7 @@ def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[
     return found
 
 
+_BRACKETED = re.compile(r"\[[^\]]*\]")
 _QUOTE_WORDS = 4  # a shorter quotation is a name or a phrase, not a passage reproduced
 _QUOTE_MATCHED = 0.6  # share of a quotation's words an evidence sentence must give in order to be its source
 
@@ -331,11 +332,13 @@ def misquotation(sentence: str, ev) -> Contradiction | None:
     loss of propulsion" quoted from "a specific electrical connection issue that could result in a loss of
     propulsion". The evidence sentence must give most of the quotation's words in order, and the claim's word must
     stand where the evidence has a different content word, between words both share; a quotation the evidence only
-    paraphrases, or words the claim leaves out or adds at its ends, are no conflict."""
+    paraphrases, words the claim leaves out or adds at its ends, and words it puts in square brackets (its own), are
+    no conflict."""
     if '"' not in sentence and "\u201c" not in sentence and "\u00ab" not in sentence:
         return None
     for quote in find_quotes(sentence):
-        tokens = tokenize(quote.text)
+        # Words in square brackets are the quoter's own ("[the company] will recall"), as are citation markers.
+        tokens = tokenize(_BRACKETED.sub(" ", quote.text) if "[" in quote.text else quote.text)
         stems = [t.stem for t in tokens]
         if len(stems) < _QUOTE_WORDS or ev.contains_run(stems):
             continue
