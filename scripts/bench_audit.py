@@ -4,6 +4,7 @@
     python scripts/bench_audit.py [--responses 5000] [--verifier heuristic] [extra Beam options]
     python scripts/bench_audit.py --direct_num_workers=1   # the whole pipeline in this one process
     python scripts/bench_audit.py --responses 100000 --pipeline-only [--max_records_per_run=100000]
+    python scripts/bench_audit.py --unattributed   # the same answers without citation markers, citations or claims
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic`), times `Verifier.verify` over all their sentences in

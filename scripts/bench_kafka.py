@@ -1,7 +1,8 @@
 """Benchmark Kafka -> lake: throughput, end-to-end latency, consumer lag and peak memory, bounded and streaming.
 
     python scripts/bench_kafka.py [--bootstrap-servers 127.0.0.1:39092] [--count 5000] [--rate 600] \\
-        [--window-seconds 10] [--mode both|bounded|streaming] [--workers auto|N] [--max-records-per-run N]
+        [--window-seconds 10] [--mode both|bounded|streaming] [--workers auto|N] [--max-records-per-run N] \\
+        [--unattributed]
 
 Without --bootstrap-servers it uses $GROUNDWATCH_KAFKA_BOOTSTRAP, else starts the local broker
 (scripts/kafka.sh). Each mode gets a fresh topic (2 partitions) and lake, and runs `groundwatch monitor` as
@@ -22,6 +23,7 @@ a child process group so its memory (Python and Prism together) can be sampled.
   timestamp) to its `audited_at`, and to the moment its Parquet file was published (file mtime), p50/p95.
 
 Consumer lag (end offsets minus the group's committed offsets) is sampled every second and printed.
+`--unattributed` produces the same answers without citation markers, citations or claims.
 """
 
 from __future__ import annotations
