@@ -289,3 +289,10 @@ def test_an_exact_quote_with_a_short_lead_in_supports_its_claim(verifier):
     result = only(audit_citations(lease(answer, evidence=[chart], ids=["1"]), verifier))
     assert result.claim_support_level is ClaimSupportLevel.SUPPORTS
     assert result.verification_status is VerificationStatus.accurate and result.quote_accurate
+
+
+def test_a_footnote_marker_in_the_passage_is_not_a_number():
+    # "[2]" refers to a source: it neither states the claim's 2 nor hides that the passage says 120.
+    (issue,) = fidelity_issues("The trial enrolled 2 patients.", "The trial enrolled 120 patients.[2]")
+    assert issue.kind == "number_changed"
+    assert '"2"' in issue.note and '"120"' in issue.note

@@ -284,7 +284,7 @@ _KOWAL = "Family tree of Jan Kowal, painter. Jan Kowal was born on 5 July 1867 i
 def test_name_in_the_slot_of_another_name_is_contradicted_without_word_alignment():
     # "born ... in Warsaw" several words apart: the same anchor word and preposition, another name.
     ev = index_evidence([("e1", _KOWAL)])
-    tokens, items, _ = _items("Jan Kowal was born in Gdansk.", ev)
+    tokens, items = _items("Jan Kowal was born in Gdansk.", ev)
     total = sum(it.weight for it in items)
     _, _, gain = _greedy_cover(items, total)
     cue = anchored_name_swap(tokens, items, ev, gain, total)

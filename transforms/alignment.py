@@ -100,13 +100,12 @@ class _Item:
     gap_ends: tuple = ()  # the two evidence times or dates a derived duration lies between
 
 
-def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], list[Quantity]]:
+def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item]]:
     markers = citation_marker_spans(sentence)
     tokens = list(tokenize(sentence))
-    quantities = list(extract_quantities(sentence))
+    quantities = extract_quantities(sentence)  # none inside the markers
     if markers:
         tokens = [t for t in tokens if not any(s <= t.start < e for s, e in markers)]
-        quantities = [q for q in quantities if not any(s <= q.start < e for s, e in markers)]
     items, in_quantity = [], {}
     starts = [t.start for t in tokens]
     for q in quantities:
@@ -157,7 +156,7 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item], 
                         continue
                 keep.append(sid)
             it.support = keep
-    return tokens, items, quantities
+    return tokens, items
 
 
 def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int], dict[int, float]]:
@@ -302,7 +301,7 @@ def _is_name(tokens, item) -> bool:
 
 def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
     """Align one sentence with the evidence: coverage, sources, unsupported spans, contradictions."""
-    tokens, items, _ = _items(sentence, ev)
+    tokens, items = _items(sentence, ev)
     total = sum(it.weight for it in items)
     out = SentenceAnalysis()
     if not items or total == 0:

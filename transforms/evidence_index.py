@@ -19,7 +19,7 @@ from functools import lru_cache
 from transforms.quantities import Quantity, extract_quantities, time_gaps
 from transforms.sentences import sentence_spans
 from transforms.synonyms import synonym_stems
-from transforms.textmatch import STOP_STEMS, WORD_PATTERN, citation_marker_spans, count_negations, stem
+from transforms.textmatch import STOP_STEMS, WORD_PATTERN, count_negations, stem
 
 __all__ = ["PREFIX", "EvidenceIndex", "index_evidence", "one_edit", "quantity_key"]
 
@@ -180,9 +180,6 @@ def _passage_sentences(doc_id: str, text: str) -> tuple[_EvSentence, ...]:
     """
     pieces = []
     qs = extract_quantities(text)
-    if qs and "[" in text:  # "[2]" is a reference to a source, not the number 2
-        markers = citation_marker_spans(text)
-        qs = tuple(q for q in qs if not any(s <= q.start < e for s, e in markers))
     for start, end in sentence_spans(text):
         words = WORD_PATTERN.findall(text, start, end)
         cuts = [(start, end, words)]

@@ -19,7 +19,7 @@ from datetime import date
 from functools import lru_cache
 from typing import NamedTuple
 
-from transforms.textmatch import stem
+from transforms.textmatch import citation_marker_spans, stem
 
 __all__ = ["Quantity", "counted", "extract_quantities", "same_value", "time_gaps"]
 
@@ -180,9 +180,10 @@ def _taken(spans: list[tuple[int, int]], start: int, end: int) -> bool:
 
 @lru_cache(maxsize=4096)
 def extract_quantities(text: str) -> tuple[Quantity, ...]:
-    """Dates, times, durations and numbers (with unit and scale) in `text`, in order of position."""
+    """Dates, times, durations and numbers (with unit and scale) in `text`, in order of position. Nothing inside
+    a citation marker counts: "[2]" refers to a source (a footnote in a passage, a citation in an answer)."""
     found: list[Quantity] = []
-    spans: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = citation_marker_spans(text) if "[" in text else []
     windows = _digit_windows(text)
     has_month = windows and _ANY_MONTH.search(text) is not None
     has_sep = "-" in text or "/" in text
