@@ -119,7 +119,7 @@ def _response(
     profile: Profile,
     sentences: int | None,
     passages: int | None,
-    attributed_answers: bool = True,
+    attributed: bool = True,
 ) -> dict:
     domain = DOMAINS[rng.choice(sorted(DOMAINS))]
     facts: list[Fact] = domain.draw_facts(rng, passages or rng.randint(3, 5))
@@ -143,7 +143,7 @@ def _response(
     order = list(range(n_passages))
     rng.shuffle(order)
     answer_parts, unmarked_parts, claims, citations = [], [], [], []
-    attributed = rng.random() < 0.45
+    logs_claims = rng.random() < 0.45  # an attributed-answer generator: claims and its own prompt version
     for s in range(n_sentences):
         verdict = _pick(rng, profile.verdict_weights)
         fact_i = order[s % n_passages]
@@ -171,7 +171,7 @@ def _response(
                 cited = [_DOC_STYLES[doc_style](n_passages + 1)]  # fabricated: not among the passages
             text = text[:-1] + _marker(cited) + text[-1]  # the marker goes before the final period
         answer_parts.append(text)
-        if attributed:
+        if logs_claims:
             confidence, reason = _claim_confidence(rng, verdict)
             claim = {"claim_text": text.split(" [")[0], "source_doc_ids": cited, "confidence": confidence}
             if reason:
@@ -183,7 +183,7 @@ def _response(
             citations.append({"citation_id": f"[{cited[0]}]", "doc_id": cited[0], "quote": quote, "claim_text": text})
 
     tenant, risk = domain.tenant_and_risk(rng)
-    if not attributed_answers:  # the same answers, without the markers, claims and citations drawn for them
+    if not attributed:  # the same answers, without the markers, claims and citations drawn for them
         answer_parts, claims, citations = unmarked_parts, [], []
     message = {
         "response_id": f"{domain.name[:3]}-{index:06d}-{rng.getrandbits(24):06x}",
@@ -196,7 +196,7 @@ def _response(
             "risk_level": risk,
             "retriever_version": profile.retriever_version or rng.choice(["r7", "r7", "r8"]),
             "generator_model": rng.choice(["gen-large-2", "gen-small-1"]),
-            "prompt_version": "attrib-v2" if attributed else rng.choice(["p3", "p4"]),
+            "prompt_version": "attrib-v2" if logs_claims else rng.choice(["p3", "p4"]),
         },
     }
     if rng.random() < 0.5:

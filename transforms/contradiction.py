@@ -18,6 +18,7 @@ A quotation the evidence gives with another content word inside it is a misquote
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -334,19 +335,14 @@ def misquotation(sentence: str, ev) -> Contradiction | None:
     stand where the evidence has a different content word, between words both share; a quotation the evidence only
     paraphrases, words the claim leaves out or adds at its ends, and words it puts in square brackets (its own), are
     no conflict."""
-    if '"' not in sentence and "\u201c" not in sentence and "\u00ab" not in sentence:
-        return None
     for quote in find_quotes(sentence):
         # Words in square brackets are the quoter's own ("[the company] will recall"), as are citation markers.
         tokens = tokenize(_BRACKETED.sub(" ", quote.text) if "[" in quote.text else quote.text)
         stems = [t.stem for t in tokens]
         if len(stems) < _QUOTE_WORDS or ev.contains_run(stems):
             continue
-        shared = {}
-        for st in set(stems) - STOP_STEMS:
-            for sid in ev.postings.get(st, ()):
-                shared[sid] = shared.get(sid, 0) + 1
-        for sid in sorted(shared, key=shared.get, reverse=True)[:3]:
+        shared = Counter(sid for st in set(stems) - STOP_STEMS for sid in ev.postings.get(st, ()))
+        for sid, _ in shared.most_common(3):
             s = ev.sentences[sid]
             ops = SequenceMatcher(None, stems, s.stem_list, autojunk=False).get_opcodes()
             equal = [op for op in ops if op[0] == "equal"]
