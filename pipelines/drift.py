@@ -67,14 +67,12 @@ def send_alerts_to_kafka(
     """
     if not rows:
         return 0
-    from kafka import KafkaProducer
-
-    from transforms.kafka_client import client_config
+    from transforms.kafka_client import producer as kafka_producer
     from transforms.kafka_sink import ensure_topics
 
     settings = {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
     ensure_topics(settings, [topic])
-    producer = KafkaProducer(acks="all", retries=10, linger_ms=5, **client_config(settings))
+    producer = kafka_producer(settings)
     try:
         for row in rows:
             producer.send(topic, key=row.alert_id.encode(), value=row.model_dump_json().encode())

@@ -27,7 +27,7 @@ from typing import Any
 
 from pipelines.monitor_options import add_kafka_security_arguments
 from pipelines.traffic import generate_responses, malformed_lines
-from transforms.kafka_client import client_config
+from transforms.kafka_client import producer as kafka_producer
 from transforms.parse import ParseError, parse_message
 
 __all__ = ["add_arguments", "generated_messages", "main", "malformed_messages", "produce_messages"]
@@ -79,9 +79,7 @@ def _key_of(raw: bytes) -> bytes | None:
 
 def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rate: float | None = None) -> int:
     """Send raw messages to `topic` (keyed by response_id), at most `rate` per second; return how many."""
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(acks="all", linger_ms=10, retries=10, **client_config(connection))
+    producer = kafka_producer(connection)
     sent, started = 0, time.monotonic()
     try:
         for raw in messages:

@@ -1,8 +1,8 @@
 """Benchmark Kafka -> lake: throughput, end-to-end latency, consumer lag and peak memory, bounded and streaming.
 
     python scripts/bench_kafka.py [--bootstrap-servers 127.0.0.1:39092] [--count 5000] [--rate 600] \\
-        [--window-seconds 10] [--mode both|bounded|streaming] [--workers auto|N] [--max-records-per-run N] \\
-        [--unattributed]
+        [--window-seconds 10] [--mode both|bounded|streaming|source|producer] [--workers auto|N] \\
+        [--max-records-per-run N] [--unattributed]
 
 Without --bootstrap-servers it uses $GROUNDWATCH_KAFKA_BOOTSTRAP, else starts the local broker
 (scripts/kafka.sh). Each mode gets a fresh topic (2 partitions) and lake, and runs `groundwatch monitor` as
@@ -21,6 +21,10 @@ a child process group so its memory (Python and Prism together) can be sampled.
   the produce rate while the monitor keeps up, and its capacity when `--rate` is more than it can take
   (lag then grows). Latency per response: produce time (the Kafka record
   timestamp) to its `audited_at`, and to the moment its Parquet file was published (file mtime), p50/p95.
+
+- producer: what groundwatch's producer (`transforms.kafka_client.producer`) costs in CPU per message, at
+  `--rate` messages/s, flushed every 40 messages as the review and dead-letter sinks flush at each bundle's
+  end, and paced without flushes as `groundwatch produce` sends; at its batching delay and at 5 ms.
 
 Consumer lag (end offsets minus the group's committed offsets) is sampled every second and printed.
 `--unattributed` produces the same answers without citation markers, citations or claims.
@@ -298,6 +302,34 @@ def bench_source_only(bootstrap: str, count: int) -> None:
         _delete_topics(bootstrap, [topic])
 
 
+def bench_producer(bootstrap: str, count: int, rate: float) -> None:
+    """CPU per message of `producer()` at `rate`: flushed every 40 messages (a sink's bundles) or only at the end."""
+    from transforms.kafka_client import PRODUCER_LINGER_MS, producer
+
+    topic = f"bench-producer-{uuid.uuid4().hex[:8]}"
+    _create_topic(bootstrap, topic)
+    messages = _messages(count, 8, datetime.now(UTC), rate)
+    print(f"\n== producer, {count} messages at {rate:.0f}/s: CPU ms per message ==")
+    try:
+        for flush_every, pattern in ((40, "flushed every 40 (sinks)"), (None, "paced, one flush (produce)")):
+            for linger_ms in (5, PRODUCER_LINGER_MS):
+                sender = producer({"bootstrap_servers": bootstrap}, linger_ms=linger_ms)
+                sender.send(topic, value=b"warm-up").get(timeout=30)
+                cpu, started = time.process_time(), time.monotonic()
+                for i, raw in enumerate(messages):
+                    if (ahead := started + i / rate - time.monotonic()) > 0:
+                        time.sleep(ahead)
+                    sender.send(topic, value=raw)
+                    if flush_every and i % flush_every == flush_every - 1:
+                        sender.flush()
+                sender.flush()
+                spent = time.process_time() - cpu
+                sender.close()
+                print(f"{pattern:<28} linger {linger_ms:>3} ms   {1000 * spent / count:.3f}")
+    finally:
+        _delete_topics(bootstrap, [topic])
+
+
 def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: Path, attributed: bool = True) -> None:
     topic = f"bench-stream-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap, topic)
@@ -341,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=5000, help="Responses per run. Default 5000.")
     parser.add_argument("--rate", type=float, default=600.0, help="Streaming produce rate, per second. Default 600.")
     parser.add_argument("--window-seconds", type=int, default=10, help="Window length. Default 10.")
-    parser.add_argument("--mode", choices=("both", "bounded", "streaming", "source"), default="both")
+    parser.add_argument("--mode", choices=("both", "bounded", "streaming", "source", "producer"), default="both")
     parser.add_argument(
         "--workers",
         default="auto",
@@ -367,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.mode in ("both", "streaming"):
             bench_streaming(bootstrap, args.count, args.rate, args.window_seconds, Path(work), not args.unattributed)
+        if args.mode == "producer":
+            bench_producer(bootstrap, args.count, args.rate)
     return 0
 
 

@@ -18,7 +18,7 @@ from kafka_fixtures import kafka_bootstrap, new_topic  # noqa: F401
 
 from pipelines.counts import counts_from_result, format_counts
 from schemas import Origin
-from transforms.kafka_client import message_event_time, resolve_start_offset
+from transforms.kafka_client import PRODUCER_LINGER_MS, message_event_time, producer, resolve_start_offset
 from transforms.kafka_commit import (
     CommitOffsetsAfterLake,
     committable_position,
@@ -44,6 +44,18 @@ def test_the_kafka_client_computes_record_checksums_in_c():
 
     assert util._crc32c is not pure_python
     assert util.calc_crc32c(memoryview(b"123456789")) == 0xE3069283  # the CRC-32C check value
+
+
+def test_producers_wait_for_every_replica_and_batch_unless_a_caller_says_otherwise(kafka_bootstrap):  # noqa: F811
+    connection = {"bootstrap_servers": kafka_bootstrap, "client_id": "groundwatch-test"}
+    batching, eager = producer(connection), producer(connection, linger_ms=0)
+    try:
+        assert batching.config["acks"] == eager.config["acks"] == -1  # kafka-python's spelling of acks="all"
+        assert (batching.config["linger_ms"], eager.config["linger_ms"]) == (PRODUCER_LINGER_MS, 0)
+        assert batching.config["client_id"] == "groundwatch-test"  # the connection's settings pass through
+    finally:
+        batching.close()
+        eager.close()
 
 
 def test_ledger_commits_only_through_durable_chunks_in_order():

@@ -20,7 +20,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
-from transforms.kafka_client import KAFKA_METRICS_NAMESPACE, client_config
+from transforms.kafka_client import KAFKA_METRICS_NAMESPACE, client_config, producer
 
 __all__ = [
     "PublishDeadLetters",
@@ -114,9 +114,7 @@ class _ProduceFn(beam.DoFn):
         self._producer = self._new_producer()
 
     def _new_producer(self):
-        from kafka import KafkaProducer
-
-        return KafkaProducer(acks="all", retries=10, linger_ms=5, **client_config(self._connection))
+        return producer(self._connection)
 
     def process(self, message: KafkaMessage):
         key, value, headers = message
