@@ -111,16 +111,13 @@ class _ProduceFn(beam.DoFn):
         self._sent = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"published_{topic}")
 
     def setup(self):
-        self._producer = self._new_producer()
-
-    def _new_producer(self):
-        return producer(self._connection)
+        self._producer = producer(self._connection)
 
     def process(self, message: KafkaMessage):
         key, value, headers = message
         if self._producer is None or getattr(self._producer, "_closed", False):
             # A runner may reuse this DoFn after a failed bundle tore its producer down.
-            self._producer = self._new_producer()
+            self._producer = producer(self._connection)
         self._producer.send(self._topic, value=value, key=key, headers=headers)
         self._sent.inc()
 
