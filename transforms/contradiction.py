@@ -337,7 +337,7 @@ def misquotation(sentence: str, ev) -> Contradiction | None:
     no conflict."""
     for quote in find_quotes(sentence):
         # Words in square brackets are the quoter's own ("[the company] will recall"), as are citation markers.
-        tokens = tokenize(_BRACKETED.sub(" ", quote.text) if "[" in quote.text else quote.text)
+        tokens = tokenize(_BRACKETED.sub(" ", quote.text))
         stems = [t.stem for t in tokens]
         if len(stems) < _QUOTE_WORDS or ev.contains_run(stems):
             continue
