@@ -152,7 +152,7 @@ def evidently_period_report(
     from evidently.metrics import MeanValue, ValueDrift
     from evidently.tests import Reference, gte
 
-    from transforms.drift_report import run_report
+    from transforms.monitoring.evidently_report import run_report
 
     def frame(lo, hi):
         s = sentences[(sentences["window_start"] >= lo) & (sentences["window_start"] < hi)]
@@ -180,7 +180,7 @@ def evidently_period_report(
 
 def build_report(lake_dir: str, start: datetime | None = None, end: datetime | None = None) -> str:
     """The report of the period [start, end) of the lake (all of it by default) as one HTML page."""
-    from transforms.drift_data import load_lake_frames
+    from transforms.io.lake.reader import load_lake_frames
 
     frames = load_lake_frames(lake_dir)
     metrics, checks = frames.window_metrics, frames.drift_checks

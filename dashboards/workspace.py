@@ -19,8 +19,8 @@ import os
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC
-from transforms.drift import DriftConfig, SlicePlan, WindowEvaluation
-from transforms.drift_report import column_name, run_report
+from transforms.monitoring.drift import DriftConfig, SlicePlan, WindowEvaluation
+from transforms.monitoring.evidently_report import column_name, run_report
 
 __all__ = ["PROJECT_NAME", "GroundwatchWorkspace", "dashboard_panels", "workspace_path"]
 

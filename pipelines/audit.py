@@ -11,7 +11,7 @@ Beam's FnApiRunner unless `--runner` says otherwise (the DirectRunner would
 first try to download Prism): in process for small inputs, with one worker
 process per core (up to 4) from 4 MiB of input on, unless
 `--direct_num_workers` / `--direct_running_mode` say otherwise. On that runner an input of more than
-`--max-records-per-run` lines (default 50,000) is audited in passes, one run each (`pipelines.passes`):
+`--max-records-per-run` lines (default 50,000) is audited in passes, one run each (`pipelines.runner.passes`):
 the runner holds a run's data in memory until it ends.
 
 Stages (each a labelled composite in `transforms/`):
@@ -36,34 +36,34 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-from pipelines.counts import AuditCounts, counts_from_result, format_counts, sum_counts
-from pipelines.judge_options import (
+from pipelines.metrics import recompute_window_metrics, windows_across_passes
+from pipelines.options.judge import (
     add_judge_arguments,
     add_judge_pipeline_options,
     apply_judge_reports,
     judge_argv,
     judge_verifier_config,
 )
-from pipelines.metrics import recompute_window_metrics, windows_across_passes
-from pipelines.passes import MAX_RECORDS_PER_RUN, JsonlPlan, plan_jsonl_passes, read_ranges
-from pipelines.worker_pool import separate_environment
+from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
+from pipelines.runner.passes import MAX_RECORDS_PER_RUN, JsonlPlan, plan_jsonl_passes, read_ranges
+from pipelines.runner.worker_pool import separate_environment
 from schemas.base import utc_now
-from transforms.audit import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
-from transforms.citations import AuditCitationsStep
-from transforms.claims import AuditClaimsStep
-from transforms.jsonl import ReadJsonlMessages
-from transforms.lake import WriteAuditLake, row_dict, to_lake_rows
-from transforms.parse import (
+from transforms.attribution.citations import AuditCitationsStep
+from transforms.attribution.claims import AuditClaimsStep
+from transforms.audit.stages import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
+from transforms.ingest.parse import (
     DEAD_LETTERS,
     PARSED,
     DropDuplicateResponses,
     ParseResponses,
 )
-from transforms.sample import SampleResponses
-from transforms.verifier import DEFAULT_CONFIDENCE_THRESHOLD
-from transforms.verifiers import available_verifiers
-from transforms.window_metrics import WindowMetrics
-from transforms.windows import DEFAULT_WINDOW_SECONDS, LatePanesJoinOpenWindows, WindowByEventTime
+from transforms.ingest.sample import SampleResponses
+from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS, LatePanesJoinOpenWindows, WindowByEventTime
+from transforms.io.jsonl import ReadJsonlMessages
+from transforms.io.lake.writer import WriteAuditLake, row_dict, to_lake_rows
+from transforms.monitoring.window_metrics import WindowMetrics
+from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
+from transforms.verify.registry import available_verifiers
 
 __all__ = [
     "ACCEPTS_PIPELINE_ARGS",
@@ -157,9 +157,9 @@ def build_pipeline(
     """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`,
     and `dead_letters` (DeadLetterRows the source set aside, already counted) join the run's own.
     `audit_lanes` > 0 splits the responses by id over that many lanes, each running verification and the
-    audit steps in an environment of its own (`pipelines.worker_pool`: on local Prism, a worker process
+    audit steps in an environment of its own (`pipelines.runner.worker_pool`: on local Prism, a worker process
     each). `first_copies` are the repeated response ids of a whole input this run audits part of
-    (`pipelines.passes`).
+    (`pipelines.runner.passes`).
 
     Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
     and `lake_files` (paths written).

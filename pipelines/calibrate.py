@@ -25,9 +25,9 @@ import json
 import sys
 from pathlib import Path
 
-from pipelines.judge_options import add_judge_arguments, judge_verifier_config
-from transforms.calibration import recommend_threshold, threshold_sweep
-from transforms.golden import load_golden, score_golden, summarize
+from pipelines.options.judge import add_judge_arguments, judge_verifier_config
+from transforms.evaluation.golden import load_golden, score_golden, summarize
+from transforms.evaluation.metrics import recommend_threshold, threshold_sweep
 
 __all__ = ["add_arguments", "main"]
 
@@ -282,7 +282,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"groundwatch calibrate: no valid record in {args.golden}", file=sys.stderr)
         return 2
 
-    from transforms.verifiers import make_verifier  # the registry loads verifier backends lazily
+    from transforms.verify.registry import make_verifier  # the registry loads verifier backends lazily
 
     try:
         verifier = make_verifier(args.verifier, **config)
@@ -321,7 +321,7 @@ def main(args: argparse.Namespace) -> int:
         print("\n".join(confusion_lines(summary["citations"]["overall"])))
 
     if args.report:
-        from pipelines.calibration_report import write_report
+        from pipelines.reporting.calibration_report import write_report
 
         path = write_report(
             Path(args.report),

@@ -7,7 +7,7 @@ hundred synthetic responses from clinical, legal and financial tenants, with a
 handful of malformed lines), then prints tables queried from the lake with the
 SQL files in `dashboards/queries/`. Re-running overwrites the same files.
 Then it audits a short retriever-regression scenario into `<lake>/demo-regression/`, runs drift
-detection on it and prints the alert (`pipelines.drift_demo`); `groundwatch ui --lake <lake>` shows it.
+detection on it and prints the alert (`pipelines.reporting.drift_demo`); `groundwatch ui --lake <lake>` shows it.
 A stage that adds figures to the demo appends `(title, sql file)` to `SUMMARIES`.
 """
 
@@ -18,8 +18,8 @@ import sys
 from importlib import resources
 
 from pipelines.audit import run
-from pipelines.counts import AuditCounts
 from pipelines.query import QueryError, format_rows, run_query
+from pipelines.runner.counts import AuditCounts
 
 __all__ = ["ACCEPTS_PIPELINE_ARGS", "SUMMARIES", "add_arguments", "main", "sample_traffic_path", "summarize"]
 
@@ -72,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
         print()
         print(summarize(args.lake, counts))
         print()
-        from pipelines.drift_demo import regression_demo  # Evidently loads only when the demo gets here
+        from pipelines.reporting.drift_demo import regression_demo  # Evidently loads only when the demo gets here
 
         regression_demo(args.lake, getattr(args, "extra_args", None) or [])
     except (ValueError, QueryError) as e:

@@ -5,7 +5,7 @@
         [--drift-p-value 0.001] [--max-confidence-drop 0.10] [--fail-on-alert]
 
 It reads the lake's `window_metrics`, `responses` and `sentences`, checks every window not checked
-before (see `transforms.drift`), and writes what it found back to the lake: one `drift_checks` row
+before (see `transforms.monitoring.drift`), and writes what it found back to the lake: one `drift_checks` row
 per check, slice and window, and one `alerts` row per alert episode (rewritten when it clears).
 Alerts also go to the log, to the console and, when Kafka is configured (`--kafka-bootstrap` or
 GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic. Each checked window adds one snapshot to the
@@ -31,10 +31,10 @@ from typing import Any
 
 from pipelines.cli import iso_time
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow
-from transforms.alerts import AlertTracker, format_alert
-from transforms.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
-from transforms.drift_data import load_lake_frames
-from transforms.lake import write_table
+from transforms.io.lake.reader import load_lake_frames
+from transforms.io.lake.writer import write_table
+from transforms.monitoring.alerts import AlertTracker, format_alert
+from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
 
 __all__ = ["DEFAULT_ALERTS_TOPIC", "DriftOutcome", "add_arguments", "main", "run_drift", "send_alerts_to_kafka"]
 
@@ -61,14 +61,14 @@ def send_alerts_to_kafka(
 ) -> int:
     """Publish alert rows as JSON to a Kafka topic, keyed by alert_id (the firing and the cleared row alike).
 
-    `connection` is a bootstrap string or a connection dict as `transforms.kafka_client.client_config` takes
+    `connection` is a bootstrap string or a connection dict as `transforms.io.kafka.client.client_config` takes
     (security settings included); the topic is created if the cluster does not auto-create it.
     Alerts come from a run outside Beam, so this uses a plain producer, configured like the pipeline's sink.
     """
     if not rows:
         return 0
-    from transforms.kafka_client import producer as kafka_producer
-    from transforms.kafka_sink import ensure_topics
+    from transforms.io.kafka.client import producer as kafka_producer
+    from transforms.io.kafka.sink import ensure_topics
 
     settings = {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
     ensure_topics(settings, [topic])

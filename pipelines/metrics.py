@@ -28,8 +28,8 @@ import duckdb
 
 from dashboards.views import connect_lake
 from pipelines.cli import iso_time
-from transforms.lake import write_table
-from transforms.window_metrics import compute_window_metrics, stats_from_rows
+from transforms.io.lake.writer import write_table
+from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 
 __all__ = [
     "WINDOWS_PER_BATCH",

@@ -10,7 +10,7 @@ Streaming (the default) runs on Beam's Prism runner (`--prism-location`, else `$
 `~/.cache/groundwatch/bin/prism` as built by `scripts/build-prism.sh`): the Kafka source checkpoints every
 `--checkpoint-records` records or `--checkpoint-seconds` seconds, windows close as the watermark passes them,
 and each window's Parquet files appear in the lake. Prism's SDK workers are processes from our own pool
-(`pipelines.worker_pool`), and the audit stages run in lanes split by response id, one per core, each in an
+(`pipelines.runner.worker_pool`), and the audit stages run in lanes split by response id, one per core, each in an
 environment, so a process, of its own.
 `--until-caught-up` reads from the group's committed
 offsets to the end offsets seen at start and exits, on the FnApiRunner (catch-up, backfills): in process for
@@ -18,10 +18,10 @@ a small backlog, with one worker process per core (up to 4) from `PARALLEL_BACKL
 unless `--runner`, `--direct_num_workers` or `--direct_running_mode` are given. The bounded read never
 checkpoints, so several workers are safe, and the messages are reshuffled after it so they share the audit.
 A backlog larger than `--max-records-per-run` is read in passes, each a run of its own that commits before
-the next starts, so memory stays bounded (`pipelines.catch_up`).
+the next starts, so memory stays bounded (`pipelines.runner.catch_up`).
 
 The consumer group's offsets are committed only after the rows the records produced are in the lake
-(`transforms.kafka_commit`); a crashed run restarts where the group's commits say and may re-audit a few
+(`transforms.io.kafka.commit`); a crashed run restarts where the group's commits say and may re-audit a few
 responses, which the lake views count once. SASL and SSL passwords come only from the environment
 (`GROUNDWATCH_KAFKA_SASL_PASSWORD`, `GROUNDWATCH_KAFKA_SSL_PASSWORD`). The same graph runs on Flink or
 Dataflow by runner options only.
@@ -38,8 +38,9 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, PortableOptions, StandardOptions
 
-from pipelines import audit
-from pipelines.catch_up import (
+import pipelines.audit as audit
+from pipelines.options.monitor import MonitorOptions, add_arguments, connection_from_options, to_argv, validate
+from pipelines.runner.catch_up import (
     after_pass,
     backlog,
     committed_offsets,
@@ -48,16 +49,15 @@ from pipelines.catch_up import (
     refresh_window_metrics,
     start_offsets,
 )
-from pipelines.counts import AuditCounts, counts_from_result, format_counts, sum_counts
-from pipelines.monitor_options import MonitorOptions, add_arguments, connection_from_options, to_argv, validate
-from pipelines.worker_pool import local_audit_lanes, start_worker_pool
-from transforms.kafka_commit import CommitOffsetsAfterLake
-from transforms.kafka_io import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
-from transforms.kafka_partitions import topic_partitions
-from transforms.kafka_sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
-from transforms.late import DeadLetterLateMessages, message_late_reason
-from transforms.parse import ParseError, parse_message
-from transforms.sample import is_sampled
+from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
+from pipelines.runner.worker_pool import local_audit_lanes, start_worker_pool
+from transforms.ingest.late import DeadLetterLateMessages, message_late_reason
+from transforms.ingest.parse import ParseError, parse_message
+from transforms.ingest.sample import is_sampled
+from transforms.io.kafka.commit import CommitOffsetsAfterLake
+from transforms.io.kafka.partitions import topic_partitions
+from transforms.io.kafka.sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
+from transforms.io.kafka.source import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
 
 __all__ = [
     "ACCEPTS_PIPELINE_ARGS",
@@ -101,7 +101,8 @@ def build_monitor(
 
     `audit_lanes`: verification and the audit steps split over that many environments of their own (see
     `audit.build_pipeline`).
-    `offset_ranges` ({partition: (start, stop)}): a catch-up reads exactly these (one pass, `pipelines.catch_up`).
+    `offset_ranges` ({partition: (start, stop)}): a catch-up reads exactly these (one pass,
+    `pipelines.runner.catch_up`).
     """
     opts = options.view_as(MonitorOptions)
     audit_opts = options.view_as(audit.AuditOptions)
@@ -219,7 +220,7 @@ def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -
 
 
 def use_worker_processes(options: PipelineOptions, argv: list[str]) -> Callable[[], None] | None:
-    """On local Prism: serve its SDK workers from a pool of processes (`pipelines.worker_pool`), so that
+    """On local Prism: serve its SDK workers from a pool of processes (`pipelines.runner.worker_pool`), so that
     the audit stages, split into lanes in environments of their own, run on every core. Returns the pool's
     stop function, or None when it does not apply: another runner, an `--environment_type` named in `argv`,
     or a single core."""
@@ -260,7 +261,7 @@ def _catch_up(
     options: PipelineOptions, argv: list[str], connection: dict[str, Any], out: Callable[[str], None]
 ) -> AuditCounts:
     """Read the backlog up to the end offsets seen now, in passes of at most `--max-records-per-run` messages
-    (`pipelines.catch_up`); return the counts of all passes."""
+    (`pipelines.runner.catch_up`); return the counts of all passes."""
     opts = options.view_as(MonitorOptions)
     topic, group = opts.kafka_topic, opts.kafka_group_id
     most = options.view_as(audit.AuditOptions).max_records_per_run

@@ -25,10 +25,10 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pipelines.monitor_options import add_kafka_security_arguments
-from pipelines.traffic import generate_responses, malformed_lines
-from transforms.kafka_client import producer as kafka_producer
-from transforms.parse import ParseError, parse_message
+from pipelines.options.monitor import add_kafka_security_arguments
+from pipelines.traffic.synthetic import generate_responses, malformed_lines
+from transforms.ingest.parse import ParseError, parse_message
+from transforms.io.kafka.client import producer as kafka_producer
 
 __all__ = ["add_arguments", "generated_messages", "main", "malformed_messages", "produce_messages"]
 
@@ -112,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipelines.monitor_options import _RENAMED, MonitorOptions, connection_from_options
+    from pipelines.options.monitor import _RENAMED, MonitorOptions, connection_from_options
 
     options = MonitorOptions(
         [f"--{_RENAMED.get(k, k)}={v}" for k, v in vars(args).items() if v is not None and k in _CONNECTION_ARGS]

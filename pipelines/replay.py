@@ -22,7 +22,7 @@ import sys
 from datetime import UTC, datetime
 
 from pipelines.cli import iso_time
-from pipelines.judge_options import add_judge_arguments, judge_verifier_config
+from pipelines.options.judge import add_judge_arguments, judge_verifier_config
 
 __all__ = ["add_arguments", "main", "replay", "select_failed"]
 
@@ -63,10 +63,10 @@ def select_failed(lake: str, status: str, since: datetime, limit: int | None = N
 def _judge(client, task, items, now):
     from apache_beam.utils import retry
 
-    from transforms.judge.client import JudgeUnavailable
-    from transforms.judge.harness import judge_items
-    from transforms.judge.pipeline import failed_outcomes
-    from transforms.judge.verifier import is_retryable
+    from transforms.verify.judge.client import JudgeUnavailable
+    from transforms.verify.judge.harness import judge_items
+    from transforms.verify.judge.pipeline import failed_outcomes
+    from transforms.verify.judge.verifier import is_retryable
 
     call = retry.with_exponential_backoff(num_retries=client.config.num_retries, retry_filter=is_retryable)(judge_items)
     try:
@@ -99,9 +99,9 @@ def _sentence_rows(con, outcomes, now) -> list[dict]:
 def replay(lake: str, status: str, since: datetime, config, *, limit: int | None = None, out=print) -> dict[str, int]:
     """Re-judge the selected items, append the new log and settled verdicts; returns counts by new status."""
     from dashboards.views import connect_lake
-    from transforms.judge.client import JudgeClient
-    from transforms.judge.schema import JudgeItem, Task
-    from transforms.lake import write_table
+    from transforms.io.lake.writer import write_table
+    from transforms.verify.judge.client import JudgeClient
+    from transforms.verify.judge.schema import JudgeItem, Task
 
     selected = select_failed(lake, status, since, limit)
     items = [JudgeItem.model_validate_json(request) for _, _, request, _ in selected]
@@ -130,7 +130,7 @@ def replay(lake: str, status: str, since: datetime, config, *, limit: int | None
 
 
 def main(args: argparse.Namespace) -> int:
-    from transforms.judge.verifier import judge_config_from
+    from transforms.verify.judge.verifier import judge_config_from
 
     try:
         since = args.since

@@ -4,11 +4,11 @@ Every model is pydantic v2 and strict (`extra="forbid"`); the Arrow schemas of
 the lake are derived from the row models (`schemas.lake.arrow_schema`).
 """
 
-from schemas.audit import AuditedResponse, Origin, ParsedResponse, ReviewDecision
 from schemas.base import Confidence, NonEmptyStr, StrictModel
 from schemas.lake import TABLES, DeadLetterRow, ResponseRow, SentenceRow, TableSpec, arrow_schema, register_table
 from schemas.lake_audits import CitationRow, ClaimRow  # registers the citations and claims tables
 from schemas.monitoring import AlertRow, DriftCheckRow, WindowMetricsRow  # registers the monitoring tables
+from schemas.records import AuditedResponse, Origin, ParsedResponse, ReviewDecision
 from schemas.reports import (
     INSUFFICIENT_EVIDENCE,
     AttributionVerdict,

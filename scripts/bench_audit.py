@@ -7,7 +7,7 @@
     python scripts/bench_audit.py --unattributed   # the same answers without citation markers, citations or claims
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
-each (`pipelines.traffic`), times `Verifier.verify` over all their sentences in
+each (`pipelines.traffic.synthetic`), times `Verifier.verify` over all their sentences in
 this process (CPU time, one core), the plain function behind each pipeline
 stage (CPU ms per response, each response through all stages in turn as in the
 fused pipeline, and what two busy cores would reach on them alone), then writes the responses as JSONL and times
@@ -39,13 +39,13 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 from process_memory import PeakMemory  # noqa: E402
 
 from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run, where_it_runs  # noqa: E402
-from pipelines.traffic import generate_responses  # noqa: E402
+from pipelines.traffic.synthetic import generate_responses  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
-from transforms.audit import score_and_flag, verify_response  # noqa: E402
-from transforms.lake import to_lake_rows  # noqa: E402
-from transforms.parse import parse_message  # noqa: E402
-from transforms.sentences import split_sentences  # noqa: E402
-from transforms.verifiers import make_verifier  # noqa: E402
+from transforms.audit.stages import score_and_flag, verify_response  # noqa: E402
+from transforms.ingest.parse import parse_message  # noqa: E402
+from transforms.io.lake.writer import to_lake_rows  # noqa: E402
+from transforms.text.sentences import split_sentences  # noqa: E402
+from transforms.verify.registry import make_verifier  # noqa: E402
 
 
 def _cpu_seconds() -> float:

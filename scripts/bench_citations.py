@@ -3,7 +3,7 @@
 
     python scripts/bench_citations.py [--responses 2000] [--verifier heuristic]
 
-Generates N synthetic responses (`pipelines.traffic`: markers, explicit citations with quotes,
+Generates N synthetic responses (`pipelines.traffic.synthetic`: markers, explicit citations with quotes,
 fabricated ids, logged claims), then times `audit_citations` and `check_claims` over all of
 them and prints citations/s, claims/s and the verification statuses seen. Not a test: figures
 depend on the machine and on the verifier's speed (every citation costs one or more verifier calls).
@@ -19,11 +19,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipelines.traffic import generate_responses  # noqa: E402
+from pipelines.traffic.synthetic import generate_responses  # noqa: E402
 from schemas import LoggedResponse  # noqa: E402
-from transforms.citations import audit_citations  # noqa: E402
-from transforms.claims import check_claims  # noqa: E402
-from transforms.verifiers import make_verifier  # noqa: E402
+from transforms.attribution.citations import audit_citations  # noqa: E402
+from transforms.attribution.claims import check_claims  # noqa: E402
+from transforms.verify.registry import make_verifier  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

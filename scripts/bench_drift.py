@@ -2,7 +2,7 @@
 
     python scripts/bench_drift.py [--seeds 1 2 3 4 5] [--stable-windows 60] [--regression-windows 40]
 
-For each seed it generates the `stable` and `retriever-regression` scenarios (pipelines.scenarios),
+For each seed it generates the `stable` and `retriever-regression` scenarios (pipelines.traffic.scenarios),
 audits them into a fresh lake with the pipeline's own functions (heuristic verifier, no Beam, for
 speed; the tests run the real pipeline), runs `groundwatch drift` with default settings and reports:
 
@@ -23,8 +23,8 @@ import time
 from datetime import timedelta
 
 from pipelines.drift import run_drift
-from pipelines.scenarios import NEW_RETRIEVER, ScenarioSpec, audit_into_lake, change_time, scenario_responses
-from transforms.drift import DriftConfig
+from pipelines.traffic.scenarios import NEW_RETRIEVER, ScenarioSpec, audit_into_lake, change_time, scenario_responses
+from transforms.monitoring.drift import DriftConfig
 
 
 def _run(spec: ScenarioSpec, config: DriftConfig) -> tuple[list, int]:

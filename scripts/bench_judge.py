@@ -7,7 +7,7 @@ heuristic only (baseline), `openai` without batching (one answer per call), `ope
 (8 answers per call), and `cascade` with and without batching. For each it prints judge calls, calls
 and tokens per audited response, sentences sent to the judge, wall time and audited responses per
 second, then the factor by which the cascade cuts judge calls and tokens. The server is
-`tests/openai_server.py`, answering every call with a valid verdict after `--latency` seconds; tokens
+`tests/support/openai_server.py`, answering every call with a valid verdict after `--latency` seconds; tokens
 are its estimate (characters / 4).
 Batches never span event-time windows, so sparse traffic in short windows fills calls only partly.
 """
@@ -22,11 +22,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from openai_server import OpenAIServer  # noqa: E402
-
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.audit import run  # noqa: E402
 from pipelines.demo import sample_traffic_path  # noqa: E402
+from tests.support.openai_server import OpenAIServer  # noqa: E402
 
 RUNS = [
     ("heuristic (baseline)", "heuristic", 8),

@@ -22,7 +22,7 @@ a child process group so its memory (Python and Prism together) can be sampled.
   (lag then grows). Latency per response: produce time (the Kafka record
   timestamp) to its `audited_at`, and to the moment its Parquet file was published (file mtime), p50/p95.
 
-- producer: what groundwatch's producer (`transforms.kafka_client.producer`) costs in CPU per message, at
+- producer: what groundwatch's producer (`transforms.io.kafka.client.producer`) costs in CPU per message, at
   `--rate` messages/s, flushed every 40 messages as the review and dead-letter sinks flush at each bundle's
   end, and paced without flushes as `groundwatch produce` sends; at its batching delay and at 5 ms.
 
@@ -55,7 +55,7 @@ from process_memory import group_rss  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.produce import produce_messages  # noqa: E402
-from pipelines.traffic import generate_responses  # noqa: E402
+from pipelines.traffic.synthetic import generate_responses  # noqa: E402
 
 
 def _admin(bootstrap):
@@ -282,8 +282,8 @@ def bench_source_only(bootstrap: str, count: int) -> None:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from transforms.kafka_io import MESSAGES, ReadKafkaMessages
-    from transforms.parse import PARSED, ParseResponses
+    from transforms.ingest.parse import PARSED, ParseResponses
+    from transforms.io.kafka.source import MESSAGES, ReadKafkaMessages
 
     topic = f"bench-source-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap, topic)
@@ -304,7 +304,7 @@ def bench_source_only(bootstrap: str, count: int) -> None:
 
 def bench_producer(bootstrap: str, count: int, rate: float) -> None:
     """CPU per message of `producer()` at `rate`: flushed every 40 messages (a sink's bundles) or only at the end."""
-    from transforms.kafka_client import PRODUCER_LINGER_MS, producer
+    from transforms.io.kafka.client import PRODUCER_LINGER_MS, producer
 
     topic = f"bench-producer-{uuid.uuid4().hex[:8]}"
     _create_topic(bootstrap, topic)

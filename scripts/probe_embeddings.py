@@ -32,11 +32,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is in the wheel: never
 
 import numpy as np  # noqa: E402
 
-from transforms.alignment import analyse_sentence, index_evidence  # noqa: E402
-from transforms.calibration import roc_auc  # noqa: E402
-from transforms.golden import load_golden  # noqa: E402
-from transforms.heuristic import HeuristicVerifier  # noqa: E402
-from transforms.textmatch import STOP_STEMS  # noqa: E402
+from transforms.evaluation.golden import load_golden  # noqa: E402
+from transforms.evaluation.metrics import roc_auc  # noqa: E402
+from transforms.text.tokens import STOP_STEMS  # noqa: E402
+from transforms.verify.heuristic.alignment import analyse_sentence, index_evidence  # noqa: E402
+from transforms.verify.heuristic.verifier import HeuristicVerifier  # noqa: E402
 
 UNMATCHED = 0.5  # contextual cosine below which a word has no counterpart on the other side
 

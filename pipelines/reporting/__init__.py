@@ -1,0 +1,6 @@
+"""Reports written by commands: the calibration report and the drift part of the demo.
+
+Import the submodule you need; this package imports nothing eagerly.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,202 @@
+"""The Markdown report of `groundwatch calibrate`, with its reliability and ROC plots (PNG) and metrics.json.
+
+Plots use matplotlib's object API on an Agg canvas (no pyplot, no display, no
+global figure state), so the command runs headless and in tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from transforms.evaluation.golden import GoldenRun
+from transforms.evaluation.metrics import Scored, roc_auc, roc_curve
+
+__all__ = ["plot_reliability", "plot_roc", "write_report"]
+
+
+def _figure():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 5.2), dpi=100)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _groups(items: Sequence[Scored]) -> dict[str, list[Scored]]:
+    groups: dict[str, list[Scored]] = {"overall": list(items)}
+    for it in items:
+        groups.setdefault(it.source, []).append(it)
+    return groups
+
+
+def plot_reliability(bins_by_slice: dict[str, list[dict]], path: Path, *, title: str) -> Path:
+    """Observed rate of fully grounded sentences against the mean grounded score, per 0.1-wide score bin."""
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot([0, 1], [0, 1], linestyle=":", color="grey", label="perfectly calibrated")
+    for name, bins in bins_by_slice.items():
+        if not bins:
+            continue
+        xs = [b["mean_score"] for b in bins]
+        ys = [b["positive_rate"] for b in bins]
+        if name == "overall":
+            sizes = [20 + 200 * b["count"] / max(c["count"] for c in bins) for b in bins]
+            ax.plot(xs, ys, color="black", linewidth=2, label="overall")
+            ax.scatter(xs, ys, s=sizes, color="black", zorder=3)
+        else:
+            ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, alpha=0.7, label=name)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("grounded score (confidence if fully grounded, else 1 - confidence)")
+    ax.set_ylabel("fraction labeled fully grounded by humans")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.savefig(path)
+    return path
+
+
+def plot_roc(curves: dict[str, tuple[list[bool], list[float]]], path: Path, *, title: str) -> Path:
+    """ROC curves of the grounded (or SUPPORTS) score, one per slice, with the AUC in the legend."""
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot([0, 1], [0, 1], linestyle=":", color="grey")
+    for name, (positive, scores) in curves.items():
+        auc = roc_auc(positive, scores)
+        if auc is None:
+            continue
+        points = roc_curve(positive, scores)
+        style = {"color": "black", "linewidth": 2} if name == "overall" else {"linewidth": 1, "alpha": 0.8}
+        if name.startswith("citations"):
+            style = {"color": "black", "linewidth": 1.5, "linestyle": "--"}
+        ax.plot([p[0] for p in points], [p[1] for p in points], label=f"{name} (AUC {auc:.3f})", **style)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.savefig(path)
+    return path
+
+
+def _per_source_thresholds(info: dict) -> list[str]:
+    rows = info.get("recommended_per_source") or {}
+    if not rows:
+        return []
+    target = info["target"]
+    lines = [f"Per source, for flag {target['metric']} >= {target['value']:.2f}:", ""]
+    for source, p in rows.items():
+        if p is None:
+            lines.append(f"- {source}: no threshold reaches it")
+        else:
+            prec = "-" if p["precision"] is None else f"{p['precision']:.3f}"
+            rec = "-" if p["recall"] is None else f"{p['recall']:.3f}"
+            lines.append(f"- {source}: threshold {p['threshold']:.2f} (precision {prec}, recall {rec})")
+    return [*lines, ""]
+
+
+def write_report(
+    directory: Path,
+    *,
+    run: GoldenRun,
+    summary: dict,
+    threshold_text: list[str],
+    threshold_info: dict,
+    rejected: list[tuple[int, str]],
+    header: dict,
+    baseline_text: list[str] | None = None,
+) -> Path:
+    """Write report.md, reliability.png, roc.png and metrics.json into `directory`; returns report.md's path."""
+    from pipelines.calibrate import confusion_lines, interval_line, metrics_table
+
+    directory.mkdir(parents=True, exist_ok=True)
+    sentence_groups = _groups(run.sentences)
+    bins = {name: m["reliability"] for name, m in [("overall", summary["sentences"]["overall"])]}
+    bins.update({name: m["reliability"] for name, m in summary["sentences"]["per_source"].items()})
+    plot_reliability(bins, directory / "reliability.png", title="Reliability of the grounded score (sentences)")
+    curves = {
+        name: ([it.gold == "fully_grounded" for it in items], [it.score for it in items])
+        for name, items in sentence_groups.items()
+    }
+    if run.citations:
+        curves["citations (SUPPORTS)"] = (
+            [it.gold == "SUPPORTS" for it in run.citations],
+            [it.score for it in run.citations],
+        )
+    plot_roc(curves, directory / "roc.png", title="ROC: fully grounded vs not")
+
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    overall = summary["sentences"]["overall"]
+    speed = summary["sentences_per_second"]
+    lines = [
+        f"# Calibration of the `{header['verifier']}` verifier",
+        "",
+        f"Golden file `{header['golden']}`, {header['records']} records ({len(rejected)} rejected lines), "
+        f"verifier version {header['verifier_version']}, {stamp}."
+        + (f" Speed: {speed:.1f} sentences/s." if speed else ""),
+        "",
+        "Strict = 4-way accuracy against `label`; compat = the prediction is one of `acceptable_labels`; "
+        "binBA = balanced accuracy of fully grounded vs the rest; AUC = ROC-AUC of the grounded score; "
+        "spanF1 = token F1 of unsupported spans on the records that carry human spans.",
+        "",
+        *([f"{header['granularity']}.", ""] if header.get("granularity") else []),
+        "## Sentences",
+        "",
+        *metrics_table(summary["sentences"], markdown=True),
+        "",
+        *([interval_line(summary["intervals"], header.get("bootstrap", 0)) + ".", ""] if summary["intervals"] else []),
+        *([*baseline_text, ""] if baseline_text else []),
+        "Confusion matrix (all sources):",
+        "",
+        *confusion_lines(overall, markdown=True),
+        "",
+        "## Confidence threshold",
+        "",
+        "A sentence is flagged when its verdict is ungrounded or contradicted or its confidence is under the "
+        "threshold; precision and recall are those of catching sentences that humans did not label fully grounded.",
+        "",
+        *[f"- {t}" for t in threshold_text],
+        "",
+        *_per_source_thresholds(threshold_info),
+        "![reliability](reliability.png)",
+        "",
+        "![roc](roc.png)",
+        "",
+    ]
+    if summary["citations"]:
+        lines += [
+            "## Citations",
+            "",
+            "Each labeled citation judged against its one cited passage.",
+            "",
+            *metrics_table(summary["citations"], markdown=True),
+            "",
+            *confusion_lines(summary["citations"]["overall"], markdown=True),
+            "",
+        ]
+    if run.mistakes:
+        lines += [
+            "## Most confident disagreements",
+            "",
+            "| id | source | human | verifier | confidence |",
+            "|---|---|---|---|---|",
+        ]
+        for m in sorted(run.mistakes, key=lambda m: -m["confidence"])[:25]:
+            lines.append(f"| {m['id']} | {m['source']} | {m['gold']} | {m['predicted']} | {m['confidence']:.3f} |")
+        lines.append("")
+    if rejected:
+        lines += ["## Rejected lines", ""] + [f"- line {n}: {reason}" for n, reason in rejected] + [""]
+    report = directory / "report.md"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    payload = {
+        "header": header,
+        "summary": summary,
+        "threshold": threshold_info,
+        "rejected": [{"line": n, "reason": r} for n, r in rejected],
+    }
+    (directory / "metrics.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    return report

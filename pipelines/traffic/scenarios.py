@@ -1,0 +1,279 @@
+"""Traffic scenarios for drift detection: hours of ordinary traffic, with or without a retriever regression.
+
+    python -m pipelines.traffic.scenarios --scenario retriever-regression --windows 60 --seed 3 --out traffic.jsonl
+    groundwatch audit --input traffic.jsonl --lake ./lake && groundwatch drift --lake ./lake
+
+- `stable`: `windows` windows of normal traffic with the noise real traffic has: the volume swells
+  and ebbs (a slow cycle plus random spread), the tenant and domain mix varies, answer quality
+  wobbles a little from window to window, and about one response in twenty arrives late.
+- `retriever-regression`: the same, until `change_at` (a fraction of the run, default 0.6); from
+  then on the traffic the main retriever (`r7`) served is served by a new version (`r9`) that
+  returns a share of irrelevant passages (another domain's text) and stale ones (numbers and dates
+  out of date), so its answers lose support and the verifier's confidence falls. The canary
+  retriever `r8` keeps serving its share unchanged, so the alert has to name the right version.
+  With `recover_at`, `r7` comes back at that point (a rollback), so alerts can be seen clearing.
+
+Ordinary traffic logs claims as a healthy attributed-answer generator would (sourced, rarely
+low-confidence: inside spec 004's limits); the regressed retriever's answers keep the generic
+generator's claims, which cite less and hedge more.
+
+Responses are the input contract of `pipelines.traffic.synthetic`, built by its generator; this module only
+decides when they happen, which retriever served them, and how the retriever damaged the evidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pipelines.traffic import synthetic as traffic
+from pipelines.traffic.facts import DOMAINS
+
+__all__ = [
+    "SCENARIO_NAMES",
+    "ScenarioSpec",
+    "audit_into_lake",
+    "change_time",
+    "recovery_time",
+    "scenario_jsonl",
+    "scenario_responses",
+]
+
+SCENARIO_NAMES = ("stable", "retriever-regression")
+OLD_RETRIEVER, CANARY_RETRIEVER, NEW_RETRIEVER = "r7", "r8", "r9"
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    """The shape of one generated scenario run."""
+
+    name: str = "stable"
+    windows: int = 60
+    window_seconds: int = 60
+    per_window: int = 40
+    """Mean responses per window (the volume cycles around it)."""
+    change_at: float = 0.6
+    """Where in the run the regression starts, as a fraction of the windows (regression only)."""
+    recover_at: float | None = None
+    """Where the old retriever comes back, as a fraction of the windows (regression only; None: never)."""
+    damaged_share: float = 0.3
+    """Share of passages the regressed retriever returns irrelevant or stale."""
+    canary_share: float = 0.3
+    seed: int = 7
+    start: datetime = traffic.DEFAULT_START
+
+    def __post_init__(self):
+        if self.name not in SCENARIO_NAMES:
+            raise ValueError(f"unknown scenario {self.name!r}; choose one of: {', '.join(SCENARIO_NAMES)}")
+        if self.windows < 1 or self.per_window < 1 or self.window_seconds < 1:
+            raise ValueError("windows, per_window and window_seconds must be positive")
+        if not 0 <= self.change_at <= 1 or not 0 <= self.damaged_share <= 1:
+            raise ValueError("change_at and damaged_share must be in [0, 1]")
+
+
+def recovery_time(spec: ScenarioSpec) -> datetime | None:
+    """When the old retriever is back (a window boundary), or None."""
+    if spec.name != "retriever-regression" or spec.recover_at is None:
+        return None
+    return spec.start + timedelta(seconds=round(spec.windows * spec.recover_at) * spec.window_seconds)
+
+
+def change_time(spec: ScenarioSpec) -> datetime | None:
+    """When the regression starts (a window boundary), or None for the stable scenario."""
+    if spec.name != "retriever-regression":
+        return None
+    return spec.start + timedelta(seconds=round(spec.windows * spec.change_at) * spec.window_seconds)
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _stale(content: str, rng: random.Random) -> str:
+    """The passage as an outdated index holds it: its figures are those of an earlier version."""
+
+    def older(match: re.Match) -> str:
+        text = match.group(0)
+        if "." in text:
+            return f"{float(text) * rng.choice([0.8, 1.25]):.{len(text.split('.')[1])}f}"
+        value = int(text)
+        return str(value - 1 if 1990 < value < 2100 else value + rng.choice([1, 2, 5]) * max(1, value // 10))
+
+    stale = _NUMBER.sub(older, content)
+    return stale if stale != content else content + " This guidance was superseded."
+
+
+def _damage_evidence(message: dict, share: float, rng: random.Random) -> dict:
+    """Replace a share of the passages with irrelevant text (half) or a stale version (half)."""
+    others = sorted(DOMAINS)
+    evidence = []
+    for passage in message["evidence"]:
+        passage = dict(passage)
+        if rng.random() < share:
+            if rng.random() < 0.5:
+                domain = DOMAINS[rng.choice(others)]
+                passage["content"] = f"{domain.filler(rng)} {domain.filler(rng)}"
+            else:
+                passage["content"] = _stale(passage["content"], rng)
+        evidence.append(passage)
+    return {**message, "evidence": evidence}
+
+
+def _healthy_claims(message: dict, rng: random.Random) -> dict:
+    """Claims as a healthy attributed-answer generator logs them: nearly always sourced, rarely low-confidence.
+
+    The generic generator's claims miss the spec's targets (coverage ~93%, low-confidence ~18%), which
+    would make ordinary traffic alert all the time; production traffic that is "normal" meets them.
+    """
+    if not message.get("claims"):
+        return message
+    doc_ids = [p["doc_id"] for p in message["evidence"]]
+    claims = []
+    for claim in message["claims"]:
+        claim = dict(claim)
+        sources = [d for d in claim.get("source_doc_ids", []) if d in doc_ids]
+        if not sources and rng.random() < 0.985:
+            sources = [rng.choice(doc_ids)]
+        claim["source_doc_ids"] = sources
+        confidence = claim.get("confidence")
+        if confidence in ("LOW", "UNSUPPORTED") and rng.random() < 0.9:
+            claim["confidence"] = "MEDIUM"
+            claim.pop("low_confidence_reason", None)
+        elif isinstance(confidence, float) and confidence < 0.7 and rng.random() < 0.9:
+            claim["confidence"] = round(rng.uniform(0.75, 0.9), 2)
+            claim.pop("low_confidence_reason", None)
+        claims.append(claim)
+    return {**message, "claims": claims}
+
+
+def _volume(spec: ScenarioSpec, window: int, rng: random.Random) -> int:
+    cycle = 1.0 + 0.3 * math.sin(2 * math.pi * window / 30.0)  # a slow swell, like hours of a day
+    return max(1, round(spec.per_window * cycle * rng.lognormvariate(0.0, 0.15)))
+
+
+def _weights(rng: random.Random) -> dict[str, float]:
+    # Answer quality wobbles from window to window (harder questions, other topics), without a trend.
+    grounded = 0.72 + rng.uniform(-0.03, 0.03)
+    return {"grounded": grounded, "partial": 0.12, "ungrounded": 0.09, "contradicted": 1.0 - grounded - 0.21}
+
+
+def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
+    """The scenario's logged responses (input-contract dicts), in arrival order; same spec, same traffic."""
+    rng = random.Random(spec.seed)
+    changed_at, recovered_at = change_time(spec), recovery_time(spec)
+    pending: list[tuple[datetime, dict]] = []
+    index = 0
+    for window in range(spec.windows):
+        window_start = spec.start + timedelta(seconds=window * spec.window_seconds)
+        weights = _weights(rng)
+        for _ in range(_volume(spec, window, rng)):
+            when = window_start + timedelta(seconds=rng.uniform(0, spec.window_seconds))
+            canary = rng.random() < spec.canary_share
+            regressed = changed_at is not None and when >= changed_at and not canary
+            regressed = regressed and (recovered_at is None or when < recovered_at)
+            version = CANARY_RETRIEVER if canary else NEW_RETRIEVER if regressed else OLD_RETRIEVER
+            profile = traffic.Profile(verdict_weights=weights, retriever_version=version)
+            message = traffic._response(rng, index, when, profile, None, None)
+            if regressed:
+                # The generator keeps its raw claims: on weak evidence it hedges and cites less.
+                message = _damage_evidence(message, spec.damaged_share, rng)
+            else:
+                message = _healthy_claims(message, rng)
+            # Most messages arrive within seconds; one in twenty is late by a minute or two.
+            lag = rng.uniform(30, 120) if rng.random() < 0.05 else rng.expovariate(1 / 3.0)
+            pending.append((when + timedelta(seconds=lag), message))
+            index += 1
+    pending.sort(key=lambda item: item[0])
+    for _, message in pending:
+        yield message
+
+
+def scenario_jsonl(spec: ScenarioSpec) -> list[bytes]:
+    """The scenario as JSONL lines (without newlines)."""
+    return [json.dumps(m).encode() for m in scenario_responses(spec)]
+
+
+def audit_into_lake(
+    messages: list[dict], lake_dir: str, *, window_seconds: int = 60, verifier: str = "heuristic"
+) -> int:
+    """Audit messages with the pipeline's own plain functions, without Beam, into the lake; returns the count.
+
+    The same verifier, audit steps, lake rows and window metrics as `groundwatch audit`, for drift
+    tests and benchmarks that need many windows quickly. Tests of the pipeline itself use the pipeline.
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.audit import AuditOptions, audit_steps
+    from schemas import LoggedResponse, Origin, ParsedResponse
+    from transforms.audit.stages import audit_response
+    from transforms.io.lake.writer import to_lake_rows, write_table
+    from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_audited
+    from transforms.verify.registry import make_verifier
+
+    checker = make_verifier(verifier)
+    steps = [step for _, _, step in audit_steps(PipelineOptions([]).view_as(AuditOptions))]
+    tables: dict[str, list[dict]] = {}
+    stats = []
+    for line, message in enumerate(messages):
+        response = LoggedResponse.model_validate(message)
+        epoch = int(response.timestamp.timestamp()) // window_seconds * window_seconds
+        start = datetime.fromtimestamp(epoch, tz=response.timestamp.tzinfo)
+        audited = audit_response(
+            ParsedResponse(response=response, origin=Origin(source="scenario", offset=line)),
+            verifier=checker,
+            window_start=start,
+            window_end=start + timedelta(seconds=window_seconds),
+            now=start + timedelta(seconds=window_seconds),
+            steps=steps,
+        )
+        stats.append(stats_from_audited(audited))
+        for table, row in to_lake_rows(audited):
+            tables.setdefault(table, []).append(row)
+    tables["window_metrics"] = [m.model_dump() for m in compute_window_metrics(stats)]
+    for table, rows in tables.items():
+        write_table(lake_dir, table, rows)
+    return len(messages)
+
+
+def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that shape a scenario (shared by this module's CLI and the benchmark)."""
+    parser.add_argument("--scenario", default="stable", choices=SCENARIO_NAMES, help="Scenario. Default stable.")
+    parser.add_argument("--windows", type=int, default=60, help="Windows of traffic. Default 60.")
+    parser.add_argument("--window-seconds", type=int, default=60, help="Window size in seconds. Default 60.")
+    parser.add_argument("--per-window", type=int, default=40, help="Mean responses per window. Default 40.")
+    parser.add_argument(
+        "--change-at", type=float, default=0.6, help="Regression start as a fraction of the run. Default 0.6."
+    )
+    parser.add_argument("--damaged-share", type=float, default=0.3, help="Share of damaged passages. Default 0.3.")
+    parser.add_argument("--seed", type=int, default=7, help="Random seed. Default 7.")
+
+
+def spec_from_args(args: argparse.Namespace) -> ScenarioSpec:
+    return ScenarioSpec(
+        name=args.scenario,
+        windows=args.windows,
+        window_seconds=args.window_seconds,
+        per_window=args.per_window,
+        change_at=args.change_at,
+        damaged_share=args.damaged_share,
+        seed=args.seed,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.traffic.scenarios", description=__doc__.splitlines()[0])
+    add_spec_arguments(parser)
+    parser.add_argument("--out", default="-", help="Output JSONL file, or - for stdout. Default -.")
+    args = parser.parse_args(argv)
+    traffic.write_jsonl(scenario_jsonl(spec_from_args(args)), args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

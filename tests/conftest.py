@@ -1,0 +1,6 @@
+"""Shared test set-up: the Kafka fixtures (`kafka_bootstrap`, `new_topic`) are available to every test module.
+
+Helpers and fixture modules live in `tests/support/`; test modules import them as `tests.support.<name>`.
+"""
+
+pytest_plugins = ["tests.support.kafka_fixtures"]

@@ -1,0 +1,151 @@
+"""Offsets: the commit ledger (pure), and gaps in a real topic (transaction markers, an aborted transaction).
+
+A transactional producer leaves a control record after each commit or abort, and read_committed skips the
+aborted records: the log's offsets then have holes the source must step over and still finish its range.
+"""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.runner.counts import counts_from_result, format_counts
+from schemas import Origin
+from transforms.ingest.parse import dead_letter_row
+from transforms.io.kafka.client import PRODUCER_LINGER_MS, message_event_time, producer, resolve_start_offset
+from transforms.io.kafka.commit import (
+    CommitOffsetsAfterLake,
+    committable_position,
+    new_ledger,
+    record_chunk,
+    record_durable,
+)
+from transforms.io.kafka.source import MESSAGES, PROGRESS, ReadKafkaMessages, ReadProgress
+from transforms.io.lake.writer import write_table
+
+
+def _chunk(start, next_offset, offsets):
+    return ReadProgress("t", 0, start, next_offset, tuple(offsets))
+
+
+def test_the_kafka_client_computes_record_checksums_in_c():
+    # kafka-python checks the CRC-32C of every record batch it reads and computes it for every batch it sends; without
+    # the crc32c extension (the kafka-python[crc32c] extra in setup.py) it loops over the bytes in Python, about a
+    # quarter of a millisecond for each 2 KB message on this machine.
+    from kafka.record import util
+    from kafka.record._crc32c import crc as pure_python
+
+    assert util._crc32c is not pure_python
+    assert util.calc_crc32c(memoryview(b"123456789")) == 0xE3069283  # the CRC-32C check value
+
+
+def test_producers_wait_for_every_replica_and_batch_unless_a_caller_says_otherwise(kafka_bootstrap):  # noqa: F811
+    connection = {"bootstrap_servers": kafka_bootstrap, "client_id": "groundwatch-test"}
+    batching, eager = producer(connection), producer(connection, linger_ms=0)
+    try:
+        assert batching.config["acks"] == eager.config["acks"] == -1  # kafka-python's spelling of acks="all"
+        assert (batching.config["linger_ms"], eager.config["linger_ms"]) == (PRODUCER_LINGER_MS, 0)
+        assert batching.config["client_id"] == "groundwatch-test"  # the connection's settings pass through
+    finally:
+        batching.close()
+        eager.close()
+
+
+def test_ledger_commits_only_through_durable_chunks_in_order():
+    ledger = new_ledger()
+    record_chunk(ledger, _chunk(0, 3, [0, 1, 2]))
+    record_chunk(ledger, _chunk(3, 6, [3, 5]))  # offset 4 sampled out: nothing to wait for
+    assert committable_position(ledger) == 0
+    record_durable(ledger, [0, 1, 3, 5])
+    assert committable_position(ledger) == 0  # offset 2 still missing holds everything after it
+    record_durable(ledger, [2])
+    assert committable_position(ledger) == 6
+
+
+def test_ledger_waits_for_a_missing_chunk_and_forgets_redeliveries():
+    ledger = new_ledger()
+    record_chunk(ledger, _chunk(10, 12, [10, 11]))
+    record_chunk(ledger, _chunk(15, 17, [15, 16]))  # 12..14 not reported yet
+    record_durable(ledger, [10, 11, 15, 16])
+    assert committable_position(ledger) == 12
+    record_chunk(ledger, _chunk(12, 15, []))  # a gap chunk: markers only
+    assert committable_position(ledger) == 17
+    record_durable(ledger, [11, 16])  # redelivered rows of committed offsets
+    assert committable_position(ledger) == 17 and not ledger["durable"]
+
+
+def test_start_offset_prefers_commits_within_what_still_exists():
+    assert resolve_start_offset(None, 5, 20, "committed") == 5
+    assert resolve_start_offset(12, 5, 20, "committed") == 12
+    assert resolve_start_offset(2, 5, 20, "committed") == 5  # retention deleted it
+    assert resolve_start_offset(12, 5, 20, "latest") == 20
+    assert resolve_start_offset(12, 5, 20, "earliest") == 5
+    with pytest.raises(ValueError):
+        resolve_start_offset(None, 0, 0, "newest")
+
+
+def test_message_event_time_reads_the_timestamp_field_or_falls_back():
+    assert message_event_time(b'{"timestamp": "2026-11-29T09:00:00Z"}', 1.0) == 1795942800.0
+    assert message_event_time(b'{"timestamp": 1795942800000}', 1.0) == 1795942800.0
+    assert message_event_time(b'{"timestamp": "2026-11-29T09:00:00"}', 1.0) == 1.0  # no zone: not trusted
+    assert message_event_time(b"\xff not json", 2.0) == 2.0
+    assert message_event_time(b"[1, 2]", 3.0) == 3.0
+
+
+@pytest.mark.kafka
+def test_bounded_read_steps_over_transaction_markers_and_aborted_records(kafka_bootstrap, new_topic):  # noqa: F811
+    from kafka import KafkaProducer
+
+    topic = new_topic()
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, transactional_id=f"tx-{topic}")
+    producer.init_transactions()
+    for batch, commit in (([b"a0", b"a1", b"a2"], True), ([b"x0", b"x1"], False), ([b"b0", b"b1"], True)):
+        producer.begin_transaction()
+        for value in batch:
+            producer.send(topic, value)
+        producer.flush()
+        producer.commit_transaction() if commit else producer.abort_transaction()
+    producer.close()
+    # Offsets: a0 a1 a2 =0..2, marker 3, x0 x1 = 4..5 (aborted), marker 6, b0 b1 = 7..8, marker 9; end = 10.
+
+    with BeamPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        read = p | ReadKafkaMessages(
+            {"bootstrap_servers": kafka_bootstrap}, [topic], start_from="earliest", bounded=True, max_records=2
+        )
+        offsets = read[MESSAGES] | "Offsets" >> beam.Map(lambda m: (m[0], m[1].offset))
+        assert_that(offsets, equal_to([(b"a0", 0), (b"a1", 1), (b"a2", 2), (b"b0", 7), (b"b1", 8)]), label="Records")
+        covered = read[PROGRESS] | "Covered" >> beam.FlatMap(lambda c: range(c.start, c.next))
+        assert_that(covered, equal_to(list(range(10))), label="ChunksChainToTheEnd")
+
+
+def test_a_commit_the_broker_refuses_is_counted_and_named_in_the_run_summary(tmp_path):
+    """Three records read and durably in the lake (as dead letters), and no broker at the group's address:
+    the commit stage counts the failed commit, and the run's summary says so."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # free again once closed: nothing listens there
+    now = datetime.now(UTC)
+    origins = [Origin(source="kafka:t", partition=0, offset=offset) for offset in range(3)]
+    rows = [dead_letter_row(b"{bad", o, stage="parse", error="malformed_json: x", received_at=now) for o in origins]
+    paths = write_table(str(tmp_path), "dead_letters", rows)
+
+    p = beam.Pipeline(options=PipelineOptions(["--runner=FnApiRunner"]))
+    progress = p | "Progress" >> beam.Create([_chunk(0, 3, [0, 1, 2])])
+    lake_files = p | "LakeFiles" >> beam.Create(paths)
+    _ = {"progress": progress, "lake_files": lake_files} | CommitOffsetsAfterLake(
+        {"bootstrap_servers": f"127.0.0.1:{port}", "bootstrap_timeout_ms": 500}, "group"
+    )
+    result = p.run()
+    result.wait_until_finish()
+
+    counts = counts_from_result(result)
+    failures = counts.offset_commit_failures
+    assert failures >= 1  # the commit is tried again with each later event of the partition
+    summary = format_counts(counts, str(tmp_path))
+    assert f"offset commits {failures:>8} failed (retried; uncommitted offsets are read again)" in summary

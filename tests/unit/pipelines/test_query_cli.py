@@ -1,0 +1,95 @@
+"""`groundwatch query`: read-only SQL over the lake in three formats; bad SQL gets DuckDB's message, no traceback."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import pytest
+
+from pipelines.cli import main as groundwatch
+from transforms.io.lake.writer import write_table
+
+
+@pytest.fixture()
+def lake(tmp_path):
+    rows = [
+        {
+            "dead_letter_id": f"dl-{i}",
+            "received_at": datetime(2026, 11, 29, 9, i, tzinfo=UTC),
+            "stage": "parse",
+            "error": f"{reason}: because",
+            "raw_payload": b"{oops",
+            "origin_source": "file:/t.jsonl",
+            "origin_offset": i + 1,
+        }
+        for i, reason in enumerate(["malformed_json", "malformed_json", "not_utf8"])
+    ]
+    write_table(str(tmp_path), "dead_letters", rows)
+    return str(tmp_path)
+
+
+SQL = "SELECT split_part(error, ':', 1) AS reason, count(*) AS n FROM dead_letters GROUP BY 1 ORDER BY 1"
+
+
+def test_table_format(lake, capsys):
+    assert groundwatch(["query", "--lake", lake, SQL]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["reason", "n"]
+    assert out[2].split() == ["malformed_json", "2"] and out[3].split() == ["not_utf8", "1"]
+    assert out[-1] == "(2 rows)"
+
+
+def test_csv_and_json_formats(lake, capsys):
+    assert groundwatch(["query", "--lake", lake, "--format", "csv", SQL]) == 0
+    assert list(csv.reader(io.StringIO(capsys.readouterr().out))) == [
+        ["reason", "n"],
+        ["malformed_json", "2"],
+        ["not_utf8", "1"],
+    ]
+    assert (
+        groundwatch(
+            ["query", "--lake", lake, "--format", "json", "SELECT raw_payload, received_at FROM dead_letters LIMIT 1"]
+        )
+        == 0
+    )
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["raw_payload"] == "{oops" and row["received_at"].startswith("2026-11-29T09:0")
+
+
+def test_sql_from_file_and_empty_tables(lake, tmp_path, capsys):
+    sql_file = tmp_path / "q.sql"
+    sql_file.write_text("-- how many audited\nSELECT count(*) AS audited FROM responses;\n")
+    assert groundwatch(["query", "--lake", lake, "--file", str(sql_file)]) == 0
+    assert capsys.readouterr().out.splitlines()[2].strip() == "0"
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("SELEC 1", "Parser Error"),
+        ("SELECT * FROM no_such_table", "Catalog Error"),
+        ("SELECT no_such_column FROM dead_letters", "Binder Error"),
+        ("CREATE TABLE t AS SELECT 1", "only reading queries"),
+        ("COPY (SELECT 1) TO 'out.csv'", "only reading queries"),
+    ],
+)
+def test_bad_or_writing_query_exits_2_with_the_reason(lake, capsys, sql, message):
+    assert groundwatch(["query", "--lake", lake, sql]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_query_from_the_shell_prints_no_traceback(lake):
+    result = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "query", "--lake", lake, "SELECT FROM WHERE"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "Parser Error" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,369 @@
+"""Turn raw logged messages into valid `ParsedResponse`s; everything else becomes a dead letter.
+
+The input is `(raw_bytes, Origin)`. `parse_message` is the plain function
+(bytes in, a response or a short reason out); `ParseResponses` is the composite:
+
+    parsed = raw | "ParseResponses" >> ParseResponses()
+    parsed[PARSED]        # ParsedResponse, valid against the input contract
+    parsed[DEAD_LETTERS]  # DeadLetterRow: reason, original bytes, origin
+
+Duplicates: a response id carried by several messages is audited once, from
+the message read first (smallest origin), and the other copies are
+dead-lettered (`duplicate_response_id`), so that read = audited + sampled out +
+dead-lettered always holds. Bounded runs decide over the whole input
+(`ParseResponses(drop_duplicates=True)`); streaming runs per window
+(`DropDuplicateResponses`). Every rejection
+increments a counter named for its reason in the `groundwatch.dead_letters`
+namespace; `groundwatch/read` counts every message that enters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from pydantic import ValidationError
+
+from schemas import MAX_ANSWER_CHARS, DeadLetterRow, LoggedResponse, Origin, ParsedResponse
+from schemas.base import utc_now
+
+__all__ = [
+    "DEAD_LETTERS",
+    "DEAD_LETTER_NAMESPACE",
+    "MAX_MESSAGE_BYTES",
+    "METRICS_NAMESPACE",
+    "PARSED",
+    "EARLIEST_EVENT_TIME",
+    "LATEST_EVENT_TIME",
+    "DropDuplicateResponses",
+    "ParseError",
+    "ParseResponses",
+    "dead_letter_row",
+    "first_copy",
+    "input_flags",
+    "parse_message",
+    "response_id_of",
+    "summarize_validation_error",
+]
+
+PARSED = "parsed"
+DEAD_LETTERS = "dead_letters"
+METRICS_NAMESPACE = "groundwatch"
+DEAD_LETTER_NAMESPACE = "groundwatch.dead_letters"
+MAX_MESSAGE_BYTES = 4 * MAX_ANSWER_CHARS + 4_000_000
+"""Messages above this are rejected before JSON decoding (evidence can be long, but not unbounded)."""
+
+KEPT_OVERSIZED_BYTES = 1 << 20
+"""How much of a message over MAX_MESSAGE_BYTES its dead letter keeps."""
+
+EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
+"""Event times outside [1970, 2200) are rejected: they are corrupt, and windows near datetime's limits overflow."""
+
+_MAX_ERRORS_SHOWN = 3
+_MAX_MESSAGE_CHARS = 160
+
+
+class ParseError(ValueError):
+    """Why a message is not a valid logged response: a short reason code and a one-line explanation."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _short(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def summarize_validation_error(error: ValidationError) -> ParseError:
+    """One short line from pydantic's errors: `field: message` for the first few, never the input itself."""
+    errors = error.errors(include_url=False, include_input=False, include_context=False)
+    by_field = {tuple(e["loc"]): e for e in errors}
+    if ("schema_version",) in by_field:
+        # A message of another version may differ everywhere; only the version matters.
+        return ParseError(
+            "unknown_schema_version", _short(by_field[("schema_version",)]["msg"].removeprefix("Value error, "))
+        )
+    first = errors[0]
+    if first["type"] == "json_invalid":
+        return ParseError("malformed_json", _short(first["msg"]))
+    if first["type"] == "model_type" and not first["loc"]:
+        return ParseError("not_an_object", "message is not a JSON object")
+    answer = by_field.get(("answer",))
+    if answer is not None and answer["type"] == "string_too_long":
+        return ParseError("answer_too_long", f"answer is longer than {MAX_ANSWER_CHARS:,} characters")
+    parts = []
+    for e in errors[:_MAX_ERRORS_SHOWN]:
+        field = ".".join(str(p) for p in e["loc"]) or "message"
+        parts.append(f"{field}: {e['msg'].removeprefix('Value error, ')}")
+    more = f" (+{len(errors) - _MAX_ERRORS_SHOWN} more)" if len(errors) > _MAX_ERRORS_SHOWN else ""
+    reason = "missing_field" if all(e["type"] == "missing" for e in errors) else "invalid_fields"
+    return ParseError(reason, _short("; ".join(parts), 400) + more)
+
+
+def input_flags(response: LoggedResponse) -> list[str]:
+    """Conditions that do not stop the audit but must travel with the record."""
+    flags = []
+    if not any(p.content.strip() for p in response.evidence):
+        flags.append("empty_evidence")
+    if not response.answer.strip():
+        flags.append("empty_answer")
+    return flags
+
+
+def parse_message(raw: bytes) -> LoggedResponse:
+    """The logged response in `raw`, or a `ParseError` saying briefly why not."""
+    if not isinstance(raw, (bytes, bytearray)):
+        raise ParseError("not_bytes", f"expected bytes, got {type(raw).__name__}")
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise ParseError("message_too_large", f"message is {len(raw):,} bytes; the limit is {MAX_MESSAGE_BYTES:,}")
+    try:
+        text = bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ParseError("not_utf8", f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start}") from None
+    try:
+        response = LoggedResponse.model_validate_json(text)
+    except ValidationError as e:
+        raise summarize_validation_error(e) from None
+    except Exception as e:  # a validator that fails in an unforeseen way must not stop the run
+        raise ParseError("invalid_message", _short(f"{type(e).__name__}: {e}")) from None
+    if not EARLIEST_EVENT_TIME <= response.timestamp < LATEST_EVENT_TIME:
+        raise ParseError(
+            "timestamp_out_of_range",
+            f"timestamp {response.timestamp.isoformat()} is outside {EARLIEST_EVENT_TIME.year}-"
+            f"{LATEST_EVENT_TIME.year}; event-time windows would be meaningless",
+        )
+    return response
+
+
+def dead_letter_row(raw: bytes, origin: Origin, *, stage: str, error: str, received_at: datetime) -> DeadLetterRow:
+    """A dead-letter row whose id is stable for the same bytes from the same place (re-runs overwrite)."""
+    digest = hashlib.sha256()
+    for part in (stage, origin.source, str(origin.partition), str(origin.offset)):
+        digest.update(part.encode("utf-8", "backslashreplace") + b"\0")
+    digest.update(raw)
+    return DeadLetterRow(
+        dead_letter_id=digest.hexdigest()[:32],
+        received_at=received_at,
+        stage=stage,
+        error=error,
+        raw_payload=bytes(raw),
+        origin_source=origin.source,
+        origin_partition=origin.partition,
+        origin_offset=origin.offset,
+    )
+
+
+def _origin_key(origin: Origin) -> tuple:
+    return (
+        origin.source,
+        -1 if origin.partition is None else origin.partition,
+        -1 if origin.offset is None else origin.offset,
+    )
+
+
+def _describe(origin: Origin) -> str:
+    if origin.offset is None:
+        return origin.source
+    if origin.source.startswith("file:"):
+        return f"{origin.source} line {origin.offset}"
+    return f"{origin.source} partition {origin.partition} offset {origin.offset}"
+
+
+def response_id_of(raw: bytes) -> str | None:
+    """The top-level `response_id` of a JSON message, or None; a cheap look that validates nothing else."""
+    try:
+        obj = json.loads(raw)
+    except (ValueError, TypeError):
+        return None
+    value = obj.get("response_id") if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _duplicate_dead_letter(raw: bytes, origin: Origin, response_id: str, first: str, now: datetime) -> DeadLetterRow:
+    Metrics.counter(DEAD_LETTER_NAMESPACE, "duplicate_response_id").inc()
+    error = f"duplicate_response_id: {response_id!r} was already read at {first}; this copy was not audited"
+    return dead_letter_row(raw, origin, stage="dedupe", error=error, received_at=now)
+
+
+class _ParseDoFn(beam.DoFn):
+    def __init__(self, clock: Callable[[], datetime], keep_raw: bool):
+        self._clock, self._keep_raw = clock, keep_raw
+        self._read = Metrics.counter(METRICS_NAMESPACE, "read")
+        self._parsed = Metrics.counter(METRICS_NAMESPACE, "parsed")
+
+    def process(self, element, first_copies=None):
+        raw, origin = element
+        self._read.inc()
+        try:
+            response = parse_message(raw)
+        except ParseError as e:
+            Metrics.counter(DEAD_LETTER_NAMESPACE, e.reason).inc()
+            error = f"{e.reason}: {e.message}"
+            if len(raw) > MAX_MESSAGE_BYTES:
+                # An oversized message would bloat the lake; its head is enough to identify it.
+                raw, error = raw[:KEPT_OVERSIZED_BYTES], f"{error} (first {KEPT_OVERSIZED_BYTES:,} bytes kept)"
+            row = dead_letter_row(raw, origin, stage="parse", error=error, received_at=self._clock())
+            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, row)
+            return
+        first = first_copies.get(response.response_id) if first_copies else None
+        if first is not None and first[0] != _origin_key(origin):
+            dead = _duplicate_dead_letter(raw, origin, response.response_id, first[1], self._clock())
+            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, dead)
+            return
+        self._parsed.inc()
+        kept_raw = bytes(raw) if self._keep_raw else None
+        yield ParsedResponse(response=response, origin=origin, input_flags=input_flags(response), raw=kept_raw)
+
+
+class _FirstCopyFn(beam.CombineFn):
+    """(copies seen, smallest origin key, that origin's description) of one response id."""
+
+    def create_accumulator(self):
+        return (0, None, "")
+
+    def add_input(self, acc, origin_key_and_text):
+        key, text = origin_key_and_text
+        count, best, best_text = acc
+        return (count + 1, key, text) if best is None or key < best else (count + 1, best, best_text)
+
+    def merge_accumulators(self, accumulators):
+        count, best, best_text = 0, None, ""
+        for c, key, text in accumulators:
+            count += c
+            if key is not None and (best is None or key < best):
+                best, best_text = key, text
+        return (count, best, best_text)
+
+    def extract_output(self, acc):
+        return acc
+
+
+class _RepeatedIds(beam.PTransform):
+    """`(response_id, (first origin key, its description))` for every id that more than one message carries."""
+
+    def expand(self, messages):
+        return (
+            messages
+            | "PeekResponseId" >> beam.FlatMap(_peek_id)
+            | "FirstCopy" >> beam.CombinePerKey(_FirstCopyFn())
+            | "SeenMoreThanOnce" >> beam.FlatMap(lambda kv: [(kv[0], (kv[1][1], kv[1][2]))] if kv[1][0] > 1 else [])
+        )
+
+
+def first_copy(origin: Origin) -> tuple[tuple, str]:
+    """How the first copy of a repeated response id is remembered: its origin's sort key and its description."""
+    return _origin_key(origin), _describe(origin)
+
+
+def _peek_id(element):
+    raw, origin = element
+    response_id = response_id_of(raw)
+    if response_id is not None:
+        yield response_id, first_copy(origin)
+
+
+class ParseResponses(beam.PTransform):
+    """Validate `(raw_bytes, Origin)` messages against the input contract; invalid ones become dead letters.
+
+    Returns a tagged result: `[PARSED]` ParsedResponses and `[DEAD_LETTERS]` DeadLetterRows.
+
+    With `drop_duplicates=True` (bounded input only: it needs all messages before deciding) a response id
+    carried by several messages is parsed from the first one by origin (source, partition, offset); the
+    others become `duplicate_response_id` dead letters. The ids are peeked cheaply first and only repeated
+    ones reach the parse step as a side input, so no response is shuffled for it. `first_copies`, the
+    repeated ids of a larger input this run reads part of (`{response_id: first_copy(origin)}`, see
+    `pipelines.runner.passes`), replaces that look, so a copy whose first is in another part is dropped too.
+    Streaming input uses `DropDuplicateResponses` per window instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        drop_duplicates: bool = False,
+        first_copies: Mapping[str, tuple[tuple, str]] | None = None,
+    ):
+        super().__init__()
+        self._clock = clock
+        self._drop_duplicates = drop_duplicates or first_copies is not None
+        self._first_copies = first_copies
+
+    def expand(self, messages):
+        # Raw bytes ride along only when a later per-window dedupe may need them for a dead letter.
+        parse = _ParseDoFn(self._clock, keep_raw=not self._drop_duplicates)
+        if not self._drop_duplicates:
+            return messages | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTERS, main=PARSED)
+        if self._first_copies is not None:
+            repeated = messages.pipeline | "RepeatedIds" >> beam.Create(sorted(self._first_copies.items()))
+        else:
+            repeated = messages | "RepeatedIds" >> _RepeatedIds()
+        return messages | "Parse" >> beam.ParDo(parse, first_copies=beam.pvalue.AsDict(repeated)).with_outputs(
+            DEAD_LETTERS, main=PARSED
+        )
+
+
+class _KeepFirstDoFn(beam.DoFn):
+    def __init__(self, clock: Callable[[], datetime], parsed_of: Callable[[Any], ParsedResponse]):
+        self._clock, self._parsed_of = clock, parsed_of
+
+    def process(self, element, pane=beam.DoFn.PaneInfoParam):
+        response_id, copies = element
+        if pane.is_first:
+            first, *duplicates = sorted(copies, key=lambda c: _origin_key(self._parsed_of(c).origin))
+            yield _without_raw(first)
+            where = _describe(self._parsed_of(first).origin)
+        else:
+            # A late pane of this response id: an earlier pane of the window already kept a copy, so every
+            # copy here arrived after the window closed and is a duplicate, not a first audit.
+            duplicates, where = copies, "an earlier pane of the same window (this copy came after the window closed)"
+        for dup in duplicates:
+            parsed = self._parsed_of(dup)
+            raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTERS, _duplicate_dead_letter(raw, parsed.origin, response_id, where, self._clock())
+            )
+
+
+def _without_raw(copy):
+    """The copy without its raw bytes: they were kept only in case it was a duplicate, for its dead letter."""
+    if isinstance(copy, ParsedResponse):
+        return copy.model_copy(update={"raw": None})
+    return copy.model_copy(update={"parsed": copy.parsed.model_copy(update={"raw": None})})
+
+
+class DropDuplicateResponses(beam.PTransform):
+    """Keep the first-read copy of each response_id per window; later copies become dead letters.
+
+    At-least-once producers repeat messages; auditing a response twice would count it twice in every
+    rate. The copy kept is the one with the smallest origin (source, partition, offset), so reruns agree.
+    The elements are ParsedResponses, or anything carrying one (`parsed_of`, e.g. an AuditedResponse: a
+    stream drops its duplicates after verifying, so the verification is not left until the window closes).
+    Returns a tagged result like `ParseResponses`. (Bounded runs use `ParseResponses(drop_duplicates=True)`.)
+    """
+
+    def __init__(
+        self,
+        *,
+        parsed_of: Callable[[Any], ParsedResponse] = lambda parsed: parsed,
+        clock: Callable[[], datetime] = utc_now,
+    ):
+        super().__init__()
+        self._parsed_of, self._clock = parsed_of, clock
+
+    def expand(self, copies):
+        parsed_of = self._parsed_of
+        return (
+            copies
+            | "KeyByResponseId" >> beam.Map(lambda c: (parsed_of(c).response.response_id, c))
+            | "GroupCopies" >> beam.GroupByKey()
+            | "KeepFirst" >> beam.ParDo(_KeepFirstDoFn(self._clock, parsed_of)).with_outputs(DEAD_LETTERS, main=PARSED)
+        )

@@ -1,0 +1,202 @@
+"""Commit a consumer group's Kafka offsets only after what was read is durably in the audit lake.
+
+    commits = {"progress": read[PROGRESS], "lake_files": audit["lake_files"]} | "CommitOffsets" >> (
+        CommitOffsetsAfterLake(connection, group_id="groundwatch"))
+
+At-least-once, by construction:
+
+1. The source reports, per chunk of a partition, the offsets it covered ([start, next)) and which of the records
+   in it will produce lake rows (sampled-out responses produce none and hold nothing back).
+2. Once every file of a window is written (a GroupByKey over the window's written paths fires only when the
+   watermark has passed the window, i.e. after all of its writes), the `responses` and `dead_letters` files are
+   read back and their `origin_partition` / `origin_offset` columns mark those offsets durable. Reading the
+   files back is the proof that the rows are on disk.
+3. A stateful DoFn keyed by (topic, partition) keeps a ledger and commits `next` of the longest run of chunks,
+   from the first, whose lake-bound offsets are all durable. A crash before the commit re-reads those records;
+   the lake views keep one row per key, so a redelivered response counts once.
+
+A commit that fails (broker down) is kept and retried with the next element. Nothing here assumes one process:
+the ledger lives in Beam state, keyed per partition.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.coders import PickleCoder
+from apache_beam.metrics import Metrics
+from apache_beam.transforms import window as beam_window
+from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
+from apache_beam.typehints import KV, Tuple
+
+from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config
+from transforms.io.kafka.source import ReadProgress
+
+__all__ = [
+    "OFFSET_TABLES",
+    "CommitOffsetsAfterLake",
+    "committable_position",
+    "lake_file_offsets",
+    "new_ledger",
+    "record_chunk",
+    "record_durable",
+]
+
+OFFSET_TABLES = ("responses", "dead_letters")
+"""Lake tables whose rows carry the Kafka origin of the message they came from."""
+
+
+def new_ledger() -> dict[str, Any]:
+    """An empty ledger for one partition: chunks read, offsets durable, how far it is safe to commit."""
+    return {"chunks": {}, "durable": set(), "position": None, "committed": None}
+
+
+def record_chunk(ledger: dict[str, Any], progress: ReadProgress) -> None:
+    """Note a chunk read: offsets [start, next), of which `progress.offsets` must reach the lake."""
+    if ledger["position"] is not None and progress.start < ledger["position"]:
+        return  # already accounted (a retried bundle re-sent it)
+    ledger["chunks"][progress.start] = (progress.next, frozenset(progress.offsets))
+
+
+def record_durable(ledger: dict[str, Any], offsets: Iterable[int]) -> None:
+    """Note offsets whose rows are in the lake."""
+    position = ledger["position"]
+    ledger["durable"].update(o for o in offsets if position is None or o >= position)
+
+
+def committable_position(ledger: dict[str, Any]) -> int | None:
+    """Advance over consecutive chunks whose lake-bound offsets are all durable; return the offset to commit."""
+    chunks, durable = ledger["chunks"], ledger["durable"]
+    position = ledger["position"]
+    if position is None:
+        if not chunks:
+            return None
+        position = min(chunks)
+    while position in chunks:
+        next_offset, needed = chunks[position]
+        if not needed <= durable:
+            break
+        durable.difference_update(needed)
+        del chunks[position]
+        position = next_offset
+    # Durable offsets below the position were redeliveries; forget them.
+    durable.difference_update([o for o in durable if o < position])
+    ledger["position"] = position
+    return position
+
+
+def lake_file_offsets(path: str) -> list[tuple[str, int, int]]:
+    """`(topic, partition, offset)` of every Kafka-sourced row in a `responses` or `dead_letters` file."""
+    parts = os.path.normpath(path).split(os.sep)
+    if len(parts) < 4 or parts[-4] not in OFFSET_TABLES:
+        return []
+    table = pq.read_table(path, columns=["origin_source", "origin_partition", "origin_offset"]).to_pydict()
+    found = []
+    for source, partition, offset in zip(
+        table["origin_source"], table["origin_partition"], table["origin_offset"], strict=True
+    ):
+        if source.startswith("kafka:") and partition is not None and offset is not None:
+            found.append((source.removeprefix("kafka:"), partition, offset))
+    return found
+
+
+class _ReadBackOffsetsFn(beam.DoFn):
+    def process(self, element):
+        _, paths = element
+        by_partition: dict[tuple[str, int], list[int]] = {}
+        for path in paths:
+            for topic, partition, offset in lake_file_offsets(path):
+                by_partition.setdefault((topic, partition), []).append(offset)
+        for key, offsets in by_partition.items():
+            yield key, ("durable", tuple(offsets))
+
+
+_LEDGER = ReadModifyWriteStateSpec("ledger", PickleCoder())
+_LEDGER_STATE = beam.DoFn.StateParam(_LEDGER)
+
+
+class _CommitFn(beam.DoFn):
+    def __init__(self, connection: Mapping[str, Any], group_id: str):
+        self._connection = dict(connection)
+        self._group_id = group_id
+        self._committer = None
+        self._commits = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commits")
+        self._failures = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commit_failures")
+
+    def teardown(self):
+        if self._committer is not None:
+            self._committer.close()
+            self._committer = None
+
+    def _commit(self, topic: str, partition: int, offset: int) -> bool:
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.errors import KafkaError
+        from kafka.structs import OffsetAndMetadata
+
+        try:
+            if self._committer is None:
+                self._committer = KafkaConsumer(
+                    group_id=self._group_id, enable_auto_commit=False, **client_config(self._connection)
+                )
+            self._committer.commit({TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)})
+        except (KafkaError, OSError):
+            # The broker may be restarting: keep the ledger, retry with the next element.
+            self._failures.inc()
+            return False
+        self._commits.inc()
+        return True
+
+    def process(self, element, ledger_state=_LEDGER_STATE):
+        (topic, partition), (kind, payload) = element
+        ledger = ledger_state.read() or new_ledger()
+        if kind == "chunk":
+            record_chunk(ledger, payload)
+        else:
+            record_durable(ledger, payload)
+        position = committable_position(ledger)
+        if position is not None and (ledger["committed"] is None or position > ledger["committed"]):
+            if self._commit(topic, partition, position):
+                ledger["committed"] = position
+                yield topic, partition, position
+        ledger_state.write(ledger)
+
+
+class CommitOffsetsAfterLake(beam.PTransform):
+    """Commit `group_id`'s offsets as far as the lake holds every row they produced.
+
+    Applied to `{"progress": ReadProgress PCollection, "lake_files": written paths}`; returns the commits made,
+    `(topic, partition, offset)`.
+    """
+
+    def __init__(self, connection: Mapping[str, Any], group_id: str):
+        super().__init__()
+        client_config(connection)
+        if not group_id:
+            raise ValueError("committing offsets needs a consumer group id")
+        self._connection = dict(connection)
+        self._group_id = group_id
+
+    def expand(self, inputs):
+        progress, lake_files = inputs["progress"], inputs["lake_files"]
+        durable = (
+            lake_files
+            | "KeyByWindow" >> beam.Map(lambda path: ("written", path))
+            | "WaitForWindowWritten" >> beam.GroupByKey()
+            | "ReadBackOffsets" >> beam.ParDo(_ReadBackOffsetsFn())
+            | "DurableToGlobalWindow" >> beam.WindowInto(beam_window.GlobalWindows())
+        )
+        chunks = (
+            progress
+            | "KeyChunksByPartition" >> beam.Map(lambda p: ((p.topic, p.partition), ("chunk", p)))
+            | "ChunksToGlobalWindow" >> beam.WindowInto(beam_window.GlobalWindows())
+        )
+        return (
+            (chunks, durable)
+            # A typed key gives the state a deterministic key coder.
+            | "FlattenLedgerEvents" >> beam.Flatten().with_output_types(KV[Tuple[str, int], Any])
+            | "CommitWhenDurable" >> beam.ParDo(_CommitFn(self._connection, self._group_id))
+        )

@@ -1,0 +1,176 @@
+"""Publish to Kafka from Beam: the human review queue, dead letters, and any other `(key, value, headers)`.
+
+    audited | "PublishReviewQueue" >> PublishReviewQueue(connection, "rag.review", threshold=0.7)
+    dead    | "PublishDeadLetters" >> PublishDeadLetters(connection, "rag.dead-letters")
+
+A review message is JSON keyed by response_id: why the response needs a human (the routing reasons), and the
+flagged sentences with their indexes, verdicts, confidences and evidence ids. A dead-letter message's value is
+the original bytes, unchanged; the reason, stage and origin (source, partition, offset) travel as headers and
+in the key. `WriteToKafka` flushes the producer at the end of every bundle, so a bundle that the runner
+commits has been delivered (at-least-once: a retried bundle may publish again; keys let readers dedupe).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
+from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config, producer
+
+__all__ = [
+    "PublishDeadLetters",
+    "PublishReviewQueue",
+    "WriteToKafka",
+    "dead_letter_message",
+    "ensure_topics",
+    "review_message",
+]
+
+KafkaMessage = tuple[bytes | None, bytes, list[tuple[str, bytes]]]
+
+
+def review_message(audited: AuditedResponse, threshold: float) -> KafkaMessage | None:
+    """The review-queue message of a response that needs a human, or None."""
+    if audited.review is None or not audited.review.needs_review:
+        return None
+    response, origin = audited.parsed.response, audited.parsed.origin
+    flagged = [
+        {
+            "sentence_index": s.sentence_index,
+            "attribution_verdict": s.attribution_verdict.value,
+            "confidence": s.confidence,
+            "supporting_evidence_ids": s.supporting_evidence_ids,
+            "contradicting_evidence_ids": s.contradicting_evidence_ids,
+            "unsupported_spans": s.unsupported_spans,
+        }
+        for s in audited.report.sentences
+        if s.attribution_verdict in (AttributionVerdict.ungrounded, AttributionVerdict.contradicted)
+        or s.confidence < threshold
+    ]
+    body = {
+        "response_id": response.response_id,
+        "event_time": response.timestamp.isoformat(),
+        "tenant": response.metadata.tenant,
+        "risk_level": response.metadata.risk_level.value,
+        "overall_faithfulness_score": audited.report.overall_faithfulness_score,
+        "reasons": audited.review.reasons,
+        "critical_flags": audited.report.critical_flags,
+        "flagged_sentences": flagged,
+        "origin": origin.model_dump(),
+        "verifier": audited.verifier,
+        "audited_at": audited.audited_at.isoformat() if audited.audited_at else None,
+    }
+    return response.response_id.encode("utf-8"), json.dumps(body).encode("utf-8"), [("type", b"review")]
+
+
+def dead_letter_message(row: DeadLetterRow) -> KafkaMessage:
+    """The dead-letter message: the original bytes as the value; reason, stage and origin in headers."""
+    headers = [
+        ("error", row.error.encode("utf-8", "backslashreplace")),
+        ("stage", row.stage.encode("utf-8")),
+        ("origin_source", row.origin_source.encode("utf-8", "backslashreplace")),
+        ("origin_partition", b"" if row.origin_partition is None else str(row.origin_partition).encode()),
+        ("origin_offset", b"" if row.origin_offset is None else str(row.origin_offset).encode()),
+        ("dead_letter_id", row.dead_letter_id.encode()),
+    ]
+    return row.dead_letter_id.encode(), bytes(row.raw_payload), headers
+
+
+def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]:
+    """Create the topics that do not exist yet (broker-default partitions and replication); return those created.
+
+    Called before a pipeline starts, so a cluster without topic auto-creation does not stall the first send.
+    """
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(**client_config(connection))
+    try:
+        missing = [t for t in dict.fromkeys(topics) if t and t not in set(admin.list_topics())]
+        if missing:
+            try:
+                admin.create_topics([NewTopic(t) for t in missing])
+            except TopicAlreadyExistsError:
+                pass  # created meanwhile by someone else
+        return missing
+    finally:
+        admin.close()
+
+
+class _ProduceFn(beam.DoFn):
+    def __init__(self, connection: Mapping[str, Any], topic: str):
+        self._connection = dict(connection)
+        self._topic = topic
+        self._producer = None
+        self._sent = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"published_{topic}")
+
+    def setup(self):
+        self._producer = producer(self._connection)
+
+    def process(self, message: KafkaMessage):
+        key, value, headers = message
+        if self._producer is None or getattr(self._producer, "_closed", False):
+            # A runner may reuse this DoFn after a failed bundle tore its producer down.
+            self._producer = producer(self._connection)
+        self._producer.send(self._topic, value=value, key=key, headers=headers)
+        self._sent.inc()
+
+    def finish_bundle(self):
+        # Raises if a send failed, so the runner retries the bundle instead of losing the message.
+        self._producer.flush()
+
+    def teardown(self):
+        if self._producer is not None:
+            self._producer.close()
+            self._producer = None
+
+
+class WriteToKafka(beam.PTransform):
+    """Publish `(key, value, headers)` messages to `topic`; delivered when the bundle commits."""
+
+    def __init__(self, connection: Mapping[str, Any], topic: str):
+        super().__init__()
+        client_config(connection)
+        if not topic:
+            raise ValueError("a Kafka topic name is needed")
+        self._connection = dict(connection)
+        self._topic = topic
+
+    def expand(self, messages):
+        return messages | "Produce" >> beam.ParDo(_ProduceFn(self._connection, self._topic))
+
+
+class PublishReviewQueue(beam.PTransform):
+    """Send every audited response that needs a human to the review topic, saying why."""
+
+    def __init__(self, connection: Mapping[str, Any], topic: str, *, threshold: float):
+        super().__init__()
+        self._write = WriteToKafka(connection, topic)
+        self._threshold = threshold
+
+    def expand(self, audited):
+        threshold = self._threshold
+        return (
+            audited
+            | "ReviewMessages" >> beam.FlatMap(lambda a: [m] if (m := review_message(a, threshold)) else [])
+            | "WriteReviewTopic" >> self._write
+        )
+
+
+class PublishDeadLetters(beam.PTransform):
+    """Send every dead letter, with its original bytes, to the dead-letter topic."""
+
+    def __init__(self, connection: Mapping[str, Any], topic: str):
+        super().__init__()
+        self._write = WriteToKafka(connection, topic)
+
+    def expand(self, dead_letters):
+        return (
+            dead_letters | "DeadLetterMessages" >> beam.Map(dead_letter_message) | "WriteDeadLetterTopic" >> self._write
+        )

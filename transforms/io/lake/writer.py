@@ -1,0 +1,346 @@
+"""The audit lake: Parquet files under `<lake>/<table>/date=YYYY-MM-DD/hour=HH/`, published whole.
+
+Rows come from `to_lake_rows(audited)` as `(table, row dict)` pairs and are
+written with the table's Arrow schema (`schemas.lake.TABLES[table].schema`):
+
+    rows | "WriteAuditLake" >> WriteAuditLake("/data/lake")          # in a pipeline
+    write_table("/data/lake", "alerts", rows, name="drift-2026-11-29")  # anywhere else
+
+Every file is written to a hidden temp file in its final folder and then
+`os.replace`d into place, so a reader never sees half a file (Beam's
+`fileio.WriteToFiles` silently fails to publish into hive folders that do not
+exist yet). File names are a hash of the table, the window and the sorted row
+keys, so re-running the same input overwrites its files instead of adding
+copies. A stream's rows are grouped per (table, partition, window), so files
+are not one-row-each; a bounded run's rows are written where they are made,
+one file per (table, partition) for each bundle of work, without sending them
+through a shuffle. Nothing is held in process-global state: any runner works.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.metrics import Metrics
+from apache_beam.transforms import window as beam_window
+from pydantic import BaseModel
+
+from schemas import TABLES, AttributionVerdict, AuditedResponse, ResponseRow, SentenceRow
+from transforms.io.lake.audit_rows import citation_rows, claim_rows
+
+__all__ = [
+    "LAKE_METRICS_NAMESPACE",
+    "ROW_BUILDERS",
+    "WriteAuditLake",
+    "partition_of",
+    "row_dict",
+    "table_path",
+    "to_lake_rows",
+    "write_rows_file",
+    "write_table",
+]
+
+BUNDLE_FLUSH_ROWS = 100_000
+"""A bounded run's worker writes the rows it holds when it holds this many (about 300 MB; the rest when its
+bundle ends)."""
+
+LAKE_METRICS_NAMESPACE = "groundwatch.lake"
+"""Counters of the lake writer: `files_written`, and `<table>_rows`, the rows written to each table."""
+
+
+def row_dict(row: BaseModel) -> dict[str, Any]:
+    """A validated row model as a plain dict Arrow accepts (enums become their values)."""
+    return {k: (v.value if isinstance(v, Enum) else v) for k, v in row.model_dump().items()}
+
+
+def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
+    r, report = a.parsed.response, a.report
+    counts = {v: 0 for v in AttributionVerdict}
+    for s in report.sentences:
+        counts[s.attribution_verdict] += 1
+    confidences = [s.confidence for s in report.sentences]
+    citations = a.citations.summary if a.citations is not None else None
+    claims = a.claims
+    row = ResponseRow(
+        response_id=r.response_id,
+        event_time=r.timestamp,
+        window_start=a.window_start,
+        window_end=a.window_end,
+        audited_at=a.audited_at or a.window_end,
+        tenant=r.metadata.tenant,
+        risk_level=r.metadata.risk_level,
+        retriever_version=r.metadata.retriever_version,
+        generator_model=r.metadata.generator_model,
+        prompt_version=r.metadata.prompt_version,
+        origin_source=a.parsed.origin.source,
+        origin_partition=a.parsed.origin.partition,
+        origin_offset=a.parsed.origin.offset,
+        sentence_count=len(report.sentences),
+        fully_grounded_count=counts[AttributionVerdict.fully_grounded],
+        partially_grounded_count=counts[AttributionVerdict.partially_grounded],
+        ungrounded_count=counts[AttributionVerdict.ungrounded],
+        contradicted_count=counts[AttributionVerdict.contradicted],
+        mean_confidence=sum(confidences) / len(confidences) if confidences else None,
+        min_confidence=min(confidences) if confidences else None,
+        overall_faithfulness_score=report.overall_faithfulness_score,
+        critical_flag_count=len(report.critical_flags),
+        critical_flags=report.critical_flags,
+        insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
+        citation_total=citations.total_citations if citations else None,
+        citation_passed=citations.passed if citations else None,
+        citation_failed=citations.failed if citations else None,
+        citation_critical_failures=citations.critical_failures if citations else [],
+        claim_count=len(claims.claims) if claims is not None else None,
+        attribution_coverage_rate=claims.attribution_coverage_rate if claims is not None else None,
+        low_confidence_claim_rate=claims.low_confidence_claim_rate if claims is not None else None,
+        verifier=a.verifier,
+        verifier_version=a.verifier_version,
+        decided_by=a.decided_by,
+        needs_review=a.review.needs_review if a.review else False,
+        review_reasons=a.review.reasons if a.review else [],
+        input_flags=a.parsed.input_flags,
+    )
+    return [("responses", row_dict(row))]
+
+
+def _sentence_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
+    r = a.parsed.response
+    rows = []
+    for i, verdict in enumerate(a.report.sentences):
+        row = SentenceRow(
+            **verdict.model_dump(),
+            response_id=r.response_id,
+            event_time=r.timestamp,
+            window_start=a.window_start,
+            tenant=r.metadata.tenant,
+            retriever_version=r.metadata.retriever_version,
+            decided_by=a.decided_by[i] if i < len(a.decided_by) else a.verifier,
+            audited_at=a.audited_at or a.window_end,
+        )
+        rows.append(("sentences", row_dict(row)))
+    return rows
+
+
+def _judge_call_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
+    return [("judge_calls", row_dict(call)) for call in a.judge_calls]
+
+
+ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows, citation_rows, claim_rows]
+"""Functions `AuditedResponse -> [(table, row)]`; a stage that adds a table appends its builder here."""
+
+
+def to_lake_rows(audited: AuditedResponse) -> list[tuple[str, dict]]:
+    """Every lake row one audited response produces: its `responses` row, its `sentences` rows, and so on."""
+    rows: list[tuple[str, dict]] = []
+    for build in ROW_BUILDERS:
+        rows.extend(build(audited))
+    return rows
+
+
+def partition_of(table: str, row: Mapping[str, Any]) -> tuple[str, str]:
+    """The `date=` and `hour=` values of a row, from its table's time column (UTC)."""
+    when = row[TABLES[table].time_column]
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%d"), when.strftime("%H")
+
+
+def table_path(lake_dir: str, table: str, date: str, hour: str) -> str:
+    """The folder of one partition of one table."""
+    return os.path.join(lake_dir, table, f"date={date}", f"hour={hour}")
+
+
+def _key_of(table: str, row: Mapping[str, Any]) -> str:
+    return "\x1f".join(str(row[k]) for k in TABLES[table].key)
+
+
+def _stem(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "backslashreplace") + b"\x1e")
+    return "part-" + digest.hexdigest()[:24]
+
+
+@functools.cache
+def _schema(table: str) -> pa.Schema:
+    # Deriving the Arrow schema walks the row model; tables are registered at import, so cache it.
+    return TABLES[table].schema
+
+
+def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]]) -> str:
+    """Write rows as `<folder>/<file_stem>.parquet`: whole to a hidden temp file, then renamed into place."""
+    os.makedirs(folder, exist_ok=True)
+    final = os.path.join(folder, f"{file_stem}.parquet")
+    # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
+    temp = os.path.join(folder, f".{file_stem}.{uuid.uuid4().hex}.tmp")
+    table_data = pa.Table.from_pylist(list(rows), schema=_schema(table))
+    try:
+        pq.write_table(table_data, temp, compression="zstd")
+        os.replace(temp, final)
+    finally:
+        if os.path.exists(temp):
+            os.remove(temp)
+    return final
+
+
+def write_table(
+    lake_dir: str, table: str, rows: Iterable[Mapping[str, Any] | BaseModel], *, name: str | None = None
+) -> list[str]:
+    """Validate and write rows of one table outside Beam; one file per partition. Returns the paths written.
+
+    `name` fixes the file stem (same name, same file: re-writing replaces it); by default it is a hash of the
+    rows' keys, so writing the same rows twice does not duplicate them either.
+    """
+    if table not in TABLES:
+        raise ValueError(f"unknown lake table {table!r}; known: {', '.join(sorted(TABLES))}")
+    model = TABLES[table].row
+    by_partition: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        valid = row if isinstance(row, model) else model.model_validate(row)
+        as_dict = row_dict(valid)
+        by_partition[partition_of(table, as_dict)].append(as_dict)
+    paths = []
+    for (date, hour), part_rows in sorted(by_partition.items()):
+        part_rows.sort(key=lambda r: _key_of(table, r))
+        stem = name or _stem(table, *(_key_of(table, r) for r in part_rows))
+        paths.append(write_rows_file(table_path(lake_dir, table, date, hour), stem, table, part_rows))
+    return paths
+
+
+def _window_label(window: Any) -> str:
+    if isinstance(window, beam_window.IntervalWindow):
+        return f"{window.start.micros}-{window.end.micros}"
+    return "global"
+
+
+def _compact(row: dict) -> dict:
+    # Datetimes would each be pickled on the way through the shuffle; epoch microseconds encode natively
+    # and Arrow reads them back into the same timestamp columns.
+    return {k: (_micros(v) if isinstance(v, datetime) else v) for k, v in row.items()}
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(value: datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class _KeyByPartitionDoFn(beam.DoFn):
+    def process(self, element, window=beam.DoFn.WindowParam):
+        table, row = element
+        date, hour = partition_of(table, row)
+        yield (table, date, hour, _window_label(window)), _compact(row)
+
+
+def _write_partition(lake_dir: str, table: str, date: str, hour: str, label: str, rows: list[dict]) -> str:
+    """One file of a table's partition, named by `label` and its rows' keys; counted by the lake's counters."""
+    rows = sorted(rows, key=lambda r: _key_of(table, r))
+    stem = _stem(table, label, *(_key_of(table, r) for r in rows))
+    path = write_rows_file(table_path(lake_dir, table, date, hour), stem, table, rows)
+    Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written").inc()
+    Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))
+    return path
+
+
+class _WritePartitionDoFn(beam.DoFn):
+    def __init__(self, lake_dir: str):
+        self._lake_dir = lake_dir
+
+    def process(self, element):
+        (table, date, hour, window_label), rows = element
+        yield _write_partition(self._lake_dir, table, date, hour, window_label, rows)
+
+
+class _WriteBundleDoFn(beam.DoFn):
+    """A bundle's rows, kept per (table, partition) and written when the bundle ends, or all at once whenever
+    it holds `flush_rows` rows (so a worker's memory does not grow with its share of a large run)."""
+
+    def __init__(self, lake_dir: str, flush_rows: int):
+        self._lake_dir, self._flush_rows = lake_dir, flush_rows
+
+    def start_bundle(self):
+        self._pending: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+        self._held = 0
+
+    def process(self, element):
+        table, row = element
+        self._pending[(table, *partition_of(table, row))].append(row)
+        self._held += 1
+        if self._held >= self._flush_rows:
+            yield from self._write_held()
+
+    def finish_bundle(self):
+        for path in self._write_held():
+            yield beam_window.GlobalWindows.windowed_value(path)
+
+    def _write_held(self) -> list[str]:
+        pending, self._pending, self._held = self._pending, defaultdict(list), 0
+        return [
+            _write_partition(self._lake_dir, table, date, hour, "bundle", rows)
+            for (table, date, hour), rows in pending.items()
+        ]
+
+
+def _merged(pcolls: list, label: str):
+    return pcolls[0] if len(pcolls) == 1 else pcolls | label >> beam.Flatten()
+
+
+class WriteAuditLake(beam.PTransform):
+    """Write `(table, row dict)` pairs (one PCollection, or a tuple of them) into the lake, one Parquet
+    file per (table, partition, window).
+
+    With `per_window=False` (bounded runs) windows do not matter: each bundle of work writes the rows it made,
+    one file per (table, partition), at its end (or whenever it holds `flush_rows` rows). The rows stay
+    in the worker that made them: sending them through a shuffle to group them cost more CPU than writing
+    them, and the runner held all of them in memory until the run ended.
+
+    Returns the paths of the files written (in the global window, for a bounded run).
+    """
+
+    def __init__(self, lake_dir: str, *, per_window: bool = True, flush_rows: int = BUNDLE_FLUSH_ROWS):
+        super().__init__()
+        if not lake_dir:
+            raise ValueError("lake directory must be a non-empty path")
+        if flush_rows < 1:
+            raise ValueError(f"flush_rows must be >= 1, got {flush_rows}")
+        self._lake_dir = os.path.abspath(lake_dir)
+        self._per_window = per_window
+        self._flush_rows = flush_rows
+
+    def expand(self, rows):
+        # Several row collections may come in: each is handled where it is produced, and only what comes out
+        # of that (file paths, or compact keyed rows) meets in a Flatten.
+        inputs = list(rows) if isinstance(rows, (tuple, list)) else [rows]
+        named = [(str(i) if len(inputs) > 1 else "", part) for i, part in enumerate(inputs)]
+        if not self._per_window:
+            # The bundle writer emits the paths of what it wrote at the bundle's end, in the global window.
+            written = [
+                part
+                | f"ToGlobalWindow{suffix}" >> beam.WindowInto(beam_window.GlobalWindows())
+                | f"WriteParquet{suffix}" >> beam.ParDo(_WriteBundleDoFn(self._lake_dir, self._flush_rows))
+                for suffix, part in named
+            ]
+            return _merged(written, "FlattenWritten")
+        keyed = [part | f"KeyByPartition{suffix}" >> beam.ParDo(_KeyByPartitionDoFn()) for suffix, part in named]
+        merged = _merged(keyed, "FlattenPartitions")
+        return (
+            merged
+            | "GroupByPartition" >> beam.GroupByKey()
+            | "WriteParquet" >> beam.ParDo(_WritePartitionDoFn(self._lake_dir))
+        )

@@ -1,0 +1,375 @@
+"""Drift detection: each new window against a reference, with Evidently reports and tests.
+
+This is a stage that reads the lake, not a Beam transform, because a check needs what a
+per-window pipeline step does not hold: the raw confidences of N earlier windows (the trailing
+baseline, minus the windows that were themselves alerting), and the alerts still open from earlier
+windows, across restarts. The lake has both, so `groundwatch drift` works the same after a bounded
+`audit` run, beside a streaming `monitor`, or from cron, and re-running it is idempotent.
+
+For every window and slice (all traffic, each retriever_version, generator_model and tenant) with
+at least `min_responses` responses, one Evidently `Report` with tests checks:
+
+- `confidence_drift`: K-S test of responses' mean attribution confidence (see `transforms.monitoring.window_metrics`):
+  p-value below `drift_p_value` / (slices judged in the window) with a lower mean,
+- `faithfulness_drift`: K-S test of responses' overall faithfulness, likewise,
+- `mean_confidence_drop`: mean attribution confidence >= reference - `max_confidence_drop` x reference (10%);
+  it alerts only when the K-S test also finds the distribution moved (a 10% swing is noise in a small window),
+- `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged.
+
+The reference of a slice is its last `baseline_windows` windows that had enough responses and raised
+no drift alert, or the fixed period the user names; a slice without enough history of its own (a new
+retriever_version) is compared with the same reference of all traffic. Windows with too few responses
+are recorded as `insufficient_data`, never as drift. Alerts are episodes (`transforms.monitoring.alerts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from schemas.monitoring import ALL_TRAFFIC, CheckStatus, DriftCheckRow
+from transforms.io.lake.reader import LakeFrames
+from transforms.monitoring.evidently_report import (
+    column_name,
+    frames_for_report,
+    present,
+    report_metrics,
+    run_report,
+    series,
+    snapshot_results,
+)
+
+__all__ = [
+    "DRIFT_CHECKS",
+    "DriftConfig",
+    "SlicePlan",
+    "WindowEvaluation",
+    "column_name",
+    "eligible_history",
+    "evaluate_window",
+    "record_baseline",
+]
+
+DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop")
+"""The checks comparing a window with its reference; a window failing one is kept out of later baselines."""
+_OPERATIONAL_CHECKS = ("attribution_coverage", "low_confidence_claims")
+INCONCLUSIVE_P_VALUE = 0.05
+"""A downward shift with a K-S p-value between `drift_p_value` and this is `inconclusive`: it keeps an open
+alert open (and the window out of baselines) without raising a new one."""
+
+
+@dataclass(frozen=True)
+class DriftConfig:
+    """How windows are compared and what counts as an alert."""
+
+    baseline_windows: int = 6
+    """Trailing windows pooled into the reference (when no fixed period is named)."""
+    reference_from: datetime | None = None
+    """Start of a fixed reference period (inclusive); with `reference_to`, replaces the trailing baseline."""
+    reference_to: datetime | None = None
+    """End of the fixed reference period (exclusive)."""
+    min_responses: int = 20
+    """A slice's window with fewer responses is `insufficient_data`, not drift; a reference needs as many."""
+    drift_p_value: float = 0.001
+    """Family-wise K-S p-value of a window: each of its m judged slices is tested at `drift_p_value / m`."""
+    max_confidence_drop: float = 0.10
+    """Largest tolerated drop of mean confidence, relative to the reference."""
+    min_claims: int = 50
+    """A slice's window with fewer logged claims does not judge coverage and low-confidence rates."""
+    min_coverage: float = 0.95
+    """Lowest tolerated attribution coverage rate (spec 004)."""
+    max_low_confidence: float = 0.10
+    """Highest tolerated low-confidence claim rate (spec 004)."""
+    examples: int = 5
+    """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
+    clear_after: int = 2
+    """Consecutive passing windows that clear an alert."""
+
+    def __post_init__(self):
+        if self.baseline_windows < 1:
+            raise ValueError(f"--baseline-windows must be >= 1, got {self.baseline_windows}")
+        if self.min_responses < 2:
+            raise ValueError(f"--min-responses must be >= 2, got {self.min_responses}")
+        if not 0 < self.drift_p_value < 1:
+            raise ValueError(f"--drift-p-value must be in (0, 1), got {self.drift_p_value}")
+        if not 0 < self.max_confidence_drop < 1:
+            raise ValueError(f"--max-confidence-drop must be in (0, 1), got {self.max_confidence_drop}")
+        if (self.reference_from is None) != (self.reference_to is None):
+            raise ValueError("--reference-from and --reference-to go together")
+        if self.reference_from is not None and self.reference_from >= self.reference_to:
+            raise ValueError("--reference-from must be before --reference-to")
+
+    @property
+    def fixed_reference(self) -> bool:
+        return self.reference_from is not None
+
+
+def _slice(frame: pd.DataFrame, dimension: str, value: str) -> pd.DataFrame:
+    return frame if dimension == ALL_TRAFFIC else frame[frame[dimension] == value]
+
+
+@dataclass
+class SlicePlan:
+    """One slice of one window: its current data, its reference, and whether it can be judged."""
+
+    dimension: str
+    value: str
+    responses: pd.DataFrame
+    sentences: pd.DataFrame
+    metrics: dict
+    reference_responses: pd.DataFrame | None = None
+    reference_sentences: pd.DataFrame | None = None
+    reference_label: str = ""
+    status: CheckStatus | None = None
+    """Set when the slice cannot be judged (`insufficient_data` or `no_reference`)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.dimension, self.value
+
+    def example_ids(self, count: int) -> list[str]:
+        ranked = self.responses.sort_values(["mean_attribution_confidence", "faithfulness"], na_position="last")
+        return ranked["response_id"].head(count).tolist()
+
+
+@dataclass
+class WindowEvaluation:
+    """The outcome of checking one window: one row per check and slice, and what the alerts need."""
+
+    window_start: datetime
+    window_end: datetime
+    checks: list[DriftCheckRow] = field(default_factory=list)
+    plans: dict[tuple[str, str], SlicePlan] = field(default_factory=dict)
+    snapshot: object | None = None
+    p_threshold: float = 0.0
+    """The K-S p-value threshold each slice of this window was tested at."""
+
+    def failing(self) -> list[DriftCheckRow]:
+        return [c for c in self.checks if c.status == CheckStatus.alert]
+
+
+def eligible_history(frames: LakeFrames, config: DriftConfig) -> dict[tuple[str, str], list[datetime]]:
+    """Per slice, the windows already checked that may serve as baseline (enough data, no drift alert)."""
+    checks = frames.drift_checks
+    eligible: dict[tuple[str, str], list[datetime]] = {}
+    if not len(checks):
+        return eligible
+    kept = checks[checks["in_baseline"].fillna(False).astype(bool)]
+    for (start, dimension, value), _ in kept.groupby(["window_start", "slice_dimension", "slice_value"]):
+        eligible.setdefault((dimension, value), []).append(pd.Timestamp(start).to_pydatetime())
+    return {k: sorted(v) for k, v in eligible.items()}
+
+
+def _reference(frames: LakeFrames, plan: SlicePlan, history: dict, window_start: datetime, config: DriftConfig):
+    """The reference responses and sentences of a slice, and how to describe them."""
+    if config.fixed_reference:
+
+        def in_period(frame):
+            return frame[
+                (frame["window_start"] >= config.reference_from) & (frame["window_start"] < config.reference_to)
+            ]
+
+        period = f"{config.reference_from:%Y-%m-%d %H:%M}..{config.reference_to:%Y-%m-%d %H:%M}"
+        for dimension, value, label in (
+            (plan.dimension, plan.value, "slice"),
+            (ALL_TRAFFIC, ALL_TRAFFIC, "all traffic"),
+        ):
+            responses = _slice(in_period(frames.responses), dimension, value)
+            if len(responses) >= config.min_responses:
+                sentences = _slice(in_period(frames.sentences), dimension, value)
+                return responses, sentences, f"fixed period {period} of {label}"
+        return None, None, f"fixed period {period}"
+    for dimension, value, label in (
+        (plan.dimension, plan.value, "this slice"),
+        (ALL_TRAFFIC, ALL_TRAFFIC, "all traffic"),
+    ):
+        windows = [w for w in history.get((dimension, value), []) if w < window_start][-config.baseline_windows :]
+        if len(windows) < config.baseline_windows:
+            continue  # a baseline of one or two windows would call their noise drift: wait for a full one
+        responses = pd.concat([_slice(frames.responses_in(w), dimension, value) for w in windows])
+        if len(responses) < config.min_responses:
+            continue
+        sentences = pd.concat([_slice(frames.sentences_in(w), dimension, value) for w in windows])
+        return (
+            responses,
+            sentences,
+            f"trailing {len(windows)} windows of {label} ({windows[0]:%H:%M}..{windows[-1]:%H:%M})",
+        )
+    return None, None, "no baseline yet"
+
+
+def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: DriftConfig) -> list[SlicePlan]:
+    responses, sentences = frames.responses_in(window_start), frames.sentences_in(window_start)
+    plans = []
+    for row in frames.metrics_in(window_start).sort_values(["slice_dimension", "slice_value"]).to_dict("records"):
+        dimension, value = row["slice_dimension"], row["slice_value"]
+        plan = SlicePlan(
+            dimension, value, _slice(responses, dimension, value), _slice(sentences, dimension, value), row
+        )
+        if len(plan.responses) < config.min_responses:
+            plan.status = CheckStatus.insufficient_data
+        else:
+            plan.reference_responses, plan.reference_sentences, plan.reference_label = _reference(
+                frames, plan, history, window_start, config
+            )
+            if plan.reference_responses is None:
+                plan.status = CheckStatus.no_reference
+        plans.append(plan)
+    return plans
+
+
+def _check_rows(
+    plan: SlicePlan, values: dict, passed: dict, window, config: DriftConfig, now, p_threshold: float
+) -> list[DriftCheckRow]:
+    d, v = plan.key
+    base = dict(
+        window_start=window[0],
+        window_end=window[1],
+        slice_dimension=d,
+        slice_value=v,
+        current_responses=len(plan.responses),
+        checked_at=now,
+        reference_responses=0 if plan.reference_responses is None else len(plan.reference_responses),
+        reference=plan.reference_label or ("not needed" if plan.status is None else plan.status.value),
+    )
+    checks = list(DRIFT_CHECKS) + [
+        c
+        for c, m in zip(_OPERATIONAL_CHECKS, ("attribution_coverage_rate", "low_confidence_claim_rate"), strict=True)
+        if present(plan.metrics.get(m))
+    ]
+    if plan.status is not None:
+        return [DriftCheckRow(**base, check=c, status=plan.status, test="not run") for c in checks]
+    rows = []
+    for check, metric in (("confidence_drift", "response_confidence"), ("faithfulness_drift", "faithfulness")):
+        column = column_name(metric, d, v)
+        p_value = float(values[("ValueDrift", column)])
+        current, reference = series(plan, metric), series(plan, metric, reference=True)
+        # A drift toward better verdicts is not a regression: only a significant shift down alerts.
+        down = current.mean() < reference.mean()
+        if not passed[("ValueDrift", column)] and down:
+            status = CheckStatus.alert
+        elif down and p_value < INCONCLUSIVE_P_VALUE:
+            status = CheckStatus.inconclusive  # neither raises nor clears: a regression's noisier windows
+        else:
+            status = CheckStatus.ok
+        rows.append(
+            DriftCheckRow(
+                **base,
+                check=check,
+                status=status,
+                test=f"K-S p_value < {p_threshold:.2g} ({config.drift_p_value:g} over the window's slices; shift down)",
+                current_value=float(current.mean()),
+                reference_value=float(reference.mean()),
+                p_value=p_value,
+                threshold=p_threshold,
+            )
+        )
+    column = column_name("attribution_confidence", d, v)
+    reference_mean = float(series(plan, "attribution_confidence", reference=True).mean())
+    # In a window of a few dozen responses a 10% swing of the mean is ordinary noise: the drop alerts
+    # only when the K-S test agrees that the distribution moved.
+    if passed[("MeanValue", column)]:
+        status = CheckStatus.ok
+    elif rows[0].status == CheckStatus.alert:
+        status = CheckStatus.alert
+    else:
+        status = CheckStatus.inconclusive
+    rows.append(
+        DriftCheckRow(
+            **base,
+            check="mean_confidence_drop",
+            status=status,
+            test=f"mean attribution confidence >= reference - {config.max_confidence_drop:.0%} (and K-S agrees)",
+            current_value=float(values[("MeanValue", column)]),
+            reference_value=reference_mean,
+            threshold=reference_mean * (1 - config.max_confidence_drop),
+        )
+    )
+    for check, metric, test, threshold in (
+        ("attribution_coverage", "attribution_coverage_rate", "attribution coverage rate >=", config.min_coverage),
+        (
+            "low_confidence_claims",
+            "low_confidence_claim_rate",
+            "low-confidence claim rate <=",
+            config.max_low_confidence,
+        ),
+    ):
+        key = ("MeanValue", column_name(metric, d, v))
+        if present(plan.metrics.get(metric)) and key not in passed:
+            # Too few claims to raise an alert; but a rate inside its limit still counts towards clearing one.
+            rate = float(plan.metrics[metric])
+            within = rate >= threshold if check == "attribution_coverage" else rate <= threshold
+            rows.append(
+                DriftCheckRow(
+                    **base,
+                    check=check,
+                    status=CheckStatus.ok if within else CheckStatus.insufficient_data,
+                    test=f"{test} {threshold:g} (fewer than {config.min_claims} claims: not enough to alert)",
+                    current_value=float(plan.metrics[metric]),
+                    threshold=threshold,
+                )
+            )
+        elif key in passed:
+            rows.append(
+                DriftCheckRow(
+                    **base,
+                    check=check,
+                    status=CheckStatus.ok if passed[key] else CheckStatus.alert,
+                    test=f"{test} {threshold:g}",
+                    current_value=float(values[key]),
+                    threshold=threshold,
+                )
+            )
+    return rows
+
+
+def evaluate_window(
+    frames: LakeFrames,
+    window: tuple[datetime, datetime],
+    history: dict,
+    config: DriftConfig,
+    now: datetime | None = None,
+) -> WindowEvaluation:
+    """Check every slice of one window against the reference `history` gives it (see `record_baseline`)."""
+    now = now or datetime.now(UTC)
+    plans = _plans(frames, window[0], history, config)
+    evaluation = WindowEvaluation(window[0], window[1], plans={p.key: p for p in plans})
+    values, passed = {}, {}
+    # Bonferroni over the slices judged in this window: with a dozen slices tested every window, an
+    # uncorrected 0.001 would still raise a false alarm every few hours of ordinary traffic.
+    evaluation.p_threshold = config.drift_p_value / max(1, sum(1 for p in plans if p.status is None))
+    metrics = report_metrics(plans, config, evaluation.p_threshold)
+    if metrics:
+        current, reference = frames_for_report(plans, config)
+        evaluation.snapshot = run_report(current, reference, metrics, timestamp=window[0])
+        values, passed = snapshot_results(evaluation.snapshot)
+    for plan in plans:
+        evaluation.checks.extend(_check_rows(plan, values, passed, window, config, now, evaluation.p_threshold))
+    return evaluation
+
+
+def record_baseline(evaluation: WindowEvaluation, history: dict, drifting: set[tuple[str, str]]) -> None:
+    """Add the window to the baseline of each slice that had enough responses and is not drifting.
+
+    `drifting` holds the slices with a drift alert still open after this window: while a regression
+    lasts, its windows stay out of the reference even when one of them happens to pass.
+    """
+    by_slice: dict[tuple[str, str], list[DriftCheckRow]] = {}
+    for row in evaluation.checks:
+        by_slice.setdefault((row.slice_dimension, row.slice_value), []).append(row)
+    for key, rows in by_slice.items():
+        eligible = (
+            all(
+                r.status not in (CheckStatus.insufficient_data, CheckStatus.inconclusive)
+                for r in rows
+                if r.check in DRIFT_CHECKS
+            )
+            and not any(r.status == CheckStatus.alert and r.check in DRIFT_CHECKS for r in rows)
+            and key not in drifting
+        )
+        for row in rows:
+            row.in_baseline = eligible
+        if eligible:
+            history.setdefault(key, []).append(evaluation.window_start)

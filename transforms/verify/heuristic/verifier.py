@@ -1,0 +1,113 @@
+"""The offline heuristic sentence verifier: word, number and date alignment against the evidence, no network.
+
+For each sentence it finds the evidence sentences that cover its content words
+best (IDF-like word weights, light stems, listed synonyms and abbreviations),
+checks every number, unit, date, time and duration exactly (a gap between two
+evidence times supports a stated duration), looks for a different value of the
+same quantity, a bound or share the claim drops ("600" / "more than 600", "ten
+dollars a day" / "ten dollars each a day"), a flipped negation, an antonym or a swapped name in the
+best-aligned evidence sentence (contradiction: "founded in Paris" against
+"founded in London"), an antonym, another word of the same closed class ("red" /
+"blue", "murder" / "manslaughter") or a one-sided negation in the same slot of
+any well-aligned one, names the other way round around the same relation
+("Leeds beat York" / "York beat Leeds") or a name in the slot of another
+("born in Gdansk" / "born on 5 July 1867 in Warsaw"), a word the evidence states
+only under a hedge ("a toxic gas" / "a reportedly toxic gas"), a quotation the evidence gives with another
+word inside it (a misquote), checks that a quoted title appears word for word, and reports what no passage
+supports as exact spans of the sentence::
+
+    verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
+    verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
+
+Verdicts: contradicted when a contradiction cue fired (a cue caps `p` below
+0.5 however much of the rest is supported) or, for a sentence that is not
+grounded, when the claim puts its own words in place of those of its aligned
+evidence sentence; fully_grounded when the probability `p` below is >= 0.5
+(and no unsupported clause); ungrounded when under `UNGROUNDED_COVERAGE` of it
+is supported; partially_grounded otherwise.
+
+`confidence` is the confidence in the verdict given. Every sentence gets a
+probability `p` of being fully grounded (coverage, local coverage, bigram and
+content-bigram overlap, words absent from the evidence, unmatched quantities,
+names and superlatives, contradiction strength; weights set on labelled dev data, see
+`transforms.verify.heuristic.alignment`); confidence is p for fully_grounded and 1 - p for the
+rest, so `grounded_score(verdict)` recovers p for ROC curves and thresholds.
+Pieces: `transforms.text.sentences` (splitting), `transforms.text.tokens` (tokens,
+stems, weights, cues), `transforms.text.synonyms`, `transforms.text.quantities` (numbers,
+units, dates, times), `transforms.verify.heuristic.evidence_index`, `transforms.verify.heuristic.alignment`,
+`transforms.verify.heuristic.contradiction` and `transforms.verify.heuristic.slot_cues` (cues in the claim's
+slot of an evidence sentence: antonyms, one-sided negations, swapped roles, dropped hedges).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
+from transforms.verify.base import Verifier
+from transforms.verify.heuristic.alignment import SentenceAnalysis, analyse_sentence, index_evidence
+
+__all__ = ["MAX_SENTENCE_CHARS", "UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
+
+MAX_SENTENCE_CHARS = 5000
+"""Characters of one sentence the verifier reads; the rest of a longer one is left unverified (and so not grounded)."""
+
+UNGROUNDED_COVERAGE = 0.4
+"""Below this share of its (weighted) content supported, a sentence that is not grounded is ungrounded, not partial."""
+
+
+def grounded_score(verdict: SentenceVerdict) -> float:
+    """The verifier's probability that the sentence is fully grounded, from its verdict and confidence."""
+    if verdict.attribution_verdict == AttributionVerdict.fully_grounded:
+        return verdict.confidence
+    return 1.0 - verdict.confidence
+
+
+def _verdict_of(a: SentenceAnalysis) -> tuple[AttributionVerdict, float]:
+    p = a.grounded_probability
+    if a.contradictions and p < 0.5:
+        return AttributionVerdict.contradicted, round(1.0 - p, 4)
+    if p >= 0.5:
+        return AttributionVerdict.fully_grounded, round(p, 4)
+    if a.contradictions:
+        return AttributionVerdict.contradicted, round(1.0 - p, 4)
+    if a.coverage < UNGROUNDED_COVERAGE or not a.sources:
+        return AttributionVerdict.ungrounded, round(1.0 - p, 4)
+    return AttributionVerdict.partially_grounded, round(1.0 - p, 4)
+
+
+def verify_sentence(index: int, sentence: str, evidence) -> SentenceVerdict:
+    """The verdict on one sentence against indexed evidence (see `alignment.index_evidence`)."""
+    a = analyse_sentence(sentence[:MAX_SENTENCE_CHARS], evidence)
+    if len(sentence) > MAX_SENTENCE_CHARS:
+        # A "sentence" this long is a run-on or bad input: check its start, and never call the unread rest grounded.
+        a.grounded_probability = min(a.grounded_probability, 0.45)
+        a.notes.append(f"only the first {MAX_SENTENCE_CHARS} of {len(sentence)} characters were checked")
+    verdict, confidence = _verdict_of(a)
+    contradicted = verdict == AttributionVerdict.contradicted
+    return SentenceVerdict(
+        sentence_index=index,
+        sentence_text=sentence,
+        attribution_verdict=verdict,
+        confidence=confidence,
+        supporting_evidence_ids=[s.doc_id for s in a.sources],
+        supporting_evidence_excerpts=[s.excerpt for s in a.sources],
+        unsupported_spans=[] if verdict == AttributionVerdict.fully_grounded else a.unsupported_spans,
+        contradicting_evidence_ids=[c.doc_id for c in a.contradictions] if contradicted else [],
+        contradicting_evidence_excerpts=[c.excerpt for c in a.contradictions] if contradicted else [],
+        multi_source_flag=len({s.doc_id for s in a.sources}) >= 2,
+        provenance_notes="; ".join(
+            [a.provenance_notes()] + ([f"contradiction: {c.reason}" for c in a.contradictions] if contradicted else [])
+        ).strip("; "),
+    )
+
+
+class HeuristicVerifier(Verifier):
+    """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
+
+    name = "heuristic"
+    version = "25"
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
+        indexed = index_evidence([(p.doc_id, p.content) for p in evidence])
+        return [verify_sentence(i, s, indexed) for i, s in enumerate(sentences)]

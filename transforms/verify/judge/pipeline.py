@@ -1,0 +1,222 @@
+"""`JudgeSentences`: the sentence audit with the LLM judge, as a Beam composite over `RunInference`.
+
+    verified = responses | "VerifySentences" >> JudgeSentences("cascade", judge_config, threshold=0.7)
+    verified[AUDITED], verified[DEAD_LETTERS]
+
+The steps, each labelled:
+
+1. `PlanJudgeWork`: split each response, run the heuristic verifier, and pick
+   the sentences the judge should see (all, or the cascade's uncertain ones,
+   for responses in the judge sample). Responses are keyed by response id.
+2. `RunJudge`: `RunInference(JudgeModelHandler)` over the judge items; Beam
+   batches several answers into one call, retries 429/5xx with backoff and
+   throttles. Its dead-letter output (`FailedJudgeCalls`) is turned into
+   `judge_error` outcomes with a `judge_calls` row each: nothing is dropped.
+3. `JoinJudgeOutcomes` (CoGroupByKey per window) and `MergeVerdicts`: the
+   judge's verdicts where it settled a sentence, the heuristic's elsewhere,
+   `decided_by` per sentence, `judge_status` and the call log on the
+   `AuditedResponse` (the lake writes them to `judge_calls`).
+
+The result has the same outputs as `transforms.audit.stages.VerifySentences`, so the
+audit and monitor pipelines use either by the `--verifier` flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import NamedTuple
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import RunInference
+
+from schemas import AuditedResponse, ParsedResponse, SentenceVerdict
+from schemas.base import utc_now
+from schemas.judge import JudgeCallRow
+from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row
+from transforms.ingest.windows import window_bounds
+from transforms.text.sentences import split_sentences
+from transforms.verify.base import build_report
+from transforms.verify.judge.config import JudgeConfig
+from transforms.verify.judge.handler import JudgeModelHandler
+from transforms.verify.judge.prompts import prompt_version
+from transforms.verify.judge.redact import redact_text
+from transforms.verify.judge.schema import JudgeOutcome, Task
+from transforms.verify.judge.verifier import DEFAULT_BAND, merge_verdicts, sentence_item, sentences_to_judge
+
+__all__ = ["AUDITED", "JUDGE_NAMESPACE", "JUDGE_VERIFIERS", "JudgeSentences", "failed_outcomes", "judge_sentences"]
+
+AUDITED = "audited"
+JUDGE_NAMESPACE = "groundwatch.judge"
+JUDGE_VERIFIERS = ("openai", "cascade")
+_ITEMS = "judge_items"
+
+
+class _Plan(NamedTuple):
+    parsed: ParsedResponse
+    heuristic: list[SentenceVerdict]
+    has_evidence: bool
+    window_start: datetime
+    window_end: datetime
+    now: datetime
+
+
+class _PlanDoFn(beam.DoFn):
+    def __init__(self, band, sample_rate: float, clock):
+        self._band, self._rate, self._clock = band, sample_rate, clock
+        self._sent = Metrics.counter(JUDGE_NAMESPACE, "sentences_to_judge")
+        self._kept = Metrics.counter(JUDGE_NAMESPACE, "sentences_kept_heuristic")
+
+    def setup(self):
+        from transforms.verify.heuristic.verifier import HeuristicVerifier
+
+        self._heuristic = HeuristicVerifier()
+
+    def process(self, parsed: ParsedResponse, window=beam.DoFn.WindowParam):
+        r, now = parsed.response, self._clock()
+        start, end = window_bounds(window, r.timestamp)
+        try:
+            has_evidence = any(p.content.strip() for p in r.evidence)
+            sentences = split_sentences(r.answer) if has_evidence else []
+            heuristic = self._heuristic.verify(sentences, r.evidence) if sentences else []
+            indexes = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
+        except Exception as e:  # one bad response must not stop the run
+            Metrics.counter(DEAD_LETTER_NAMESPACE, "verify_failed").inc()
+            raw = parsed.raw if parsed.raw is not None else r.model_dump_json().encode()
+            error = f"verify_failed: {type(e).__name__}: {e}"[:300]
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTERS, dead_letter_row(raw, parsed.origin, stage="verify", error=error, received_at=now)
+            )
+            return
+        self._sent.inc(len(indexes))
+        self._kept.inc(len(heuristic) - len(indexes))
+        yield r.response_id, _Plan(parsed, heuristic, has_evidence, start, end, now)
+        if indexes:
+            yield beam.pvalue.TaggedOutput(
+                _ITEMS, sentence_item(r.response_id, r.answer, r.query, sentences, indexes, r.evidence)
+            )
+
+
+def failed_outcomes(failure, config: JudgeConfig, now: datetime) -> list[tuple[str, JudgeOutcome]]:
+    """Turn one dead-lettered batch `(items, (type, repr, traceback))` into `judge_error` outcomes, logged."""
+    batch, (_, error, _) = failure
+    Metrics.counter(JUDGE_NAMESPACE, "judge_errors").inc(len(batch))
+    error = " ".join(str(error).split())[:500]
+    outcomes = []
+    for item in batch:
+        request = item.model_dump_json()
+        row = JudgeCallRow(
+            call_id=f"failed-{now.timestamp():.6f}-{item.response_id}",
+            response_id=item.response_id,
+            task=item.task.value,
+            prompt_version=prompt_version(item.task),
+            judge_model=config.model,
+            judge_endpoint=config.endpoint,
+            response_format=config.response_format,
+            attempt=1,
+            called_at=now,
+            answers_in_call=len(batch),
+            raw_reply="",
+            parsed_verdicts="null",
+            attempt_status="error",
+            status="judge_error",
+            error=redact_text(error) if config.redact else error,
+            request_json=redact_text(request) if config.redact else request,
+            redacted=config.redact,
+        )
+        outcome = JudgeOutcome(
+            response_id=item.response_id, task=item.task, status="judge_error", attempts=0, errors=[error], calls=[row]
+        )
+        outcomes.append((item.response_id, outcome))
+    return outcomes
+
+
+class _MergeDoFn(beam.DoFn):
+    def __init__(self, verifier_name: str, threshold: float):
+        self._name, self._threshold = verifier_name, threshold
+        self._statuses = {s: Metrics.counter(JUDGE_NAMESPACE, s) for s in ("judged", "judge_validation_failed")}
+
+    def process(self, element):
+        _, grouped = element
+        outcome = next((o for o in grouped["outcome"] if o.task is Task.sentences), None)
+        if outcome is not None and outcome.status in self._statuses:
+            self._statuses[outcome.status].inc()
+        for plan in grouped["plan"]:
+            verdicts, decided_by = merge_verdicts(plan.heuristic, outcome)
+            report = build_report(
+                plan.parsed.response.response_id,
+                verdicts,
+                threshold=self._threshold,
+                verification_date=plan.now.date(),
+                evidence_empty=not plan.has_evidence,
+            )
+            yield AuditedResponse(
+                parsed=plan.parsed,
+                window_start=plan.window_start,
+                window_end=plan.window_end,
+                verifier=self._name,
+                verifier_version=prompt_version(Task.sentences),
+                report=report,
+                decided_by=decided_by if plan.has_evidence else [],
+                audited_at=plan.now,
+                judge_status=outcome.status if outcome is not None else None,
+                judge_calls=outcome.calls if outcome is not None else [],
+            )
+            outcome = None if outcome is None else outcome.model_copy(update={"calls": []})  # log once
+
+
+class JudgeSentences(beam.PTransform):
+    """Verify sentences with the heuristic and the LLM judge ("openai": all sampled, "cascade": uncertain ones).
+
+    Returns `{AUDITED: AuditedResponses, DEAD_LETTERS: DeadLetterRows}`, like `VerifySentences`.
+    """
+
+    def __init__(
+        self,
+        verifier: str,
+        config: JudgeConfig,
+        *,
+        threshold: float,
+        band: tuple[float, float] = DEFAULT_BAND,
+        clock: Callable[[], datetime] = utc_now,
+    ):
+        super().__init__()
+        if verifier not in JUDGE_VERIFIERS:
+            raise ValueError(f"JudgeSentences runs {' or '.join(JUDGE_VERIFIERS)}, not {verifier!r}")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"confidence threshold must be in [0, 1], got {threshold}")
+        self._verifier, self._config, self._threshold, self._clock = verifier, config, threshold, clock
+        self._band = band if verifier == "cascade" else None
+
+    def expand(self, responses):
+        config, clock = self._config, self._clock
+        planned = responses | "PlanJudgeWork" >> beam.ParDo(
+            _PlanDoFn(self._band, config.sample_rate, clock)
+        ).with_outputs(_ITEMS, DEAD_LETTERS, main="plans")
+        judged, failed = (
+            planned[_ITEMS] | "RunJudge" >> RunInference(JudgeModelHandler(config)).with_exception_handling()
+        )
+        outcomes = (
+            judged | "OutcomeByResponse" >> beam.Map(lambda result: (result.example.response_id, result.inference)),
+            failed.failed_inferences
+            | "FailedJudgeCalls" >> beam.FlatMap(lambda failure: failed_outcomes(failure, config, clock())),
+        ) | "FlattenOutcomes" >> beam.Flatten()
+        audited = (
+            {"plan": planned["plans"], "outcome": outcomes}
+            | "JoinJudgeOutcomes" >> beam.CoGroupByKey()
+            | "MergeVerdicts" >> beam.ParDo(_MergeDoFn(self._verifier, self._threshold))
+        )
+        return {AUDITED: audited, DEAD_LETTERS: planned[DEAD_LETTERS]}
+
+
+def judge_sentences(
+    verifier: str, verifier_config: dict, *, threshold: float, clock: Callable[[], datetime] = utc_now
+) -> JudgeSentences:
+    """`JudgeSentences` from the verifier options `VerifySentences` carries (base_url, model, band, ...)."""
+    from transforms.verify.judge.verifier import judge_config_from, parse_band
+
+    options = dict(verifier_config)
+    band = parse_band(options.pop("band", None) or DEFAULT_BAND)
+    config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
+    return JudgeSentences(verifier, config, threshold=threshold, band=band, clock=clock)

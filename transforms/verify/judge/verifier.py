@@ -1,0 +1,221 @@
+"""The judge as a verifier: `JudgeVerifier` ("openai") and `CascadeVerifier` ("cascade").
+
+Both start from the offline heuristic verdicts. "openai" sends every sentence
+of a sampled response to the judge; "cascade" sends only the sentences whose
+heuristic confidence falls inside the uncertain band (default 0.5 to 0.8), so
+confident verdicts cost nothing. A sentence the judge could not settle
+(validation failed three times, or the endpoint failed) keeps its heuristic
+verdict, and the response is marked for review; nothing undetermined becomes
+a pass. `decided_by` names, per sentence, who decided it ("openai" or
+"heuristic").
+
+The plain functions (`judge_sample_point`, `sentences_to_judge`,
+`sentence_item`, `merge_verdicts`) are shared with the Beam path
+(`transforms.verify.judge.pipeline`), which runs the same plan through `RunInference`.
+Outside Beam (calibration, replay, benchmarks) `verify()` calls the judge
+itself, with Beam's backoff helper for 429/5xx::
+
+    verifier = make_verifier("cascade", base_url="http://127.0.0.1:8000/v1", model="m", band=(0.5, 0.8))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from schemas import EvidencePassage, SentenceVerdict
+from transforms.verify.base import Verifier
+from transforms.verify.heuristic.verifier import HeuristicVerifier
+from transforms.verify.judge.config import JudgeConfig
+from transforms.verify.judge.prompts import prompt_version
+from transforms.verify.judge.schema import IndexedSentence, JudgeItem, JudgeOutcome, Passage, Task
+
+__all__ = [
+    "DEFAULT_BAND",
+    "CascadeVerifier",
+    "JudgePlan",
+    "JudgeVerifier",
+    "is_retryable",
+    "judge_config_from",
+    "judge_sample_point",
+    "merge_verdicts",
+    "parse_band",
+    "sentence_item",
+    "sentences_to_judge",
+]
+
+DEFAULT_BAND = (0.5, 0.8)
+"""Heuristic confidences in this closed range go to the judge in the cascade."""
+JUDGE_NAME = "openai"
+FALLBACK_NAME = "heuristic"
+
+
+def is_retryable(error: Exception) -> bool:
+    """Beam's retry filter: only failures a later attempt can fix (429, 5xx, timeouts, lost connections)."""
+    return bool(getattr(error, "retryable", False))
+
+
+def parse_band(value: str | Sequence[float]) -> tuple[float, float]:
+    """`"LOW,HIGH"` (or a pair) as a checked band within [0, 1]."""
+    parts = [float(v) for v in (value.split(",") if isinstance(value, str) else value)]
+    if len(parts) != 2 or not 0.0 <= parts[0] <= parts[1] <= 1.0:
+        raise ValueError(f"--cascade-band must be LOW,HIGH with 0 <= LOW <= HIGH <= 1, got {value!r}")
+    return parts[0], parts[1]
+
+
+def judge_sample_point(response_id: str) -> float:
+    """A point in [0, 1) from the response id, salted so the judge sample is independent of the audit sample."""
+    digest = hashlib.sha256(f"groundwatch-judge:{response_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def sentences_to_judge(
+    response_id: str,
+    heuristic: Sequence[SentenceVerdict],
+    *,
+    band: tuple[float, float] | None,
+    sample_rate: float,
+) -> list[int]:
+    """Indexes of the sentences the judge should see: all (band None) or the uncertain ones, if sampled."""
+    if not heuristic or judge_sample_point(response_id) >= sample_rate:
+        return []
+    if band is None:
+        return [v.sentence_index for v in heuristic]
+    low, high = band
+    return [v.sentence_index for v in heuristic if low <= v.confidence <= high]
+
+
+def sentence_item(
+    response_id: str, answer: str, query: str, sentences: Sequence[str], indexes: Sequence[int], evidence
+) -> JudgeItem:
+    """The judge's view of one answer: the chosen sentences with their indexes, all passages, full answer."""
+    return JudgeItem(
+        task=Task.sentences,
+        response_id=response_id,
+        query=query,
+        answer=answer,
+        evidence=[Passage(evidence_id=p.doc_id, text=p.content) for p in evidence],
+        sentences=[IndexedSentence(sentence_index=i, text=sentences[i]) for i in indexes],
+    )
+
+
+def merge_verdicts(
+    heuristic: Sequence[SentenceVerdict], outcome: JudgeOutcome | None
+) -> tuple[list[SentenceVerdict], list[str]]:
+    """Judge verdicts where the judge settled a sentence, heuristic ones elsewhere; and who decided each."""
+    judged = {}
+    if outcome is not None and outcome.status == "judged":
+        judged = {v.sentence_index: v for v in outcome.sentence_verdicts}
+    verdicts, decided_by = [], []
+    for h in heuristic:
+        j = judged.get(h.sentence_index)
+        if j is None:
+            verdicts.append(h)
+            decided_by.append(FALLBACK_NAME)
+        else:  # the judge's copy of the text was only checked modulo white space; keep the original
+            verdicts.append(j.model_copy(update={"sentence_text": h.sentence_text}))
+            decided_by.append(JUDGE_NAME)
+    return verdicts, decided_by
+
+
+def judge_config_from(
+    base_url: str | None = None,
+    model: str | None = None,
+    **options,
+) -> JudgeConfig:
+    """A `JudgeConfig` from verifier options, with GROUNDWATCH_JUDGE_BASE_URL / _MODEL as defaults."""
+    base_url = base_url or os.environ.get("GROUNDWATCH_JUDGE_BASE_URL")
+    model = model or os.environ.get("GROUNDWATCH_JUDGE_MODEL")
+    if not base_url or not model:
+        raise ValueError("the judge needs --judge-base-url and --judge-model (or GROUNDWATCH_JUDGE_BASE_URL/_MODEL)")
+    known = {k: v for k, v in options.items() if k in JudgeConfig.model_fields and v is not None}
+    return JudgeConfig(base_url=base_url, model=model, **known)
+
+
+@dataclass
+class JudgePlan:
+    """What the verifier decided for the last answer: who judged what, and the judge's status."""
+
+    indexes: list[int]
+    outcome: JudgeOutcome | None
+
+
+class JudgeVerifier(Verifier):
+    """Every sentence of a sampled response judged by an OpenAI-compatible model; heuristic as the fallback."""
+
+    name = "openai"
+    version = prompt_version(Task.sentences)
+    band: tuple[float, float] | None = None
+
+    def __init__(self, base_url: str | None = None, model: str | None = None, **options):
+        self.config = judge_config_from(base_url, model, **options)
+        self._fallback = HeuristicVerifier()
+        self._client = None
+        self._decided_by: list[str] = []
+        self.last: JudgePlan | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(endpoint={self.config.endpoint!r}, model={self.config.model!r})"
+
+    def _judge(self, item: JudgeItem) -> JudgeOutcome:
+        from apache_beam.utils import retry
+
+        from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
+        from transforms.verify.judge.harness import judge_items
+
+        if self._client is None:
+            self._client = JudgeClient(self.config)
+        call = retry.with_exponential_backoff(num_retries=self.config.num_retries, retry_filter=is_retryable)(
+            judge_items
+        )
+        try:
+            return call(self._client, Task.sentences, [item])[0]
+        except JudgeUnavailable as err:
+            return JudgeOutcome(
+                response_id=item.response_id, task=Task.sentences, status="judge_error", attempts=0, errors=[str(err)]
+            )
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
+        heuristic = self._fallback.verify(sentences, evidence)
+        answer = " ".join(sentences)
+        response_id = "answer-" + hashlib.sha256(answer.encode()).hexdigest()[:12]
+        indexes = sentences_to_judge(response_id, heuristic, band=self.band, sample_rate=self.config.sample_rate)
+        outcome = None
+        if indexes:
+            outcome = self._judge(sentence_item(response_id, answer, "", sentences, indexes, evidence))
+        verdicts, self._decided_by = merge_verdicts(heuristic, outcome)
+        self.last = JudgePlan(indexes, outcome)
+        return verdicts
+
+    @property
+    def judge_status(self) -> str | None:
+        """How the judge call for the last answer ended; None when no sentence went to the judge."""
+        return None if self.last is None or self.last.outcome is None else self.last.outcome.status
+
+    @property
+    def judge_calls(self) -> list:
+        """The judge_calls rows of the last answer."""
+        return [] if self.last is None or self.last.outcome is None else list(self.last.outcome.calls)
+
+    def decided_by(self, verdicts: Sequence[SentenceVerdict]) -> list[str]:
+        if len(self._decided_by) == len(verdicts):
+            return list(self._decided_by)
+        return [FALLBACK_NAME] * len(verdicts)
+
+
+class CascadeVerifier(JudgeVerifier):
+    """The heuristic first; the judge only for sentences whose heuristic confidence is in the uncertain band."""
+
+    name = "cascade"
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        band: str | Sequence[float] = DEFAULT_BAND,
+        **options,
+    ):
+        super().__init__(base_url, model, **options)
+        self.band = parse_band(band)
