@@ -10,6 +10,7 @@ setup(
     name="groundwatch",
     version="0.1.0",
     description="Continuous audit of whether a RAG system's answers are supported by their evidence.",
+    license="Apache-2.0",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["schemas*", "transforms*", "pipelines*", "dashboards*"]),
     package_data={"pipelines": ["data/*.jsonl"], "dashboards": ["*.sql", "queries/*.sql"]},
@@ -24,10 +25,15 @@ setup(
         "pyarrow>=17,<26",
         "duckdb>=1.1,<3",
         "evidently>=0.7.20,<0.8",
+        # evidently 0.7 does not import with pandas 3
         "pandas>=2.2,<3",
+        # imported by our code directly, so declared even where another dependency brings them today
+        "grpcio>=1.60,<2",  # the local SDK worker pool (pipelines.runner.worker_pool)
+        "httpx>=0.27,<1",  # the judge's HTTP timeouts and transport (transforms.verify.judge.client)
+        "matplotlib>=3.8,<4",  # the charts of `groundwatch report` and `groundwatch calibrate --report`
     ],
     extras_require={
-        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "ruff>=0.6"],
+        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "ruff>=0.6", "mypy>=1.11,<3"],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:main"]},
 )

@@ -19,6 +19,7 @@ A producer logs one JSON object per answer (a Kafka message or a JSONL line)::
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated, Any
@@ -168,8 +169,8 @@ class LoggedResponse(StrictModel):
 
     @model_validator(mode="after")
     def _unique_doc_ids(self) -> LoggedResponse:
-        seen: set[str] = set()
-        duplicates = sorted({p.doc_id for p in self.evidence if p.doc_id in seen or seen.add(p.doc_id)})
+        counts = Counter(p.doc_id for p in self.evidence)
+        duplicates = sorted(doc_id for doc_id, n in counts.items() if n > 1)
         if duplicates:
             raise ValueError(f"evidence doc_ids must be unique; repeated: {', '.join(duplicates)}")
         return self

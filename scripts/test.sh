@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command: install what the tests need, start the services they use, run them all.
+# The README's test command: install what the tests need, check lint, format and types, start the services the
+# tests use, run them all. Run it inside a virtual environment of your own (.ci/run makes a fresh one).
 # Everything it downloads is cached under ~/.cache (pip, Maven, Go); nothing is committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+python3 -m pip install --quiet --upgrade pip
 python3 -m pip install --quiet -e '.[test]'
+make lint typecheck
 scripts/build-prism.sh >/dev/null          # Beam's Prism runner for the streaming tests (go install, cached)
 scripts/install-chromium.sh >/dev/null     # Debian's chromium for the dashboard tests
 GROUNDWATCH_KAFKA_BOOTSTRAP="$(scripts/kafka.sh start)"
