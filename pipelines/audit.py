@@ -27,6 +27,7 @@ import functools
 import glob
 import os
 import sys
+import time
 import zlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -60,6 +61,7 @@ from transforms.ingest.parse import (
 from transforms.ingest.sample import SampleResponses
 from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS, LatePanesJoinOpenWindows, WindowByEventTime
 from transforms.io.jsonl import ReadJsonlMessages
+from transforms.io.lake.cleanup import remove_stale_temporaries
 from transforms.io.lake.writer import WriteAuditLake, row_dict, to_lake_rows
 from transforms.monitoring.window_metrics import WindowMetrics
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
@@ -71,6 +73,7 @@ __all__ = [
     "add_arguments",
     "audit_steps",
     "build_pipeline",
+    "clear_leftovers",
     "exit_code",
     "local_workers",
     "main",
@@ -334,6 +337,7 @@ def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) ->
     options = pipeline_options(list(sys.argv[1:] if argv is None else argv))
     opts = options.view_as(AuditOptions)
     validate_options(opts)
+    clear_leftovers(opts.lake, out)
     plan = plan_jsonl_passes(opts.input, opts.max_records_per_run) if _runs_in_process(options) else None
     if plan is not None and plan.passes:
         counts = _audit_by_plan(options, plan, out)
@@ -346,6 +350,12 @@ def run(argv: list[str] | None = None, *, out: Callable[[str], None] = print) ->
             f"{counts.sampled_out} + dead-lettered {counts.dead_lettered}"
         )
     return counts
+
+
+def clear_leftovers(lake_dir: str, out: Callable[[str], None]) -> None:
+    """Remove the temporary files a killed run left in the lake, and say how many (see `lake.cleanup`)."""
+    if removed := remove_stale_temporaries(lake_dir, started_at=time.time()):
+        out(f"removed {removed} temporary files that an interrupted run left in the lake")
 
 
 def run_checked(

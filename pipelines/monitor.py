@@ -243,6 +243,7 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
     validate(opts)
     connection = connection_from_options(opts)
     _check_topics(connection, opts)
+    audit.clear_leftovers(options.view_as(audit.AuditOptions).lake, out)
     if opts.until_caught_up:
         counts = _catch_up(options, argv, connection, out)
     else:
