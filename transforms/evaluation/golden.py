@@ -1,6 +1,6 @@
 """Run a verifier over a labeled golden set and score it (the engine of `groundwatch calibrate`).
 
-The file format is the one of `shared/golden/README.md`: one JSON object per
+The file is a labelled golden file (format: `docs/calibration.md`): one JSON object per
 line with `answer`, `evidence`, `label`, `acceptable_labels`, optional
 `unsupported_spans` and per-citation labels. Each record is judged as ONE
 sentence (`verifier.verify([answer], evidence)`), never re-split. A line that
