@@ -61,7 +61,7 @@ def bench_verifier(responses: list[LoggedResponse], name: str) -> tuple[int, flo
     start = time.process_time()
     sentences = 0
     for split, evidence in work:
-        sentences += len(verifier.verify(split, evidence))
+        sentences += len(verifier.verify(split, evidence).verdicts)
     return sentences, time.process_time() - start
 
 

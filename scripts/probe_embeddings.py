@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows, texts, encode_seconds = [], 0, 0.0
     for r in records:
-        predicted = verifier.verify([r.answer], r.evidence)[0].attribution_verdict.value
+        predicted = verifier.verify([r.answer], r.evidence).verdicts[0].attribution_verdict.value
         ev = index_evidence([(p.doc_id, p.content) for p in r.evidence])
         sentences = [s.text[s.start : s.end] for s in ev.sentences]
         started = time.perf_counter()

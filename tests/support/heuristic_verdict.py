@@ -8,5 +8,5 @@ from transforms.verify.heuristic.verifier import HeuristicVerifier
 
 def verdict_on(sentence: str, evidence: str, doc_id: str = "e1") -> SentenceVerdict:
     """Verify `sentence` against a single passage `evidence` (id `doc_id`) with the real verifier."""
-    [verdict] = HeuristicVerifier().verify([sentence], [EvidencePassage(doc_id=doc_id, content=evidence)])
+    [verdict] = HeuristicVerifier().verify([sentence], [EvidencePassage(doc_id=doc_id, content=evidence)]).verdicts
     return verdict

@@ -47,7 +47,7 @@ from transforms.attribution.fidelity import align, fidelity_issues
 from transforms.attribution.markers import CitationRef, parse_citations, resolve_citation
 from transforms.text.quotes import QuoteFound, match_quote
 from transforms.text.tokens import tokenize
-from transforms.verify.base import Verifier
+from transforms.verify.base import VerificationResult, Verifier
 
 __all__ = [
     "SUPPORT_FOR_VERDICT",
@@ -80,7 +80,7 @@ def judge_support(
     claim: str, passages: Sequence[EvidencePassage], verifier: Verifier
 ) -> tuple[ClaimSupportLevel, SentenceVerdict]:
     """How the given passage(s) support one claim, judged as one sentence by the verifier."""
-    verdict = verifier.verify([claim], list(passages))[0]
+    verdict = verifier.verify([claim], list(passages)).verdicts[0]
     return SUPPORT_FOR_VERDICT[verdict.attribution_verdict], verdict
 
 
@@ -321,7 +321,7 @@ class _RememberedVerdicts:
     def __init__(self, verifier: Verifier):
         self._verifier, self._seen = verifier, {}
 
-    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         if len(sentences) != 1:
             return self._verifier.verify(sentences, evidence)
         key = (sentences[0], tuple((p.doc_id, p.content) for p in evidence))

@@ -107,7 +107,11 @@ def check_claim(
         if all(match_quote(claim.attribution_span, p.content).match is QuoteMatch.none for p in known):
             issues.append("attribution_span is not a span of any cited passage")
 
-    verdict = verifier.verify([claim.claim_text], known)[0] if known and any(p.content.strip() for p in known) else None
+    verdict = (
+        verifier.verify([claim.claim_text], known).verdicts[0]
+        if known and any(p.content.strip() for p in known)
+        else None
+    )
     overconfident = False
     if verdict is not None and _claims_high(claim.confidence):
         overconfident = verdict.attribution_verdict is not AttributionVerdict.fully_grounded

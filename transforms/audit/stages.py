@@ -84,7 +84,7 @@ def verify_response(
 ) -> AuditedResponse:
     """The sentence audit of one response, not yet routed."""
     response = parsed.response
-    report, decided_by = audit_sentences(
+    report, result = audit_sentences(
         response.response_id,
         response.answer,
         response.evidence,
@@ -99,11 +99,10 @@ def verify_response(
         verifier=verifier.name,
         verifier_version=verifier.version,
         report=report,
-        decided_by=decided_by,
+        decided_by=list(result.decided_by),
         audited_at=now,
-        # Judge-backed verifiers report how their last judge call ended; the others have no such attributes.
-        judge_status=getattr(verifier, "judge_status", None),
-        judge_calls=list(getattr(verifier, "judge_calls", [])),
+        judge_status=result.judge_status,
+        judge_calls=list(result.judge_calls),
     )
 
 

@@ -3,7 +3,7 @@
 The file is a labelled golden file (format: `docs/calibration.md`): one JSON object per
 line with `answer`, `evidence`, `label`, `acceptable_labels`, optional
 `unsupported_spans` and per-citation labels. Each record is judged as ONE
-sentence (`verifier.verify([answer], evidence)`), never re-split. A line that
+sentence (`verifier.verify([answer], evidence).verdicts[0]`), never re-split. A line that
 is not a valid record is not dropped silently: `load_golden` returns it with
 its line number and the reason, and the report lists it.
 
@@ -126,7 +126,7 @@ def score_golden(records: Iterable[GoldenRecord], verifier: Verifier, *, with_ci
     run = GoldenRun()
     for rec in records:
         started = time.perf_counter()
-        verdict = verifier.verify([rec.answer], list(rec.evidence))[0]
+        verdict = verifier.verify([rec.answer], list(rec.evidence)).verdicts[0]
         run.seconds += time.perf_counter() - started
         predicted = verdict.attribution_verdict.value
         run.sentences.append(

@@ -4,13 +4,20 @@ A verifier turns an answer's sentences and the evidence into `SentenceVerdict`s;
 it does not split the answer, score it or raise flags: `audit_sentences` does
 that the same way for the heuristic verifier, the LLM judge and the cascade::
 
-    report, decided_by = audit_sentences("resp-1", answer, passages, verifier, threshold=0.7)
+    result = verifier.verify(sentences, passages)   # a VerificationResult
+    result.verdicts, result.decided_by, result.judge_status, result.judge_calls
+    report, result = audit_sentences("resp-1", answer, passages, verifier, threshold=0.7)
+
+`verify()` returns everything it decided in its result and keeps nothing about
+the call on the verifier, so one verifier can serve several threads at once and
+no caller reads another answer's judge status.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 
 from schemas import (
@@ -20,10 +27,13 @@ from schemas import (
     SentenceAuditReport,
     SentenceVerdict,
 )
+from schemas.judge import JudgeCallRow
 from transforms.text.sentences import split_sentences
 
 __all__ = [
     "DEFAULT_CONFIDENCE_THRESHOLD",
+    "NO_VERDICTS",
+    "VerificationResult",
     "Verifier",
     "audit_sentences",
     "build_report",
@@ -42,19 +52,50 @@ _SUPPORT_WEIGHT = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class VerificationResult:
+    """What one `Verifier.verify()` call decided: the verdicts, who decided each, and the judge's part in it."""
+
+    verdicts: tuple[SentenceVerdict, ...]
+    """One verdict per sentence, in order, with `sentence_index` = position in the sentences given."""
+    decided_by: tuple[str, ...]
+    """The verifier that decided each verdict ("heuristic", "openai", ...), one per verdict."""
+    judge_status: str | None = None
+    """How the judge call for this answer ended ("judged", "judge_validation_failed", "judge_error");
+    None when no sentence went to a judge."""
+    judge_calls: tuple[JudgeCallRow, ...] = ()
+    """The judge's call log for this answer (rows of the `judge_calls` table)."""
+
+    def __post_init__(self):
+        # Lists are accepted and frozen into tuples: a result may be shared (cached, passed between threads).
+        for field in ("verdicts", "decided_by", "judge_calls"):
+            if not isinstance(getattr(self, field), tuple):
+                object.__setattr__(self, field, tuple(getattr(self, field)))
+        if len(self.decided_by) != len(self.verdicts):
+            raise ValueError(f"{len(self.verdicts)} verdicts but {len(self.decided_by)} decided_by entries")
+
+    @classmethod
+    def decided(cls, name: str, verdicts: Sequence[SentenceVerdict]) -> VerificationResult:
+        """Every verdict decided by the verifier `name`, no judge involved: the result of a plain verifier."""
+        return cls(tuple(verdicts), (name,) * len(verdicts))
+
+
+NO_VERDICTS = VerificationResult((), ())
+"""The result for an answer that was not verified (no evidence): no verdicts, no judge."""
+
+
 class Verifier(abc.ABC):
-    """Judges sentences against evidence passages; interchangeable by the `--verifier` flag."""
+    """Judges sentences against evidence passages; interchangeable by the `--verifier` flag.
+
+    `verify()` must keep no per-call state on the verifier: one instance may serve several threads at once.
+    """
 
     name: str = "verifier"
     version: str = "0"
 
     @abc.abstractmethod
-    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
-        """One verdict per sentence, in order, with `sentence_index` = position in `sentences`."""
-
-    def decided_by(self, verdicts: Sequence[SentenceVerdict]) -> list[str]:
-        """Which verifier decided each verdict; a cascade overrides this."""
-        return [self.name] * len(verdicts)
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
+        """The verdicts on `sentences`, one per sentence in order, with who decided each and the judge's log."""
 
 
 def faithfulness_score(verdicts: Sequence[SentenceVerdict]) -> float:
@@ -109,13 +150,15 @@ def audit_sentences(
     *,
     threshold: float = DEFAULT_CONFIDENCE_THRESHOLD,
     verification_date: date,
-) -> tuple[SentenceAuditReport, list[str]]:
-    """Split, verify and score one answer; returns the report and who decided each sentence."""
+) -> tuple[SentenceAuditReport, VerificationResult]:
+    """Split, verify and score one answer; returns the report and the verifier's result
+    (`NO_VERDICTS` when there is no evidence: the verifier is not called)."""
     has_evidence = any(p.content.strip() for p in evidence)
     if not has_evidence:
-        return build_report(
+        report = build_report(
             answer_id, [], threshold=threshold, verification_date=verification_date, evidence_empty=True
-        ), []
-    verdicts = verifier.verify(split_sentences(answer), evidence)
-    report = build_report(answer_id, verdicts, threshold=threshold, verification_date=verification_date)
-    return report, verifier.decided_by(verdicts)
+        )
+        return report, NO_VERDICTS
+    result = verifier.verify(split_sentences(answer), evidence)
+    report = build_report(answer_id, result.verdicts, threshold=threshold, verification_date=verification_date)
+    return report, result

@@ -157,7 +157,7 @@ def test_pipeline_step_adds_the_report_and_pickles_without_its_verifier(verifier
         origin=Origin(source="test"),
     )
     now = datetime(2026, 11, 29, 9, tzinfo=UTC)
-    report, decided = audit_sentences(
+    report, result = audit_sentences(
         "med-000001", parsed.response.answer, parsed.response.evidence, verifier, verification_date=now.date()
     )
     audited = AuditedResponse(
@@ -167,7 +167,7 @@ def test_pipeline_step_adds_the_report_and_pickles_without_its_verifier(verifier
         verifier="heuristic",
         verifier_version=verifier.version,
         report=report,
-        decided_by=decided,
+        decided_by=list(result.decided_by),
         audited_at=now,
     )
     step = AuditClaimsStep("heuristic", threshold=0.7)

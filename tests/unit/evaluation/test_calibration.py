@@ -34,7 +34,7 @@ from transforms.evaluation.metrics import (
     span_token_f1,
     threshold_sweep,
 )
-from transforms.verify.base import Verifier
+from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.registry import register_verifier
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "calibration_golden.jsonl"
@@ -155,15 +155,14 @@ class FixedAnswers(Verifier):
         kind, confidence, spans = TABLE[sentence]
         if len(evidence) == 1 and evidence[0].doc_id in CITED and sentence.startswith("Aspirin"):
             kind, confidence = CITED[evidence[0].doc_id]
-        return [
-            SentenceVerdict(
-                sentence_index=0,
-                sentence_text=sentence,
-                attribution_verdict=kind,
-                confidence=confidence,
-                unsupported_spans=spans,
-            )
-        ]
+        verdict = SentenceVerdict(
+            sentence_index=0,
+            sentence_text=sentence,
+            attribution_verdict=kind,
+            confidence=confidence,
+            unsupported_spans=spans,
+        )
+        return VerificationResult.decided(self.name, [verdict])
 
 
 def test_calibrate_command_prints_and_writes_the_hand_computed_figures(tmp_path, capsys):

@@ -13,7 +13,7 @@ V = AttributionVerdict
 
 def _one(sentence: str, *passages: tuple[str, str]):
     evidence = [EvidencePassage(doc_id=d, content=c) for d, c in passages]
-    [verdict] = HeuristicVerifier().verify([sentence], evidence)
+    [verdict] = HeuristicVerifier().verify([sentence], evidence).verdicts
     return verdict
 
 
@@ -154,7 +154,8 @@ def test_support_assembled_from_two_passages_is_multi_source_with_provenance():
 
 def test_one_verdict_per_sentence_in_order():
     ev = [EvidencePassage(doc_id="d", content="The river is 40 km long. It flows into the lake.")]
-    out = HeuristicVerifier().verify(["The river is 40 km long.", "It flows into the sea.", "Unicorns live there."], ev)
+    sentences = ["The river is 40 km long.", "It flows into the sea.", "Unicorns live there."]
+    out = HeuristicVerifier().verify(sentences, ev).verdicts
     assert [v.sentence_index for v in out] == [0, 1, 2]
     assert out[0].attribution_verdict == V.fully_grounded
     assert out[2].attribution_verdict == V.ungrounded
@@ -193,14 +194,15 @@ def test_an_added_clause_is_partial_not_contradicted():
 
 def test_verdict_confidence_and_grounded_score_agree():
     ev = [EvidencePassage(doc_id="d", content="The river is 40 km long. It flows into the lake.")]
-    for v in HeuristicVerifier().verify(["The river is 40 km long.", "It flows into the sea.", "Dogs bark."], ev):
+    sentences = ["The river is 40 km long.", "It flows into the sea.", "Dogs bark."]
+    for v in HeuristicVerifier().verify(sentences, ev).verdicts:
         assert 0.0 <= v.confidence <= 1.0
         assert (grounded_score(v) >= 0.5) == (v.attribution_verdict == V.fully_grounded)
 
 
 def test_no_content_words_and_empty_evidence_do_not_crash():
-    assert HeuristicVerifier().verify(["Yes."], [EvidencePassage(doc_id="d", content="")])[0].confidence <= 1.0
-    assert HeuristicVerifier().verify([], [EvidencePassage(doc_id="d", content="x")]) == []
+    assert HeuristicVerifier().verify(["Yes."], [EvidencePassage(doc_id="d", content="")]).verdicts[0].confidence <= 1.0
+    assert HeuristicVerifier().verify([], [EvidencePassage(doc_id="d", content="x")]).verdicts == ()
 
 
 def test_negation_in_other_words_is_not_a_flip():

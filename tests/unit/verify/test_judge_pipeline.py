@@ -63,7 +63,7 @@ def check(responses, judge_config, expected, verifier="openai", band=(0.0, 1.0))
 
 def test_cascade_sends_only_uncertain_sentences_and_records_who_decided():
     sentences = split_sentences(ANSWER)
-    confidences = [v.confidence for v in HeuristicVerifier().verify(sentences, parsed("x").response.evidence)]
+    confidences = [v.confidence for v in HeuristicVerifier().verify(sentences, parsed("x").response.evidence).verdicts]
     band = (confidences[1], confidences[1])
     expected = tuple("openai" if c == confidences[1] else "heuristic" for c in confidences)
     assert "heuristic" in expected  # the band must leave something to the heuristic for this test to mean much

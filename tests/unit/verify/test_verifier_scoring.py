@@ -3,7 +3,14 @@
 from datetime import date
 
 from schemas import INSUFFICIENT_EVIDENCE, EvidencePassage, SentenceVerdict
-from transforms.verify.base import Verifier, audit_sentences, build_report, critical_flags, faithfulness_score
+from transforms.verify.base import (
+    VerificationResult,
+    Verifier,
+    audit_sentences,
+    build_report,
+    critical_flags,
+    faithfulness_score,
+)
 
 
 def verdict(index, kind, confidence):
@@ -49,17 +56,17 @@ class EverythingUngrounded(Verifier):
 
     def verify(self, sentences, evidence):
         self.calls += 1
-        return [verdict(i, "ungrounded", 0.9) for i, _ in enumerate(sentences)]
+        return VerificationResult.decided(self.name, [verdict(i, "ungrounded", 0.9) for i, _ in enumerate(sentences)])
 
 
 def test_blank_evidence_short_circuits_and_sentences_are_split_otherwise():
     verifier = EverythingUngrounded()
     blank = [EvidencePassage(doc_id="1", content="   ")]
-    report, decided = audit_sentences("a", "One. Two.", blank, verifier, verification_date=date(2026, 1, 1))
-    assert (report.critical_flags, decided, verifier.calls) == ([INSUFFICIENT_EVIDENCE], [], 0)
+    report, result = audit_sentences("a", "One. Two.", blank, verifier, verification_date=date(2026, 1, 1))
+    assert (report.critical_flags, result.decided_by, verifier.calls) == ([INSUFFICIENT_EVIDENCE], (), 0)
 
     real = [EvidencePassage(doc_id="1", content="text")]
-    report, decided = audit_sentences("a", "One. Two.", real, verifier, verification_date=date(2026, 1, 1))
+    report, result = audit_sentences("a", "One. Two.", real, verifier, verification_date=date(2026, 1, 1))
     assert [s.sentence_index for s in report.sentences] == [0, 1]
-    assert decided == ["counting", "counting"]
+    assert result.decided_by == ("counting", "counting")
     assert report.overall_faithfulness_score == 0.0

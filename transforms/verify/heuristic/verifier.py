@@ -16,8 +16,8 @@ only under a hedge ("a toxic gas" / "a reportedly toxic gas"), a quotation the e
 word inside it (a misquote), checks that a quoted title appears word for word, and reports what no passage
 supports as exact spans of the sentence::
 
-    verdicts = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
-    verdicts[0].attribution_verdict   # AttributionVerdict.contradicted
+    result = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
+    result.verdicts[0].attribution_verdict   # AttributionVerdict.contradicted; result.decided_by == ("heuristic",)
 
 Verdicts: contradicted when a contradiction cue fired (a cue caps `p` below
 0.5 however much of the rest is supported) or, for a sentence that is not
@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
-from transforms.verify.base import Verifier
+from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.heuristic.alignment import SentenceAnalysis, analyse_sentence, index_evidence
 
 __all__ = ["MAX_SENTENCE_CHARS", "UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
@@ -108,6 +108,6 @@ class HeuristicVerifier(Verifier):
     name = "heuristic"
     version = "25"
 
-    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])
-        return [verify_sentence(i, s, indexed) for i, s in enumerate(sentences)]
+        return VerificationResult.decided(self.name, [verify_sentence(i, s, indexed) for i, s in enumerate(sentences)])

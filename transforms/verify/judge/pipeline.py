@@ -55,7 +55,7 @@ _ITEMS = "judge_items"
 
 class _Plan(NamedTuple):
     parsed: ParsedResponse
-    heuristic: list[SentenceVerdict]
+    heuristic: tuple[SentenceVerdict, ...]
     has_evidence: bool
     window_start: datetime
     window_end: datetime
@@ -79,7 +79,7 @@ class _PlanDoFn(beam.DoFn):
         try:
             has_evidence = any(p.content.strip() for p in r.evidence)
             sentences = split_sentences(r.answer) if has_evidence else []
-            heuristic = self._heuristic.verify(sentences, r.evidence) if sentences else []
+            heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
             indexes = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
         except Exception as e:  # one bad response must not stop the run
             Metrics.counter(DEAD_LETTER_NAMESPACE, "verify_failed").inc()
@@ -143,10 +143,10 @@ class _MergeDoFn(beam.DoFn):
         if outcome is not None and outcome.status in self._statuses:
             self._statuses[outcome.status].inc()
         for plan in grouped["plan"]:
-            verdicts, decided_by = merge_verdicts(plan.heuristic, outcome)
+            result = merge_verdicts(plan.heuristic, outcome)
             report = build_report(
                 plan.parsed.response.response_id,
-                verdicts,
+                result.verdicts,
                 threshold=self._threshold,
                 verification_date=plan.now.date(),
                 evidence_empty=not plan.has_evidence,
@@ -158,10 +158,10 @@ class _MergeDoFn(beam.DoFn):
                 verifier=self._name,
                 verifier_version=prompt_version(Task.sentences),
                 report=report,
-                decided_by=decided_by if plan.has_evidence else [],
+                decided_by=list(result.decided_by) if plan.has_evidence else [],
                 audited_at=plan.now,
-                judge_status=outcome.status if outcome is not None else None,
-                judge_calls=outcome.calls if outcome is not None else [],
+                judge_status=result.judge_status,
+                judge_calls=list(result.judge_calls),
             )
             outcome = None if outcome is None else outcome.model_copy(update={"calls": []})  # log once
 

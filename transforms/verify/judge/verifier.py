@@ -6,8 +6,9 @@ heuristic confidence falls inside the uncertain band (default 0.5 to 0.8), so
 confident verdicts cost nothing. A sentence the judge could not settle
 (validation failed three times, or the endpoint failed) keeps its heuristic
 verdict, and the response is marked for review; nothing undetermined becomes
-a pass. `decided_by` names, per sentence, who decided it ("openai" or
-"heuristic").
+a pass. The `VerificationResult` names, per sentence, who decided it
+("openai" or "heuristic"), and carries the judge's status and call log for
+that answer; the verifier keeps nothing about a call, so threads may share it.
 
 The plain functions (`judge_sample_point`, `sentences_to_judge`,
 `sentence_item`, `merge_verdicts`) are shared with the Beam path
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from schemas import EvidencePassage, SentenceVerdict
-from transforms.verify.base import Verifier
+from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.prompts import prompt_version
@@ -35,7 +36,6 @@ from transforms.verify.judge.schema import IndexedSentence, JudgeItem, JudgeOutc
 __all__ = [
     "DEFAULT_BAND",
     "CascadeVerifier",
-    "JudgePlan",
     "JudgeVerifier",
     "is_retryable",
     "judge_config_from",
@@ -101,10 +101,9 @@ def sentence_item(
     )
 
 
-def merge_verdicts(
-    heuristic: Sequence[SentenceVerdict], outcome: JudgeOutcome | None
-) -> tuple[list[SentenceVerdict], list[str]]:
-    """Judge verdicts where the judge settled a sentence, heuristic ones elsewhere; and who decided each."""
+def merge_verdicts(heuristic: Sequence[SentenceVerdict], outcome: JudgeOutcome | None) -> VerificationResult:
+    """Judge verdicts where the judge settled a sentence, heuristic ones elsewhere; who decided each; and
+    the judge's status and call log (None and none when no sentence went to the judge)."""
     judged = {}
     if outcome is not None and outcome.status == "judged":
         judged = {v.sentence_index: v for v in outcome.sentence_verdicts}
@@ -117,7 +116,9 @@ def merge_verdicts(
         else:  # the judge's copy of the text was only checked modulo white space; keep the original
             verdicts.append(j.model_copy(update={"sentence_text": h.sentence_text}))
             decided_by.append(JUDGE_NAME)
-    return verdicts, decided_by
+    if outcome is None:
+        return VerificationResult(tuple(verdicts), tuple(decided_by))
+    return VerificationResult(tuple(verdicts), tuple(decided_by), outcome.status, tuple(outcome.calls))
 
 
 def judge_config_from(
@@ -134,14 +135,6 @@ def judge_config_from(
     return JudgeConfig(base_url=base_url, model=model, **known)
 
 
-@dataclass
-class JudgePlan:
-    """What the verifier decided for the last answer: who judged what, and the judge's status."""
-
-    indexes: list[int]
-    outcome: JudgeOutcome | None
-
-
 class JudgeVerifier(Verifier):
     """Every sentence of a sampled response judged by an OpenAI-compatible model; heuristic as the fallback."""
 
@@ -152,9 +145,8 @@ class JudgeVerifier(Verifier):
     def __init__(self, base_url: str | None = None, model: str | None = None, **options):
         self.config = judge_config_from(base_url, model, **options)
         self._fallback = HeuristicVerifier()
-        self._client = None
-        self._decided_by: list[str] = []
-        self.last: JudgePlan | None = None
+        self._client = None  # built on the first judge call, once, whichever thread makes it
+        self._client_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(endpoint={self.config.endpoint!r}, model={self.config.model!r})"
@@ -165,8 +157,9 @@ class JudgeVerifier(Verifier):
         from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
         from transforms.verify.judge.harness import judge_items
 
-        if self._client is None:
-            self._client = JudgeClient(self.config)
+        with self._client_lock:
+            if self._client is None:
+                self._client = JudgeClient(self.config)
         call = retry.with_exponential_backoff(num_retries=self.config.num_retries, retry_filter=is_retryable)(
             judge_items
         )
@@ -177,32 +170,15 @@ class JudgeVerifier(Verifier):
                 response_id=item.response_id, task=Task.sentences, status="judge_error", attempts=0, errors=[str(err)]
             )
 
-    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> list[SentenceVerdict]:
-        heuristic = self._fallback.verify(sentences, evidence)
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
+        heuristic = self._fallback.verify(sentences, evidence).verdicts
         answer = " ".join(sentences)
         response_id = "answer-" + hashlib.sha256(answer.encode()).hexdigest()[:12]
         indexes = sentences_to_judge(response_id, heuristic, band=self.band, sample_rate=self.config.sample_rate)
         outcome = None
         if indexes:
             outcome = self._judge(sentence_item(response_id, answer, "", sentences, indexes, evidence))
-        verdicts, self._decided_by = merge_verdicts(heuristic, outcome)
-        self.last = JudgePlan(indexes, outcome)
-        return verdicts
-
-    @property
-    def judge_status(self) -> str | None:
-        """How the judge call for the last answer ended; None when no sentence went to the judge."""
-        return None if self.last is None or self.last.outcome is None else self.last.outcome.status
-
-    @property
-    def judge_calls(self) -> list:
-        """The judge_calls rows of the last answer."""
-        return [] if self.last is None or self.last.outcome is None else list(self.last.outcome.calls)
-
-    def decided_by(self, verdicts: Sequence[SentenceVerdict]) -> list[str]:
-        if len(self._decided_by) == len(verdicts):
-            return list(self._decided_by)
-        return [FALLBACK_NAME] * len(verdicts)
+        return merge_verdicts(heuristic, outcome)
 
 
 class CascadeVerifier(JudgeVerifier):
