@@ -27,7 +27,7 @@ from typing import Any
 
 from schemas import AttributionVerdict, SentenceVerdict
 
-__all__ = ["FORMAT", "Calibration", "StageCalibration", "grounded_score"]
+__all__ = ["FORMAT", "Calibration", "StageCalibration", "calibrated_verdict", "grounded_score"]
 
 FORMAT = "groundwatch-calibration/1"
 
@@ -37,6 +37,14 @@ def grounded_score(verdict: SentenceVerdict) -> float:
     if verdict.attribution_verdict == AttributionVerdict.FULLY_GROUNDED:
         return verdict.confidence
     return 1.0 - verdict.confidence
+
+
+def calibrated_verdict(verdict: SentenceVerdict, stage: StageCalibration) -> SentenceVerdict:
+    """The verdict with its confidence calibrated: P(fully grounded) for a fully grounded verdict, else its
+    complement, so `confidence` keeps meaning "how sure of this verdict" and the threshold reads it as before."""
+    p = stage.probability(grounded_score(verdict))
+    confidence = p if verdict.attribution_verdict == AttributionVerdict.FULLY_GROUNDED else 1.0 - p
+    return verdict.model_copy(update={"confidence": round(confidence, 6)})
 
 
 @dataclass(frozen=True)
