@@ -1,7 +1,7 @@
 """Read-only SQL over the audit lake: DuckDB itself keeps the connection to the lake, the parser keeps it to queries.
 
-    statement = check_read_only(sql)          # raises Refused, with the reason
     with open_readonly("./groundwatch-lake") as con:
+        statement = check_read_only(sql, con)     # raises Refused, with the reason
         rows = con.execute(statement).fetchall()
 
 The audit lake is an audit trail, so `groundwatch query` must not be a way to
@@ -108,8 +108,11 @@ def open_readonly(lake_dir: str) -> Iterator[duckdb.DuckDBPyConnection]:
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def check_read_only(sql: str) -> str:
-    """The one reading statement of `sql`, or Refused; a syntax error is DuckDB's own ParserException."""
+def check_read_only(sql: str, con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """The one reading statement of `sql`, or Refused; a syntax error is DuckDB's own ParserException.
+
+    `con` serializes queries for checking (nothing runs on it); without one, a private connection is opened.
+    """
     statements = duckdb.extract_statements(sql)
     if not statements:
         raise Refused("no SQL statement given")
@@ -119,20 +122,25 @@ def check_read_only(sql: str) -> str:
             "and a statement before it could only change something)"
         )
     [statement] = statements
-    _check(statement, 0)
+    parser = con if con is not None else duckdb.connect(":memory:")
+    try:
+        _check(statement, parser, 0)
+    finally:
+        if con is None:
+            parser.close()
     return statement.query
 
 
-def _check(statement: duckdb.Statement, depth: int) -> None:
+def _check(statement: duckdb.Statement, parser: duckdb.DuckDBPyConnection, depth: int) -> None:
     if statement.type == duckdb.StatementType.SELECT:
-        _check_functions(statement.query, depth)
+        _check_functions(statement.query, parser, depth)
     elif statement.type == duckdb.StatementType.EXPLAIN:
-        _check_explained(statement.query, depth)
+        _check_explained(statement.query, parser, depth)
     else:
         raise Refused(f"a statement of type {statement.type.name}; only reading queries run here ({_KINDS})")
 
 
-def _check_explained(text: str, depth: int) -> None:
+def _check_explained(text: str, parser: duckdb.DuckDBPyConnection, depth: int) -> None:
     """EXPLAIN ANALYZE runs what it explains, so the explained statement must be a query too.
 
     DuckDB's grammar is `EXPLAIN [ANALYZE] stmt` or `EXPLAIN (options) stmt`. The prefix is cut with DuckDB's own
@@ -174,18 +182,14 @@ def _check_explained(text: str, depth: int) -> None:
         if len(explained) != 1 or explained[0].type != duckdb.StatementType.SELECT:
             kinds = ", ".join(s.type.name for s in explained)
             raise Refused(f"EXPLAIN of {kinds}; EXPLAIN ANALYZE runs what it explains, so only a query is explained")
-        _check_functions(explained[0].query, depth)
+        _check_functions(explained[0].query, parser, depth)
 
 
-def _check_functions(query: str, depth: int) -> None:
+def _check_functions(query: str, parser: duckdb.DuckDBPyConnection, depth: int) -> None:
     """Refuse a query that calls a function changing state; check the SQL handed to query('...') like the outer."""
     if depth > _MAX_NESTING:
         raise Refused(f"query(...) nested more than {_MAX_NESTING} deep")
-    parser = duckdb.connect(":memory:")
-    try:
-        tree = json.loads(parser.execute("SELECT json_serialize_sql($sql)", {"sql": query}).fetchone()[0])
-    finally:
-        parser.close()
+    tree = json.loads(parser.execute("SELECT json_serialize_sql($sql)", {"sql": query}).fetchone()[0])
     if tree.get("error"):
         raise Refused(f"a query DuckDB cannot serialize for checking: {tree.get('error_message', '')}")
     for call in _function_calls(tree):
@@ -204,7 +208,7 @@ def _check_functions(query: str, depth: int) -> None:
                 raise Refused(f"query(...) with SQL that does not parse: {str(e).splitlines()[0]}") from None
             if len(inner) != 1:
                 raise Refused(f"query(...) with {len(inner)} statements; it takes one query")
-            _check(inner[0], depth + 1)
+            _check(inner[0], parser, depth + 1)
 
 
 def _function_calls(node: object) -> Iterator[dict]:

@@ -41,11 +41,11 @@ def run_query(lake_dir: str, sql: str) -> tuple[list[str], list[tuple]]:
 
     Raises LakeNotFound, Refused (a statement that would change something or read outside the lake) or QueryError.
     """
-    try:
-        statement = check_read_only(sql)
-    except duckdb.Error as e:
-        raise QueryError(_first_line(e)) from None
     with open_readonly(lake_dir) as con:
+        try:
+            statement = check_read_only(sql, con)
+        except duckdb.Error as e:
+            raise QueryError(_first_line(e)) from None
         try:
             relation = con.execute(statement)
             columns = [d[0] for d in relation.description or []]

@@ -157,7 +157,7 @@ def test_attempt_is_refused_and_changes_nothing(place, template, capsys, monkeyp
     with open_readonly(place["lake"]) as con:
         settings = _settings(con)
         with pytest.raises((Refused, duckdb.Error)):
-            con.execute(check_read_only(sql)).fetchall()
+            con.execute(check_read_only(sql, con)).fetchall()
         assert _settings(con) == settings
     assert _snapshot(place["base"]) == before
 
