@@ -71,11 +71,11 @@ _KINDS = "SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE, or EXPLAIN [ANA
 _MAX_NESTING = 8
 
 
-class Refused(Exception):
+class Refused(ValueError):
     """A statement that could change something or reach outside the lake; the message says why, on one line."""
 
 
-class LakeNotFound(Exception):
+class LakeNotFound(ValueError):
     """The lake folder given does not exist or is not a folder."""
 
 
