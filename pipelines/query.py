@@ -5,8 +5,12 @@
 
 Every lake table is a view (`responses`, `sentences`, `dead_letters`, ...; see
 `dashboards/views.py`): latest row per key, hive partitions as `date` and
-`hour` columns. Only reading statements run (SELECT, WITH, DESCRIBE, SHOW,
-SUMMARIZE, EXPLAIN); a bad query prints DuckDB's message and exits 2.
+`hour` columns. The connection can read the lake's files and nothing else, and
+only one reading query runs (SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW,
+SUMMARIZE, EXPLAIN [ANALYZE] of a query); see `dashboards/readonly.py`.
+Anything else is refused with `groundwatch query: refused: <why>` and exit 2; a
+bad query prints DuckDB's message on one line and exits 2, and so does a lake
+folder that does not exist.
 """
 
 from __future__ import annotations
@@ -21,43 +25,44 @@ from typing import Any
 
 import duckdb
 
-from dashboards.views import connect_lake
+from dashboards.readonly import LakeNotFound, Refused, check_read_only, open_readonly
 
 __all__ = ["add_arguments", "format_rows", "main", "run_query"]
 
-_READING = {
-    duckdb.StatementType.SELECT,
-    duckdb.StatementType.EXPLAIN,
-}
 _MAX_CELL = 80
 
 
 class QueryError(Exception):
-    """A query DuckDB refused, or one that would change something."""
+    """A query DuckDB could not run (bad SQL, an unknown table or column)."""
 
 
 def run_query(lake_dir: str, sql: str) -> tuple[list[str], list[tuple]]:
-    """Column names and rows of the last statement of `sql`, run over the lake's views."""
-    try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as e:
-        raise QueryError(str(e)) from None
-    if not statements:
-        raise QueryError("no SQL statement given")
-    for statement in statements:
-        if statement.type not in _READING:
-            raise QueryError(f"only reading queries run here; got a {statement.type.name} statement")
-    con = connect_lake(lake_dir)
-    try:
-        for statement in statements[:-1]:
-            con.execute(statement.query)
-        relation = con.execute(statements[-1].query)
-        columns = [d[0] for d in relation.description or []]
-        return columns, relation.fetchall()
-    except duckdb.Error as e:
-        raise QueryError(str(e)) from None
-    finally:
-        con.close()
+    """Column names and rows of `sql`, one reading query, run over the lake's views on a read-only connection.
+
+    Raises LakeNotFound, Refused (a statement that would change something or read outside the lake) or QueryError.
+    """
+    with open_readonly(lake_dir) as con:
+        try:
+            statement = check_read_only(sql, con)
+        except duckdb.Error as e:
+            raise QueryError(_first_line(e)) from None
+        try:
+            relation = con.execute(statement)
+            columns = [d[0] for d in relation.description or []]
+            return columns, relation.fetchall()
+        except duckdb.PermissionException as e:
+            raise Refused(f"{_first_line(e)} (only the lake {lake_dir} may be read)") from None
+        except duckdb.Error as e:
+            if "configuration has been locked" in str(e):
+                raise Refused(_first_line(e)) from None
+            raise QueryError(_first_line(e)) from None
+
+
+def _first_line(error: Exception) -> str:
+    """DuckDB's message on one line: its first line, and where in the SQL it stopped when it says so."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    where = next((line for line in lines[1:] if line.startswith("LINE ")), None)
+    return f"{lines[0]} (at {where})" if where else lines[0]
 
 
 def _plain(value: Any) -> Any:
@@ -129,7 +134,10 @@ def main(args: argparse.Namespace) -> int:
             with open(args.file, encoding="utf-8") as f:
                 sql = f.read()
         columns, rows = run_query(args.lake, sql)
-    except (QueryError, OSError) as e:
+    except Refused as e:
+        print(f"groundwatch query: refused: {e}", file=sys.stderr)
+        return 2
+    except (LakeNotFound, QueryError, OSError) as e:
         print(f"groundwatch query: {e}", file=sys.stderr)
         return 2
     print(format_rows(columns, rows, args.format))

@@ -74,14 +74,14 @@ def test_sql_from_file_and_empty_tables(lake, tmp_path, capsys):
         ("SELEC 1", "Parser Error"),
         ("SELECT * FROM no_such_table", "Catalog Error"),
         ("SELECT no_such_column FROM dead_letters", "Binder Error"),
-        ("CREATE TABLE t AS SELECT 1", "only reading queries"),
-        ("COPY (SELECT 1) TO 'out.csv'", "only reading queries"),
+        ("CREATE TABLE t AS SELECT 1", "refused: a statement of type CREATE; only reading queries"),
+        ("COPY (SELECT 1) TO 'out.csv'", "refused: a statement of type COPY; only reading queries"),
     ],
 )
 def test_bad_or_writing_query_exits_2_with_the_reason(lake, capsys, sql, message):
     assert groundwatch(["query", "--lake", lake, sql]) == 2
     err = capsys.readouterr().err
-    assert message in err and "Traceback" not in err
+    assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
 def test_bad_query_from_the_shell_prints_no_traceback(lake):
@@ -93,3 +93,20 @@ def test_bad_query_from_the_shell_prints_no_traceback(lake):
     )
     assert result.returncode == 2
     assert "Parser Error" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_lake_that_does_not_exist_is_named_not_read_as_empty(tmp_path, capsys):
+    missing = str(tmp_path / "no-such-lake")
+    assert groundwatch(["query", "--lake", missing, "SELECT count(*) FROM responses"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"groundwatch query: the lake {missing} does not exist (give the folder an audit wrote with --lake)\n"
+    )
+    assert not (tmp_path / "no-such-lake").exists()
+
+
+def test_a_lake_that_is_a_file_is_refused(tmp_path, capsys):
+    (tmp_path / "lake.txt").write_text("not a lake")
+    assert groundwatch(["query", "--lake", str(tmp_path / "lake.txt"), "SELECT 1"]) == 2
+    assert capsys.readouterr().err == f"groundwatch query: the lake {tmp_path / 'lake.txt'} is not a folder\n"
