@@ -30,7 +30,6 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, CheckStatus, DriftCheckRow
-from transforms.io.lake.reader import LakeFrames
 from transforms.monitoring.evidently_report import (
     column_name,
     frames_for_report,
@@ -40,6 +39,7 @@ from transforms.monitoring.evidently_report import (
     series,
     snapshot_results,
 )
+from transforms.monitoring.lake_frames import LakeFrames
 from transforms.monitoring.plans import DriftConfig, SlicePlan
 
 __all__ = [
