@@ -180,7 +180,7 @@ def evidently_period_report(
 
 def build_report(lake_dir: str, start: datetime | None = None, end: datetime | None = None) -> str:
     """The report of the period [start, end) of the lake (all of it by default) as one HTML page."""
-    from transforms.io.lake.reader import load_lake_frames
+    from transforms.monitoring.lake_frames import load_lake_frames
 
     frames = load_lake_frames(lake_dir)
     metrics, checks = frames.window_metrics, frames.drift_checks

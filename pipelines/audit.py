@@ -62,7 +62,8 @@ from transforms.ingest.sample import SampleResponses
 from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS, LatePanesJoinOpenWindows, WindowByEventTime
 from transforms.io.jsonl import ReadJsonlMessages
 from transforms.io.lake.cleanup import remove_stale_temporaries
-from transforms.io.lake.writer import WriteAuditLake, row_dict, to_lake_rows
+from transforms.io.lake.rows import row_dict, to_lake_rows
+from transforms.io.lake.writer import WriteAuditLake
 from transforms.monitoring.window_metrics import WindowMetrics
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers

@@ -31,10 +31,10 @@ from typing import Any
 
 from pipelines.cli import iso_time
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow
-from transforms.io.lake.reader import load_lake_frames
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.alerts import AlertTracker, format_alert
 from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
+from transforms.monitoring.lake_frames import load_lake_frames
 
 __all__ = ["DEFAULT_ALERTS_TOPIC", "DriftOutcome", "add_arguments", "main", "run_drift", "send_alerts_to_kafka"]
 

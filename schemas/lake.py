@@ -3,7 +3,7 @@
 Each table of the lake has one row model here; `arrow_schema(Model)` derives
 the Parquet schema from the model's annotations, so a column is declared once.
 `TABLES` maps a table name to its row model and to the column that decides its
-`date=/hour=` partition. The DuckDB views keep the latest row per `key`.
+`date=/hour=` partition. The lake's reader (`transforms.io.lake.reader`) keeps one row per `key`.
 """
 
 from __future__ import annotations
@@ -151,8 +151,9 @@ class TableSpec:
     """How one lake table is stored: its row model, partition time column, dedup key, and the column that says
     which of two rows with the same key is the newer (when it was audited, computed, checked, ...).
 
-    `prefer`: columns compared before the version, larger first: of two copies of a key, the views keep the
-    one with the larger value, and the newer only among equals (window metrics: the row of more responses).
+    `prefer`: columns compared before the version, larger first: of two copies of a key, the lake's reader (and
+    so every view, the drift stage and the report) keeps the one with the larger value, and the newer only among
+    equals (window metrics: the row of more responses).
     """
 
     name: str

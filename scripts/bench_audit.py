@@ -43,7 +43,7 @@ from pipelines.traffic.synthetic import generate_responses  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
 from transforms.audit.stages import score_and_flag, verify_response  # noqa: E402
 from transforms.ingest.parse import parse_message  # noqa: E402
-from transforms.io.lake.writer import to_lake_rows  # noqa: E402
+from transforms.io.lake.rows import to_lake_rows  # noqa: E402
 from transforms.text.sentences import split_sentences  # noqa: E402
 from transforms.verify.registry import make_verifier  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Reports written by commands: the calibration report and the drift part of the demo.
+"""Reports written by commands: the calibration report and its tables, the drift part of the demo.
 
 Import the submodule you need; this package imports nothing eagerly.
 """

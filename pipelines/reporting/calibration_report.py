@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pipelines.reporting.calibration_tables import confusion_lines, interval_line, metrics_table
 from transforms.evaluation.golden import GoldenRun
 from transforms.evaluation.metrics import Scored, roc_auc, roc_curve
 
@@ -111,8 +112,6 @@ def write_report(
     baseline_text: list[str] | None = None,
 ) -> Path:
     """Write report.md, reliability.png, roc.png and metrics.json into `directory`; returns report.md's path."""
-    from pipelines.calibrate import confusion_lines, interval_line, metrics_table
-
     directory.mkdir(parents=True, exist_ok=True)
     sentence_groups = _groups(run.sentences)
     bins = {name: m["reliability"] for name, m in [("overall", summary["sentences"]["overall"])]}

@@ -212,7 +212,8 @@ def audit_into_lake(
     from pipelines.audit import AuditOptions, audit_steps
     from schemas import LoggedResponse, Origin, ParsedResponse
     from transforms.audit.stages import audit_response
-    from transforms.io.lake.writer import to_lake_rows, write_table
+    from transforms.io.lake.rows import to_lake_rows
+    from transforms.io.lake.writer import write_table
     from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_audited
     from transforms.verify.registry import make_verifier
 

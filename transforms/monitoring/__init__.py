@@ -1,4 +1,4 @@
-"""Watching the audits over time: window metrics, drift checks with Evidently, alert episodes.
+"""Watching the audits over time: window metrics, the lake frames drift reads, drift checks with Evidently, alerts.
 
 Import the submodule you need; this package imports nothing eagerly.
 """

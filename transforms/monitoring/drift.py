@@ -30,7 +30,6 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, CheckStatus, DriftCheckRow
-from transforms.io.lake.reader import LakeFrames
 from transforms.monitoring.evidently_report import (
     column_name,
     frames_for_report,
@@ -40,6 +39,8 @@ from transforms.monitoring.evidently_report import (
     series,
     snapshot_results,
 )
+from transforms.monitoring.lake_frames import LakeFrames
+from transforms.monitoring.plans import DriftConfig, SlicePlan
 
 __all__ = [
     "DRIFT_CHECKS",
@@ -60,78 +61,8 @@ INCONCLUSIVE_P_VALUE = 0.05
 alert open (and the window out of baselines) without raising a new one."""
 
 
-@dataclass(frozen=True)
-class DriftConfig:
-    """How windows are compared and what counts as an alert."""
-
-    baseline_windows: int = 6
-    """Trailing windows pooled into the reference (when no fixed period is named)."""
-    reference_from: datetime | None = None
-    """Start of a fixed reference period (inclusive); with `reference_to`, replaces the trailing baseline."""
-    reference_to: datetime | None = None
-    """End of the fixed reference period (exclusive)."""
-    min_responses: int = 20
-    """A slice's window with fewer responses is `insufficient_data`, not drift; a reference needs as many."""
-    drift_p_value: float = 0.001
-    """Family-wise K-S p-value of a window: each of its m judged slices is tested at `drift_p_value / m`."""
-    max_confidence_drop: float = 0.10
-    """Largest tolerated drop of mean confidence, relative to the reference."""
-    min_claims: int = 50
-    """A slice's window with fewer logged claims does not judge coverage and low-confidence rates."""
-    min_coverage: float = 0.95
-    """Lowest tolerated attribution coverage rate (spec 004)."""
-    max_low_confidence: float = 0.10
-    """Highest tolerated low-confidence claim rate (spec 004)."""
-    examples: int = 5
-    """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
-    clear_after: int = 2
-    """Consecutive passing windows that clear an alert."""
-
-    def __post_init__(self):
-        if self.baseline_windows < 1:
-            raise ValueError(f"--baseline-windows must be >= 1, got {self.baseline_windows}")
-        if self.min_responses < 2:
-            raise ValueError(f"--min-responses must be >= 2, got {self.min_responses}")
-        if not 0 < self.drift_p_value < 1:
-            raise ValueError(f"--drift-p-value must be in (0, 1), got {self.drift_p_value}")
-        if not 0 < self.max_confidence_drop < 1:
-            raise ValueError(f"--max-confidence-drop must be in (0, 1), got {self.max_confidence_drop}")
-        if (self.reference_from is None) != (self.reference_to is None):
-            raise ValueError("--reference-from and --reference-to go together")
-        if self.reference_from is not None and self.reference_from >= self.reference_to:
-            raise ValueError("--reference-from must be before --reference-to")
-
-    @property
-    def fixed_reference(self) -> bool:
-        return self.reference_from is not None
-
-
 def _slice(frame: pd.DataFrame, dimension: str, value: str) -> pd.DataFrame:
     return frame if dimension == ALL_TRAFFIC else frame[frame[dimension] == value]
-
-
-@dataclass
-class SlicePlan:
-    """One slice of one window: its current data, its reference, and whether it can be judged."""
-
-    dimension: str
-    value: str
-    responses: pd.DataFrame
-    sentences: pd.DataFrame
-    metrics: dict
-    reference_responses: pd.DataFrame | None = None
-    reference_sentences: pd.DataFrame | None = None
-    reference_label: str = ""
-    status: CheckStatus | None = None
-    """Set when the slice cannot be judged (`insufficient_data` or `no_reference`)."""
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.dimension, self.value
-
-    def example_ids(self, count: int) -> list[str]:
-        ranked = self.responses.sort_values(["mean_attribution_confidence", "faithfulness"], na_position="last")
-        return ranked["response_id"].head(count).tolist()
 
 
 @dataclass

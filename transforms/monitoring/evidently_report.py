@@ -10,14 +10,11 @@ from __future__ import annotations
 import math
 import warnings
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC
-
-if TYPE_CHECKING:
-    from transforms.monitoring.drift import DriftConfig, SlicePlan
+from transforms.monitoring.plans import DriftConfig, SlicePlan
 
 __all__ = [
     "column_name",

@@ -10,7 +10,7 @@ from schemas import AuditedResponse, LoggedResponse, ParsedResponse, SentenceVer
 from tests.support.audit_messages import at, message
 from transforms.audit.routing import decide_review
 from transforms.audit.stages import audit_response
-from transforms.io.lake.writer import to_lake_rows
+from transforms.io.lake.rows import to_lake_rows
 from transforms.verify.base import Verifier, build_report
 from transforms.verify.registry import available_verifiers, make_verifier
 

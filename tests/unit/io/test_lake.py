@@ -16,7 +16,8 @@ from schemas import TABLES, LoggedResponse, ParsedResponse
 from schemas.monitoring import WindowMetricsRow
 from tests.support.audit_messages import at, message
 from transforms.audit.stages import audit_response
-from transforms.io.lake.writer import WriteAuditLake, to_lake_rows, write_rows_file, write_table
+from transforms.io.lake.rows import to_lake_rows
+from transforms.io.lake.writer import WriteAuditLake, write_rows_file, write_table
 from transforms.verify.registry import make_verifier
 
 T = datetime(2026, 11, 29, 9, 0, 30, tzinfo=UTC)

@@ -15,7 +15,7 @@ from pipelines.traffic.scenarios import ScenarioSpec, audit_into_lake, scenario_
 from schemas import LoggedResponse, Origin, ParsedResponse
 from tests.support.prism_fixtures import needs_prism, prism_options
 from transforms.audit.stages import audit_response
-from transforms.io.lake.writer import to_lake_rows
+from transforms.io.lake.rows import to_lake_rows
 from transforms.monitoring.window_metrics import (
     UNKNOWN_SLICE,
     ResponseStats,

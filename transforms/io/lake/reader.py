@@ -1,41 +1,47 @@
-"""What the drift stage reads from the audit lake, as pandas frames grouped by window.
+"""The one reader of the audit lake: each table's rows, one per key, as its `TableSpec` says.
 
-`load_lake_frames(lake_dir)` reads, through an in-memory DuckDB connection (so it never locks a
-database file another process uses), the latest row per key of:
+Every consumer reads the lake through here: the DuckDB views (`dashboards.views.connect_lake`, and through
+them `groundwatch query`, `metrics` and `replay`), the drift stage and the HTML report
+(`transforms.monitoring.lake_frames.load_lake_frames`, built on `read_table`):
 
-- `window_metrics`: the windows and slices to check, with their rates;
-- `responses`: one faithfulness score and mean confidence per response, with its slices;
-- `sentences`: one confidence per sentence, joined to its response's slices;
-- `drift_checks` and `alerts`: what earlier `groundwatch drift` runs concluded (their memory).
+    con = duckdb.connect(":memory:")
+    con.execute(f"CREATE VIEW window_metrics AS {table_sql(con, TABLES['window_metrics'], lake_dir)}")
+    frame = read_table(con, lake_dir, "responses", "window_start >= ?", [since])
 
-Missing tables read as empty frames, so a fresh lake is not an error.
+A table reads `<lake>/<table>/**/*.parquet` with hive partitioning (adding `date` DATE and `hour` INTEGER)
+and union by name. Every column of the table's row model is there, NULL in files written before the column
+existed, so a query never depends on which files a lake happens to hold; a table without files is empty,
+with the same columns and types.
+
+At-least-once delivery and re-runs can write a row twice: `latest_per_key` keeps one row per
+`TableSpec.key`, and is the only place that rule is written.
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 import pandas as pd
 
-from schemas import TABLES
-from transforms.monitoring.window_metrics import UNKNOWN_SLICE, attribution_confidence
+from schemas import TABLES, TableSpec
 
-__all__ = ["LakeFrames", "load_lake_frames", "read_table", "table_glob"]
+__all__ = ["PARTITION_COLUMNS", "has_files", "latest_per_key", "read_table", "table_glob", "table_sql"]
 
-# Which column says which of two rows with the same key is the newer one.
-_NEWEST_BY = {
-    "responses": "audited_at",
-    "sentences": "audited_at",
-    "window_metrics": "computed_at",
-    "drift_checks": "checked_at",
-    "alerts": "updated_at",
-}
+PARTITION_COLUMNS = {"date": "DATE", "hour": "INTEGER"}
+"""The hive partition columns every table has, with their DuckDB types."""
 
-_SLICE_COLUMNS = ("tenant", "retriever_version", "generator_model")
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def table_glob(lake_dir: str, table: str) -> str:
@@ -43,108 +49,69 @@ def table_glob(lake_dir: str, table: str) -> str:
     return os.path.join(os.path.abspath(lake_dir), table, "**", "*.parquet")
 
 
-def read_table(con: duckdb.DuckDBPyConnection, lake_dir: str, table: str, where: str = "") -> pd.DataFrame:
-    """The latest row per key of one lake table (empty, with the table's columns, if it has no files)."""
-    spec = TABLES[table]
-    pattern = table_glob(lake_dir, table)
-    if not glob.glob(pattern, recursive=True):
-        return pd.DataFrame({name: pd.Series(dtype=object) for name in spec.row.model_fields})
-    # Files written before a column was added lack it: select what exists, NULL for the rest.
-    described = con.execute("DESCRIBE SELECT * FROM read_parquet(?, union_by_name = true)", [pattern]).fetchall()
-    present = {row[0] for row in described}
-    names = ", ".join(f'"{c}"' for c in spec.row.model_fields)
-    columns = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in spec.row.model_fields)
-    keys = ", ".join(f'"{k}"' for k in spec.key)
-    newest = _NEWEST_BY.get(table)
-    order = f'ORDER BY "{newest}" DESC NULLS LAST' if newest in present else ""
-    sql = f"""
-        SELECT {names} FROM (
-            SELECT {columns}, row_number() OVER (PARTITION BY {keys} {order}) AS _rank
-            FROM read_parquet(?, hive_partitioning = true, union_by_name = true)
-            {where}
-        ) WHERE _rank = 1
+def has_files(lake_dir: str, table: str) -> bool:
+    """Whether the table has at least one published file."""
+    pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
+    return next(glob.iglob(pattern, recursive=True), None) is not None
+
+
+def latest_per_key(spec: TableSpec, relation: str) -> str:
+    """The SELECT keeping one row per `spec.key` of `relation` (a SELECT with the table's columns).
+
+    Of the copies of a key it keeps the one with the larger `spec.prefer` columns (window metrics: the row of
+    more responses, so a partial re-read never hides a full window), then the newer by `spec.version_column`
+    (when it was audited, computed, checked), then by `spec.time_column`; NULLs lose.
     """
-    return con.execute(sql, [pattern]).df()
+    order = dict.fromkeys([*spec.prefer, spec.version_column, spec.time_column])
+    keys = ", ".join(_ident(k) for k in spec.key)
+    ranking = ", ".join(f"{_ident(column)} DESC NULLS LAST" for column in order)
+    return (
+        "SELECT * EXCLUDE (_gw_rank) FROM ("
+        f"SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY {ranking}) AS _gw_rank FROM ({relation})"
+        ") WHERE _gw_rank = 1"
+    )
 
 
-def _utc(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
-    for column in columns:
-        if column in frame and len(frame):
-            frame[column] = pd.to_datetime(frame[column], utc=True)
-    return frame
-
-
-@dataclass
-class LakeFrames:
-    """The lake as the drift stage needs it: window metrics, and per-window response and sentence frames."""
-
-    window_metrics: pd.DataFrame
-    responses: pd.DataFrame
-    sentences: pd.DataFrame
-    drift_checks: pd.DataFrame
-    alerts: pd.DataFrame
-    _responses_by_window: dict = field(default_factory=dict, repr=False)
-    _sentences_by_window: dict = field(default_factory=dict, repr=False)
-
-    def __post_init__(self):
-        self._responses_by_window = (
-            {w: f for w, f in self.responses.groupby("window_start")} if len(self.responses) else {}
-        )
-        self._sentences_by_window = (
-            {w: f for w, f in self.sentences.groupby("window_start")} if len(self.sentences) else {}
-        )
-
-    @property
-    def windows(self) -> list[tuple[datetime, datetime]]:
-        """Every window with metrics, in time order, as (start, end)."""
-        if not len(self.window_metrics):
-            return []
-        bounds = self.window_metrics[["window_start", "window_end"]].drop_duplicates().sort_values("window_start")
-        return [(s.to_pydatetime(), e.to_pydatetime()) for s, e in bounds.itertuples(index=False)]
-
-    def responses_in(self, window_start) -> pd.DataFrame:
-        return self._responses_by_window.get(pd.Timestamp(window_start), self.responses.iloc[0:0])
-
-    def sentences_in(self, window_start) -> pd.DataFrame:
-        return self._sentences_by_window.get(pd.Timestamp(window_start), self.sentences.iloc[0:0])
-
-    def metrics_in(self, window_start) -> pd.DataFrame:
-        wm = self.window_metrics
-        return wm[wm["window_start"] == pd.Timestamp(window_start)]
-
-
-def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFrames:
-    """Read the tables the drift stage uses; `since` skips responses and sentences of older windows."""
+@functools.cache
+def _column_types(spec: TableSpec) -> dict[str, str]:
+    """The DuckDB type of each column of the table, in the row model's order (from its Arrow schema)."""
     con = duckdb.connect(":memory:")
     try:
-        where = ""
-        params_since = ""
-        if since is not None:
-            params_since = since.isoformat()
-            where = f"WHERE window_start >= TIMESTAMPTZ '{params_since}'"
-        wm = _utc(read_table(con, lake_dir, "window_metrics"), "window_start", "window_end", "computed_at")
-        responses = _utc(read_table(con, lake_dir, "responses", where), "window_start", "window_end")
-        sentences = _utc(read_table(con, lake_dir, "sentences", where), "window_start")
-        checks = _utc(read_table(con, lake_dir, "drift_checks"), "window_start", "window_end", "checked_at")
-        alerts = _utc(
-            read_table(con, lake_dir, "alerts"), "window_start", "window_end", "started_at", "cleared_at", "updated_at"
-        )
+        relation = con.from_arrow(spec.schema.empty_table())
+        return {name: str(kind) for name, kind in zip(relation.columns, relation.types, strict=True)}
     finally:
         con.close()
-    responses = responses.rename(columns={"overall_faithfulness_score": "faithfulness"})
-    for column in _SLICE_COLUMNS:
-        responses[column] = responses[column].fillna(UNKNOWN_SLICE).astype(str) if len(responses) else responses[column]
-    # Sentences carry tenant and retriever_version but not generator_model: take all slices from the response.
-    slice_of = responses[["response_id", *_SLICE_COLUMNS]]
-    sentences = sentences[["response_id", "window_start", "confidence", "attribution_verdict"]].merge(
-        slice_of, on="response_id", how="inner"
+
+
+def table_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, lake_dir: str) -> str:
+    """The SELECT of one table's rows, one per key, with every column of its row model and the partition columns.
+
+    `con` is asked which columns the files hold (the answer is part of the SQL: a file added later with a new
+    column needs new SQL).
+    """
+    types = {**_column_types(spec), **PARTITION_COLUMNS}
+    if not has_files(lake_dir, spec.name):
+        nulls = ", ".join(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items())
+        return f"SELECT {nulls} WHERE false"
+    source = (
+        f"read_parquet({_literal(table_glob(lake_dir, spec.name))}, hive_partitioning = true, "
+        "union_by_name = true, hive_types = {'date': DATE, 'hour': INTEGER})"
     )
-    sentences["attribution_confidence"] = [
-        attribution_confidence(v, c)
-        for v, c in zip(sentences["attribution_verdict"], sentences["confidence"], strict=True)
-    ]
-    # The examples an alert lists are the responses least supported by their evidence.
-    support = sentences.groupby("response_id")["attribution_confidence"].mean().rename("mean_attribution_confidence")
-    responses = responses.merge(support, left_on="response_id", right_index=True, how="left")
-    keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
-    return LakeFrames(wm, responses[keep], sentences, checks, alerts)
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    columns = ", ".join(
+        _ident(name) if name in present else f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items()
+    )
+    return latest_per_key(spec, f"SELECT {columns} FROM {source}")
+
+
+def read_table(
+    con: duckdb.DuckDBPyConnection, lake_dir: str, table: str, where: str = "", params: Sequence[Any] = ()
+) -> pd.DataFrame:
+    """One table's rows, one per key, with its row model's columns, that match `where` (SQL with `?`
+    placeholders for `params`, applied after the duplicates are gone). Empty, with the columns, without files."""
+    if table not in TABLES:
+        raise ValueError(f"unknown lake table {table!r}; known: {', '.join(sorted(TABLES))}")
+    spec = TABLES[table]
+    names = ", ".join(_ident(c) for c in spec.row.model_fields)
+    sql = f"SELECT {names} FROM ({table_sql(con, spec, lake_dir)})" + (f" WHERE {where}" if where else "")
+    return con.execute(sql, list(params)).df()

@@ -1,6 +1,6 @@
 """The audit lake: Parquet files under `<lake>/<table>/date=YYYY-MM-DD/hour=HH/`, published whole.
 
-Rows come from `to_lake_rows(audited)` as `(table, row dict)` pairs and are
+Rows come from `transforms.io.lake.rows.to_lake_rows(audited)` as `(table, row dict)` pairs and are
 written with the table's Arrow schema (`schemas.lake.TABLES[table].schema`):
 
     rows | "WriteAuditLake" >> WriteAuditLake("/data/lake")          # in a pipeline
@@ -26,7 +26,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from enum import Enum
 from typing import Any
 
 import apache_beam as beam
@@ -36,17 +35,14 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms import window as beam_window
 from pydantic import BaseModel
 
-from schemas import TABLES, AttributionVerdict, AuditedResponse, ResponseRow, SentenceRow
-from transforms.io.lake.audit_rows import citation_rows, claim_rows
+from schemas import TABLES
+from transforms.io.lake.rows import row_dict
 
 __all__ = [
     "LAKE_METRICS_NAMESPACE",
-    "ROW_BUILDERS",
     "WriteAuditLake",
     "partition_of",
-    "row_dict",
     "table_path",
-    "to_lake_rows",
     "write_rows_file",
     "write_table",
 ]
@@ -57,95 +53,6 @@ bundle ends)."""
 
 LAKE_METRICS_NAMESPACE = "groundwatch.lake"
 """Counters of the lake writer: `files_written`, and `<table>_rows`, the rows written to each table."""
-
-
-def row_dict(row: BaseModel) -> dict[str, Any]:
-    """A validated row model as a plain dict Arrow accepts (enums become their values)."""
-    return {k: (v.value if isinstance(v, Enum) else v) for k, v in row.model_dump().items()}
-
-
-def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
-    r, report = a.parsed.response, a.report
-    counts = {v: 0 for v in AttributionVerdict}
-    for s in report.sentences:
-        counts[s.attribution_verdict] += 1
-    confidences = [s.confidence for s in report.sentences]
-    citations = a.citations.summary if a.citations is not None else None
-    claims = a.claims
-    row = ResponseRow(
-        response_id=r.response_id,
-        event_time=r.timestamp,
-        window_start=a.window_start,
-        window_end=a.window_end,
-        audited_at=a.audited_at or a.window_end,
-        tenant=r.metadata.tenant,
-        risk_level=r.metadata.risk_level,
-        retriever_version=r.metadata.retriever_version,
-        generator_model=r.metadata.generator_model,
-        prompt_version=r.metadata.prompt_version,
-        origin_source=a.parsed.origin.source,
-        origin_partition=a.parsed.origin.partition,
-        origin_offset=a.parsed.origin.offset,
-        sentence_count=len(report.sentences),
-        fully_grounded_count=counts[AttributionVerdict.fully_grounded],
-        partially_grounded_count=counts[AttributionVerdict.partially_grounded],
-        ungrounded_count=counts[AttributionVerdict.ungrounded],
-        contradicted_count=counts[AttributionVerdict.contradicted],
-        mean_confidence=sum(confidences) / len(confidences) if confidences else None,
-        min_confidence=min(confidences) if confidences else None,
-        overall_faithfulness_score=report.overall_faithfulness_score,
-        critical_flag_count=len(report.critical_flags),
-        critical_flags=report.critical_flags,
-        insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
-        citation_total=citations.total_citations if citations else None,
-        citation_passed=citations.passed if citations else None,
-        citation_failed=citations.failed if citations else None,
-        citation_critical_failures=citations.critical_failures if citations else [],
-        claim_count=len(claims.claims) if claims is not None else None,
-        attribution_coverage_rate=claims.attribution_coverage_rate if claims is not None else None,
-        low_confidence_claim_rate=claims.low_confidence_claim_rate if claims is not None else None,
-        verifier=a.verifier,
-        verifier_version=a.verifier_version,
-        decided_by=a.decided_by,
-        needs_review=a.review.needs_review if a.review else False,
-        review_reasons=a.review.reasons if a.review else [],
-        input_flags=a.parsed.input_flags,
-    )
-    return [("responses", row_dict(row))]
-
-
-def _sentence_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
-    r = a.parsed.response
-    rows = []
-    for i, verdict in enumerate(a.report.sentences):
-        row = SentenceRow(
-            **verdict.model_dump(),
-            response_id=r.response_id,
-            event_time=r.timestamp,
-            window_start=a.window_start,
-            tenant=r.metadata.tenant,
-            retriever_version=r.metadata.retriever_version,
-            decided_by=a.decided_by[i] if i < len(a.decided_by) else a.verifier,
-            audited_at=a.audited_at or a.window_end,
-        )
-        rows.append(("sentences", row_dict(row)))
-    return rows
-
-
-def _judge_call_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
-    return [("judge_calls", row_dict(call)) for call in a.judge_calls]
-
-
-ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows, citation_rows, claim_rows]
-"""Functions `AuditedResponse -> [(table, row)]`; a stage that adds a table appends its builder here."""
-
-
-def to_lake_rows(audited: AuditedResponse) -> list[tuple[str, dict]]:
-    """Every lake row one audited response produces: its `responses` row, its `sentences` rows, and so on."""
-    rows: list[tuple[str, dict]] = []
-    for build in ROW_BUILDERS:
-        rows.extend(build(audited))
-    return rows
 
 
 def partition_of(table: str, row: Mapping[str, Any]) -> tuple[str, str]:

@@ -1,0 +1,108 @@
+"""The audit lake as the drift stage and the report read it: pandas frames grouped by window.
+
+`load_lake_frames(lake_dir)` reads, through the lake's one reader (`transforms.io.lake.reader`, on an
+in-memory DuckDB connection, so it never locks a database file another process uses), one row per key of:
+
+- `window_metrics`: the windows and slices to check, with their rates;
+- `responses`: one faithfulness score and mean confidence per response, with its slices;
+- `sentences`: one confidence per sentence, joined to its response's slices;
+- `drift_checks` and `alerts`: what earlier `groundwatch drift` runs concluded (their memory).
+
+Which row of a key is kept is the reader's rule, the same as the DuckDB views': for `window_metrics`, the
+row of the most responses (the newest among equals). Missing tables read as empty frames, so a fresh lake
+is not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import duckdb
+import pandas as pd
+
+from transforms.io.lake.reader import read_table
+from transforms.monitoring.window_metrics import UNKNOWN_SLICE, attribution_confidence
+
+__all__ = ["LakeFrames", "load_lake_frames"]
+
+_SLICE_COLUMNS = ("tenant", "retriever_version", "generator_model")
+
+
+def _utc(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    for column in columns:
+        if column in frame and len(frame):
+            frame[column] = pd.to_datetime(frame[column], utc=True)
+    return frame
+
+
+@dataclass
+class LakeFrames:
+    """The lake as the drift stage needs it: window metrics, and per-window response and sentence frames."""
+
+    window_metrics: pd.DataFrame
+    responses: pd.DataFrame
+    sentences: pd.DataFrame
+    drift_checks: pd.DataFrame
+    alerts: pd.DataFrame
+    _responses_by_window: dict = field(default_factory=dict, repr=False)
+    _sentences_by_window: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        self._responses_by_window = (
+            {w: f for w, f in self.responses.groupby("window_start")} if len(self.responses) else {}
+        )
+        self._sentences_by_window = (
+            {w: f for w, f in self.sentences.groupby("window_start")} if len(self.sentences) else {}
+        )
+
+    @property
+    def windows(self) -> list[tuple[datetime, datetime]]:
+        """Every window with metrics, in time order, as (start, end)."""
+        if not len(self.window_metrics):
+            return []
+        bounds = self.window_metrics[["window_start", "window_end"]].drop_duplicates().sort_values("window_start")
+        return [(s.to_pydatetime(), e.to_pydatetime()) for s, e in bounds.itertuples(index=False)]
+
+    def responses_in(self, window_start) -> pd.DataFrame:
+        return self._responses_by_window.get(pd.Timestamp(window_start), self.responses.iloc[0:0])
+
+    def sentences_in(self, window_start) -> pd.DataFrame:
+        return self._sentences_by_window.get(pd.Timestamp(window_start), self.sentences.iloc[0:0])
+
+    def metrics_in(self, window_start) -> pd.DataFrame:
+        wm = self.window_metrics
+        return wm[wm["window_start"] == pd.Timestamp(window_start)]
+
+
+def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFrames:
+    """Read the tables the drift stage uses; `since` skips responses and sentences of older windows."""
+    con = duckdb.connect(":memory:")
+    try:
+        where, params = ("window_start >= ?", [since]) if since is not None else ("", [])
+        wm = _utc(read_table(con, lake_dir, "window_metrics"), "window_start", "window_end", "computed_at")
+        responses = _utc(read_table(con, lake_dir, "responses", where, params), "window_start", "window_end")
+        sentences = _utc(read_table(con, lake_dir, "sentences", where, params), "window_start")
+        checks = _utc(read_table(con, lake_dir, "drift_checks"), "window_start", "window_end", "checked_at")
+        alerts = _utc(
+            read_table(con, lake_dir, "alerts"), "window_start", "window_end", "started_at", "cleared_at", "updated_at"
+        )
+    finally:
+        con.close()
+    responses = responses.rename(columns={"overall_faithfulness_score": "faithfulness"})
+    for column in _SLICE_COLUMNS:
+        responses[column] = responses[column].fillna(UNKNOWN_SLICE).astype(str) if len(responses) else responses[column]
+    # Sentences carry tenant and retriever_version but not generator_model: take all slices from the response.
+    slice_of = responses[["response_id", *_SLICE_COLUMNS]]
+    sentences = sentences[["response_id", "window_start", "confidence", "attribution_verdict"]].merge(
+        slice_of, on="response_id", how="inner"
+    )
+    sentences["attribution_confidence"] = [
+        attribution_confidence(v, c)
+        for v, c in zip(sentences["attribution_verdict"], sentences["confidence"], strict=True)
+    ]
+    # The examples an alert lists are the responses least supported by their evidence.
+    support = sentences.groupby("response_id")["attribution_confidence"].mean().rename("mean_attribution_confidence")
+    responses = responses.merge(support, left_on="response_id", right_index=True, how="left")
+    keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
+    return LakeFrames(wm, responses[keep], sentences, checks, alerts)
