@@ -5,7 +5,8 @@
 
 Builds one message of each kind at the contract's edge (a 4.7 MB evidence passage, a 1 MB passage, a
 150 KB answer with 20,000 citation markers, 20,000 passages, an answer of 200,000 characters in
-about 3,000 sentences, 5,000 logged claims and 5,000 logged citations) and runs it through what the
+about 3,700 sentences, 5,000 logged claims and 5,000 logged citations, and one at every limit of
+transforms/audit/limits.py but over none: the most the audit checks in full) and runs it through what the
 pipeline does to one response, in this order: `parse_message`, `audit_response` with the heuristic verifier
 and the pipeline's audit steps (citations, claims), and `to_lake_rows`. Each message runs in a child process
 of its own (one core), stopped after `--timeout` seconds. Prints the message's size, its CPU seconds, and
@@ -131,6 +132,32 @@ def many_claims(claims: int = 5_000) -> dict:
     return message
 
 
+def at_the_limits() -> dict:
+    """Every limit of transforms.audit.limits reached but none exceeded: the most the audit checks of one message."""
+    from transforms.audit import limits
+
+    rng = random.Random(7)
+    chars = limits.MAX_EVIDENCE_CHARS // 4
+    evidence = [{"doc_id": f"doc_{i}", "content": _text(min(chars, limits.MAX_PASSAGE_CHARS), rng)} for i in range(4)]
+    sentences = []
+    for i in range(limits.MAX_SENTENCES):
+        doc = i % 4
+        text = rng.choice(evidence[doc]["content"][:20_000].split(". ")).split()[:10]
+        sentences.append(" ".join(text).rstrip(".").capitalize() + f" [doc_{doc}].")
+    message = _base("at-limits")
+    message["evidence"] = evidence
+    message["answer"] = " ".join(sentences)
+    message["claims"] = [
+        {"claim_text": sentences[i].split(" [")[0], "source_doc_ids": [f"doc_{i % 4}"]}
+        for i in range(limits.MAX_CLAIMS)
+    ]
+    message["citations"] = [
+        {"citation_id": f"c{i}", "doc_id": f"doc_{i % 4}", "quote": sentences[i].split(" [")[0][:60]}
+        for i in range(limits.MAX_CITATIONS)
+    ]
+    return message
+
+
 KINDS = {
     "passage_4_7mb": lambda: huge_passage(4_700_000),
     "passage_1mb": lambda: huge_passage(1_000_000),
@@ -138,6 +165,7 @@ KINDS = {
     "passages_20k": many_passages,
     "sentences_200k_chars": many_sentences,
     "claims_citations_5k": many_claims,
+    "at_the_limits": at_the_limits,
 }
 
 
@@ -202,11 +230,12 @@ def run_kind(name: str, timeout: float) -> str:
 
 def profile(name: str, top: int = 25) -> None:
     raw = json.dumps(KINDS[name]()).encode("utf-8")
+    audit_one(json.dumps(huge_passage(2_000)).encode("utf-8"))  # imports and first-use tables, not profiled
     profiler = cProfile.Profile()
     profiler.enable()
     audit_one(raw)
     profiler.disable()
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(top)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from apache_beam.metrics import Metrics
 
 from schemas import AuditedResponse, ParsedResponse
 from schemas.base import utc_now
+from transforms.audit.limits import bound_response
 from transforms.audit.routing import decide_review
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, METRICS_NAMESPACE, stage_failed_row
 from transforms.ingest.windows import window_bounds
@@ -83,8 +84,14 @@ def verify_response(
     window_end: datetime,
     now: datetime,
 ) -> AuditedResponse:
-    """The sentence audit of one response, not yet routed."""
-    response = parsed.response
+    """The sentence audit of one response, not yet routed.
+
+    What is past the audit's limits (`transforms.audit.limits`) is left out of this and every later stage
+    (the AuditedResponse carries the response as audited; its raw bytes stay whole) and named in the critical
+    flags."""
+    response, exceeded = bound_response(parsed.response)
+    if exceeded:
+        parsed = parsed.model_copy(update={"response": response})
     report, decided_by = audit_sentences(
         response.response_id,
         response.answer,
@@ -93,6 +100,8 @@ def verify_response(
         threshold=threshold,
         verification_date=now.date(),
     )
+    if exceeded:
+        report = report.model_copy(update={"critical_flags": [*report.critical_flags, *exceeded]})
     return AuditedResponse(
         parsed=parsed,
         window_start=window_start,
