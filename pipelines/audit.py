@@ -18,6 +18,8 @@ Stages (each a labelled composite in `transforms/`):
 ReadJsonl -> ParseResponses -> WindowByEventTime -> SampleResponses -> VerifySentences -> [audit steps]
 -> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops duplicate
 response ids while parsing; a stream (`pipelines.monitor`) drops them per window just before ScoreAndFlag.
+A message any stage fails on, for any reason, becomes a dead letter `stage_failed: <stage>: ...` with its
+original bytes, and the run goes on.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from pipelines.runner.worker_pool import separate_environment
 from schemas.base import utc_now
 from transforms.attribution.citations import AuditCitationsStep
 from transforms.attribution.claims import AuditClaimsStep
-from transforms.audit.stages import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, VerifySentences
+from transforms.audit.stages import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, ToLakeRows, VerifySentences
 from transforms.ingest.parse import (
     DEAD_LETTERS,
     PARSED,
@@ -198,7 +200,17 @@ def build_pipeline(
         # audit, so that verifying goes on while the window is open and only scoring and writing wait for it.
         unique = audited | "DropDuplicateResponses" >> DropDuplicateResponses(parsed_of=attrgetter("parsed"))
         audited, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]
-    scored = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold)
+    routed = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold)
+    scored, dead = routed[AUDITED], [*dead, routed[DEAD_LETTERS]]
+    lake_bound = scored
+    if streaming:
+        # A response arriving after its window closed comes out of the dedupe in a late pane, and would be
+        # written in files of its own (one per table); it is written with the window open when it was audited.
+        lake_bound = scored | "LateToOpenWindow" >> LatePanesJoinOpenWindows(
+            opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds, time_of=_audit_time
+        )
+    response_rows = lake_bound | "ToLakeRows" >> ToLakeRows(to_lake_rows)
+    dead.append(response_rows[DEAD_LETTERS])
 
     # Dead letters are windowed by when they were received, so they flatten with the audited rows
     # and reach the lake in bounded and streaming runs alike.
@@ -213,15 +225,8 @@ def build_pipeline(
         for i, d in enumerate(dead)
     ]
     dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()
-    lake_bound = scored
-    if streaming:
-        # A response arriving after its window closed comes out of the dedupe in a late pane, and would be
-        # written in files of its own (one per table); it is written with the window open when it was audited.
-        lake_bound = scored | "LateToOpenWindow" >> LatePanesJoinOpenWindows(
-            opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds, time_of=_audit_time
-        )
     rows = (
-        lake_bound | "ToLakeRows" >> beam.FlatMap(to_lake_rows),
+        response_rows[AUDITED],
         scored | "WindowMetrics" >> WindowMetrics(per_window=streaming),
         dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
     )

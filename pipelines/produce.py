@@ -72,7 +72,7 @@ def _file_messages(path: str) -> Iterator[bytes]:
 def _key_of(raw: bytes) -> bytes | None:
     try:
         response_id = json.loads(raw).get("response_id")
-    except (ValueError, AttributeError, UnicodeDecodeError):
+    except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):  # sent as is, unkeyed
         return None
     return str(response_id).encode() if isinstance(response_id, str) else None
 

@@ -35,7 +35,8 @@ class ParsedResponse(StrictModel):
     origin: Origin
     input_flags: list[str] = Field(default_factory=list)
     raw: bytes | None = Field(default=None, repr=False)
-    """The original message bytes, kept until duplicates are dropped so a duplicate's dead letter holds them."""
+    """The original message bytes, kept through the audit so that the dead letter of a duplicate, or of a
+    response some later stage fails on, holds the message as it was read."""
 
 
 class ReviewDecision(StrictModel):

@@ -90,10 +90,13 @@ def _marker_refs(inner: str) -> list[str] | None:
     return refs or None
 
 
-def _is_citation(ref: str, doc_ids: set[str], explicit: dict[str, LoggedCitation]) -> bool:
+def _is_citation(
+    ref: str, doc_ids: set[str], explicit: dict[str, LoggedCitation], lowered_ids: set[str] | None = None
+) -> bool:
     # A bare word ("[sic]") is a citation only if the evidence or the explicit list knows it;
     # numbers and id-like tokens ("doc_7", "kb:12") are citations even when unknown: those are the fabricated ones.
-    known = ref in doc_ids or ref in explicit or ref.lower() in {d.lower() for d in doc_ids}
+    lowered = lowered_ids if lowered_ids is not None else {d.lower() for d in doc_ids}
+    known = ref in doc_ids or ref in explicit or ref.lower() in lowered
     return known or bool(_ID_LIKE.search(ref))
 
 
@@ -104,12 +107,16 @@ def _explicit_by_ref(citations: Sequence[LoggedCitation] | None) -> dict[str, Lo
     return out
 
 
-def _sentence_of(position: int, spans: list[tuple[int, int]], answer: str) -> int | None:
+def _sentence_of(
+    position: int, spans: list[tuple[int, int]], answer: str, starts: list[int] | None = None
+) -> int | None:
     """The sentence a marker belongs to: the one containing it, or the previous one if it opens a sentence."""
     if not spans:
         return None
-    # The last sentence starting at or before the marker (binary search: answers can be long).
-    i = bisect.bisect_right([start for start, _ in spans], position) - 1
+    # The last sentence starting at or before the marker (binary search: answers can be long; the starts are
+    # listed once per answer by the caller, not once per marker).
+    starts = starts if starts is not None else [start for start, _ in spans]
+    i = bisect.bisect_right(starts, position) - 1
     if i < 0:
         return 0
     start, end = spans[i]
@@ -173,25 +180,29 @@ def parse_citations(response: LoggedResponse) -> list[CitationRef]:
     answer = response.answer
     doc_ids = {p.doc_id for p in response.evidence}
     explicit = _explicit_by_ref(response.citations)
+    lowered_ids = {d.lower() for d in doc_ids}
     spans = sentence_spans(answer)
     groups: list[tuple[int, int, list[str]]] = []  # (start, end, refs) of each marker
     for m in _MARKER.finditer(answer):
         refs = _marker_refs(m.group(1))
-        if refs and all(_is_citation(r, doc_ids, explicit) for r in refs):
+        if refs and all(_is_citation(r, doc_ids, explicit, lowered_ids) for r in refs):
             groups.append((m.start(), m.end(), refs))
 
     by_sentence: dict[int | None, list[tuple[int, int, list[str]]]] = {}
+    starts = [start for start, _ in spans]
     for g in groups:
-        by_sentence.setdefault(_sentence_of(g[0], spans, answer), []).append(g)
+        by_sentence.setdefault(_sentence_of(g[0], spans, answer, starts), []).append(g)
 
     quotes = [(q.start, strip_markers(q.text)) for q in find_quotes(answer)]
+    quote_starts = [at for at, _ in quotes]  # find_quotes gives them in answer order
     refs_out: list[CitationRef] = []
     absorbed: set[str] = set()
     for index, markers in by_sentence.items():
         s_start, s_end = spans[index] if index is not None and spans else (0, len(answer))
         for (c_start, c_end), refs, position in _claim_ranges(answer, s_start, s_end, markers):
             claim = _claim_text(answer[c_start:c_end])
-            claim_quotes = tuple(text for at, text in quotes if c_start <= at < c_end)
+            first, stop = bisect.bisect_left(quote_starts, c_start), bisect.bisect_left(quote_starts, c_end)
+            claim_quotes = tuple(text for _, text in quotes[first:stop])
             for ref in dict.fromkeys(refs):
                 extra = ()
                 if ref in explicit and _same_claim(explicit[ref], answer[s_start:s_end]):

@@ -4,7 +4,8 @@
 
 A response needs review when any sentence is ungrounded or contradicted, when
 any sentence's confidence is under the threshold, when an answer came with no
-usable evidence, and, in high-risk traffic, when anything at all is flagged
+usable evidence, when part of it was past the audit's limits
+(`transforms.audit.limits`), and, in high-risk traffic, when anything at all is flagged
 critical (citation failures included; and claims under the threshold, without a
 source or overconfident). Every reason names the sentence index
 and the evidence ids involved, so a reviewer can go straight to them.
@@ -13,6 +14,7 @@ and the evidence ids involved, so a reviewer can go straight to them.
 from __future__ import annotations
 
 from schemas import INSUFFICIENT_EVIDENCE, AttributionVerdict, AuditedResponse, ReviewDecision, RiskLevel
+from transforms.audit.limits import LIMIT_FLAG_PREFIX, describe_limit
 from transforms.verify.base import critical_flags
 
 __all__ = ["decide_review"]
@@ -40,6 +42,9 @@ def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
     if audited.judge_status in ("judge_validation_failed", "judge_error"):
         # The judge could not settle some sentences, citations or claims: they kept the offline verdict, for a human.
         reasons.append(f"{audited.judge_status}: judge verdicts unusable, offline verdicts kept (see judge_calls)")
+    # Part of the response was left unchecked (the audit's limits): whatever its risk, a human sees it.
+    limits = [flag for flag in report.critical_flags if flag.startswith(LIMIT_FLAG_PREFIX)]
+    reasons.extend(describe_limit(flag) for flag in limits)
     if INSUFFICIENT_EVIDENCE in report.critical_flags and audited.parsed.response.answer.strip():
         reasons.append("answer given with no usable evidence (INSUFFICIENT_EVIDENCE)")
     if audited.citations is not None:
@@ -61,7 +66,7 @@ def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
                 reasons.append(f"high-risk claim {c.claim_index}: {what}")
     if high_risk:
         # Flags the sentence rules above already explain are not repeated; any other flag (from later stages) is.
-        explained = set(critical_flags(report.sentences, threshold)) | {INSUFFICIENT_EVIDENCE}
+        explained = set(critical_flags(report.sentences, threshold)) | {INSUFFICIENT_EVIDENCE, *limits}
         reasons.extend(f"high-risk critical flag: {flag}" for flag in report.critical_flags if flag not in explained)
     # Several checks can name the same thing; keep each reason once, in order.
     reasons = list(dict.fromkeys(reasons))

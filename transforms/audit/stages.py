@@ -30,8 +30,9 @@ from apache_beam.metrics import Metrics
 
 from schemas import AuditedResponse, ParsedResponse
 from schemas.base import utc_now
+from transforms.audit.limits import bound_response
 from transforms.audit.routing import decide_review
-from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, METRICS_NAMESPACE, dead_letter_row
+from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, METRICS_NAMESPACE, stage_failed_row
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD, Verifier, audit_sentences
 from transforms.verify.registry import VERIFIERS, available_verifiers, make_verifier
@@ -41,6 +42,7 @@ __all__ = [
     "ApplyAuditStep",
     "AuditStep",
     "ScoreAndFlag",
+    "ToLakeRows",
     "VerifySentences",
     "audit_response",
     "score_and_flag",
@@ -82,8 +84,14 @@ def verify_response(
     window_end: datetime,
     now: datetime,
 ) -> AuditedResponse:
-    """The sentence audit of one response, not yet routed."""
-    response = parsed.response
+    """The sentence audit of one response, not yet routed.
+
+    What is past the audit's limits (`transforms.audit.limits`) is left out of this and every later stage
+    (the AuditedResponse carries the response as audited; its raw bytes stay whole) and named in the critical
+    flags."""
+    response, exceeded = bound_response(parsed.response)
+    if exceeded:
+        parsed = parsed.model_copy(update={"response": response})
     report, result = audit_sentences(
         response.response_id,
         response.answer,
@@ -92,6 +100,8 @@ def verify_response(
         threshold=threshold,
         verification_date=now.date(),
     )
+    if exceeded:
+        report = report.model_copy(update={"critical_flags": [*report.critical_flags, *exceeded]})
     return AuditedResponse(
         parsed=parsed,
         window_start=window_start,
@@ -131,10 +141,10 @@ def audit_response(
 
 
 def _failure_dead_letter(parsed: ParsedResponse, stage: str, error: Exception, now: datetime):
+    """`stage_failed: <stage>: ...` with the message's original bytes, counted as `<stage>_failed`."""
     Metrics.counter(DEAD_LETTER_NAMESPACE, f"{stage}_failed").inc()
     raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
-    message = " ".join(f"{type(error).__name__}: {error}".split())[:300]
-    return dead_letter_row(raw, parsed.origin, stage=stage, error=f"{stage}_failed: {message}", received_at=now)
+    return stage_failed_row(raw, parsed.origin, stage=stage, error=error, received_at=now)
 
 
 class _VerifyDoFn(beam.DoFn):
@@ -226,13 +236,19 @@ class ApplyAuditStep(beam.PTransform):
 
 
 class _ScoreDoFn(beam.DoFn):
-    def __init__(self, threshold: float):
-        self._threshold = threshold
+    def __init__(self, threshold: float, clock):
+        self._threshold, self._clock = threshold, clock
         self._audited = Metrics.counter(METRICS_NAMESPACE, "audited")
         self._review = Metrics.counter(METRICS_NAMESPACE, "needs_review")
 
     def process(self, audited: AuditedResponse):
-        scored = score_and_flag(audited, self._threshold)
+        try:
+            scored = score_and_flag(audited, self._threshold)
+        except Exception as e:  # one response that routing cannot decide must not stop the run
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTERS, _failure_dead_letter(audited.parsed, "score", e, self._clock())
+            )
+            return
         self._audited.inc()
         if scored.review.needs_review:
             self._review.inc()
@@ -240,13 +256,51 @@ class _ScoreDoFn(beam.DoFn):
 
 
 class ScoreAndFlag(beam.PTransform):
-    """Decide, for each audited response, whether it goes to human review; counts audited and needs_review."""
+    """Decide, for each audited response, whether it goes to human review; counts audited and needs_review.
 
-    def __init__(self, threshold: float = DEFAULT_CONFIDENCE_THRESHOLD):
+    Returns a tagged result: `[AUDITED]` scored responses and `[DEAD_LETTERS]` (responses scoring failed on).
+    """
+
+    def __init__(self, threshold: float = DEFAULT_CONFIDENCE_THRESHOLD, *, clock: Callable[[], datetime] = utc_now):
         super().__init__()
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"confidence threshold must be in [0, 1], got {threshold}")
-        self._threshold = threshold
+        self._threshold, self._clock = threshold, clock
 
     def expand(self, audited):
-        return audited | "Route" >> beam.ParDo(_ScoreDoFn(self._threshold))
+        fn = _ScoreDoFn(self._threshold, self._clock)
+        return audited | "Route" >> beam.ParDo(fn).with_outputs(DEAD_LETTERS, main=AUDITED)
+
+
+class _LakeRowsDoFn(beam.DoFn):
+    def __init__(self, to_rows: Callable[[AuditedResponse], list], clock):
+        self._to_rows, self._clock = to_rows, clock
+
+    def process(self, audited: AuditedResponse):
+        try:
+            rows = list(self._to_rows(audited))
+        except Exception as e:  # all of a response's rows or none, and its dead letter instead
+            # It was counted audited when scored; it leaves that count for the dead letters', so they add up.
+            Metrics.counter(METRICS_NAMESPACE, "audited").dec()
+            if audited.review is not None and audited.review.needs_review:
+                Metrics.counter(METRICS_NAMESPACE, "needs_review").dec()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTERS, _failure_dead_letter(audited.parsed, "lake_rows", e, self._clock())
+            )
+            return
+        yield from rows
+
+
+class ToLakeRows(beam.PTransform):
+    """The `(table, row)` pairs of each scored response (`to_rows`, e.g. `transforms.io.lake.rows.to_lake_rows`).
+
+    Returns a tagged result: `[AUDITED]` the rows, `[DEAD_LETTERS]` the responses whose rows could not be built.
+    """
+
+    def __init__(self, to_rows: Callable[[AuditedResponse], list], *, clock: Callable[[], datetime] = utc_now):
+        super().__init__()
+        self._to_rows, self._clock = to_rows, clock
+
+    def expand(self, scored):
+        fn = _LakeRowsDoFn(self._to_rows, self._clock)
+        return scored | "Build" >> beam.ParDo(fn).with_outputs(DEAD_LETTERS, main=AUDITED)

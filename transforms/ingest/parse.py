@@ -48,6 +48,7 @@ __all__ = [
     "input_flags",
     "parse_message",
     "response_id_of",
+    "stage_failed_row",
     "summarize_validation_error",
 ]
 
@@ -133,6 +134,10 @@ def parse_message(raw: bytes) -> LoggedResponse:
         response = LoggedResponse.model_validate_json(text)
     except ValidationError as e:
         raise summarize_validation_error(e) from None
+    except RecursionError:
+        raise ParseError(
+            "malformed_json", "JSON nested too deeply to read (arrays or objects within each other)"
+        ) from None
     except Exception as e:  # a validator that fails in an unforeseen way must not stop the run
         raise ParseError("invalid_message", _short(f"{type(e).__name__}: {e}")) from None
     if not EARLIEST_EVENT_TIME <= response.timestamp < LATEST_EVENT_TIME:
@@ -162,6 +167,13 @@ def dead_letter_row(raw: bytes, origin: Origin, *, stage: str, error: str, recei
     )
 
 
+def stage_failed_row(raw: bytes, origin: Origin, *, stage: str, error: Exception, received_at: datetime):
+    """The dead letter of a message a stage failed on for any reason (a bug of ours included), so that one
+    message never stops a run: error `stage_failed: <stage>: <exception type>: <its message>`."""
+    what = _short(f"{type(error).__name__}: {error}", 300)
+    return dead_letter_row(raw, origin, stage=stage, error=f"stage_failed: {stage}: {what}", received_at=received_at)
+
+
 def _origin_key(origin: Origin) -> tuple:
     return (
         origin.source,
@@ -182,7 +194,7 @@ def response_id_of(raw: bytes) -> str | None:
     """The top-level `response_id` of a JSON message, or None; a cheap look that validates nothing else."""
     try:
         obj = json.loads(raw)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # a line nested too deep for Python's JSON reader has no id
         return None
     value = obj.get("response_id") if isinstance(obj, dict) else None
     return value if isinstance(value, str) else None
@@ -195,14 +207,24 @@ def _duplicate_dead_letter(raw: bytes, origin: Origin, response_id: str, first: 
 
 
 class _ParseDoFn(beam.DoFn):
-    def __init__(self, clock: Callable[[], datetime], keep_raw: bool):
-        self._clock, self._keep_raw = clock, keep_raw
+    def __init__(self, clock: Callable[[], datetime]):
+        self._clock = clock
         self._read = Metrics.counter(METRICS_NAMESPACE, "read")
         self._parsed = Metrics.counter(METRICS_NAMESPACE, "parsed")
 
     def process(self, element, first_copies=None):
         raw, origin = element
         self._read.inc()
+        try:
+            out = self._parse(raw, origin, first_copies)
+        except Exception as e:  # anything unforeseen (a bug of ours): this message's dead letter, not a failed run
+            Metrics.counter(DEAD_LETTER_NAMESPACE, "parse_failed").inc()
+            out = beam.pvalue.TaggedOutput(
+                DEAD_LETTERS, stage_failed_row(bytes(raw), origin, stage="parse", error=e, received_at=self._clock())
+            )
+        yield out
+
+    def _parse(self, raw, origin: Origin, first_copies):
         try:
             response = parse_message(raw)
         except ParseError as e:
@@ -212,16 +234,14 @@ class _ParseDoFn(beam.DoFn):
                 # An oversized message would bloat the lake; its head is enough to identify it.
                 raw, error = raw[:KEPT_OVERSIZED_BYTES], f"{error} (first {KEPT_OVERSIZED_BYTES:,} bytes kept)"
             row = dead_letter_row(raw, origin, stage="parse", error=error, received_at=self._clock())
-            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, row)
-            return
+            return beam.pvalue.TaggedOutput(DEAD_LETTERS, row)
         first = first_copies.get(response.response_id) if first_copies else None
         if first is not None and first[0] != _origin_key(origin):
             dead = _duplicate_dead_letter(raw, origin, response.response_id, first[1], self._clock())
-            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, dead)
-            return
+            return beam.pvalue.TaggedOutput(DEAD_LETTERS, dead)
+        parsed = ParsedResponse(response=response, origin=origin, input_flags=input_flags(response), raw=bytes(raw))
         self._parsed.inc()
-        kept_raw = bytes(raw) if self._keep_raw else None
-        yield ParsedResponse(response=response, origin=origin, input_flags=input_flags(response), raw=kept_raw)
+        return parsed
 
 
 class _FirstCopyFn(beam.CombineFn):
@@ -298,8 +318,9 @@ class ParseResponses(beam.PTransform):
         self._first_copies = first_copies
 
     def expand(self, messages):
-        # Raw bytes ride along only when a later per-window dedupe may need them for a dead letter.
-        parse = _ParseDoFn(self._clock, keep_raw=not self._drop_duplicates)
+        # The raw bytes ride along with each response: whichever later stage fails on it, its dead letter
+        # keeps the message as it was read.
+        parse = _ParseDoFn(self._clock)
         if not self._drop_duplicates:
             return messages | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTERS, main=PARSED)
         if self._first_copies is not None:
@@ -317,9 +338,24 @@ class _KeepFirstDoFn(beam.DoFn):
 
     def process(self, element, pane=beam.DoFn.PaneInfoParam):
         response_id, copies = element
-        if pane.is_first:
+        try:
+            out = list(self._keep_first(response_id, copies, pane.is_first))
+        except Exception as e:  # a bug of ours: every copy of this id becomes a dead letter, the run goes on
+            out = []
+            for copy in copies:
+                Metrics.counter(DEAD_LETTER_NAMESPACE, "dedupe_failed").inc()
+                parsed = self._parsed_of(copy)
+                row = stage_failed_row(
+                    _raw_of(parsed), parsed.origin, stage="dedupe", error=e, received_at=self._clock()
+                )
+                out.append(beam.pvalue.TaggedOutput(DEAD_LETTERS, row))
+        yield from out
+
+    def _keep_first(self, response_id: str, copies, is_first: bool):
+        if is_first:
             first, *duplicates = sorted(copies, key=lambda c: _origin_key(self._parsed_of(c).origin))
-            yield _without_raw(first)
+            # The raw bytes stay with the copy kept: a later stage that fails on it dead-letters them.
+            yield first
             where = _describe(self._parsed_of(first).origin)
         else:
             # A late pane of this response id: an earlier pane of the window already kept a copy, so every
@@ -327,17 +363,14 @@ class _KeepFirstDoFn(beam.DoFn):
             duplicates, where = copies, "an earlier pane of the same window (this copy came after the window closed)"
         for dup in duplicates:
             parsed = self._parsed_of(dup)
-            raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, _duplicate_dead_letter(raw, parsed.origin, response_id, where, self._clock())
+                DEAD_LETTERS, _duplicate_dead_letter(_raw_of(parsed), parsed.origin, response_id, where, self._clock())
             )
 
 
-def _without_raw(copy):
-    """The copy without its raw bytes: they were kept only in case it was a duplicate, for its dead letter."""
-    if isinstance(copy, ParsedResponse):
-        return copy.model_copy(update={"raw": None})
-    return copy.model_copy(update={"parsed": copy.parsed.model_copy(update={"raw": None})})
+def _raw_of(parsed: ParsedResponse) -> bytes:
+    """The message's original bytes; the response written again only if a source did not keep them."""
+    return parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
 
 
 class DropDuplicateResponses(beam.PTransform):

@@ -150,7 +150,7 @@ def test_verify_and_score_composites_route_contradictions():
             [ParsedResponse(response=LoggedResponse.model_validate(contradicted), origin=at(1))]
         )
         verified = responses | VerifySentences("heuristic", threshold=0.7, clock=lambda: NOW)
-        scored = verified[AUDITED] | ScoreAndFlag(0.7)
+        scored = (verified[AUDITED] | ScoreAndFlag(0.7))[AUDITED]
         assert_that(
             scored | beam.Map(lambda a: (a.review.needs_review, a.review.reasons[0], a.audited_at)),
             equal_to([(True, "sentence 0 contradicted by evidence 2", NOW)]),
