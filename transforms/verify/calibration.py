@@ -22,12 +22,21 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import AttributionVerdict, SentenceVerdict
+from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
+from transforms.verify.base import VerificationResult, Verifier
 
-__all__ = ["FORMAT", "Calibration", "StageCalibration", "calibrated_verdict", "grounded_score"]
+__all__ = [
+    "FORMAT",
+    "Calibration",
+    "CalibratedVerifier",
+    "StageCalibration",
+    "calibrated_verdict",
+    "grounded_score",
+]
 
 FORMAT = "groundwatch-calibration/1"
 
@@ -142,3 +151,21 @@ class Calibration:
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"calibration file {path} is invalid: {e}") from None
+
+
+class CalibratedVerifier(Verifier):
+    """A one-stage verifier whose confidences go through a stage's calibration map (`calibrated_verdict`).
+
+    Its name and version are the wrapped verifier's: the lake tells calibrated rows apart by
+    `calibration_sha256`, the digest of the file the map came from.
+    """
+
+    def __init__(self, inner: Verifier, stage: StageCalibration, *, calibration_sha256: str):
+        self._inner, self._stage = inner, stage
+        self.name, self.version = inner.name, inner.version
+        self.calibration_sha256 = calibration_sha256
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
+        result = self._inner.verify(sentences, evidence)
+        verdicts = tuple(calibrated_verdict(v, self._stage) for v in result.verdicts)
+        return VerificationResult(verdicts, result.decided_by, result.judge_status, result.judge_calls)
