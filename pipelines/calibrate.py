@@ -421,9 +421,13 @@ def main(args: argparse.Namespace) -> int:
     try:
         calibration, stage_report = calibrate_stages(records, run, args, config, version)
     except ValueError as exc:
-        print(f"groundwatch calibrate: calibration: {exc}", file=sys.stderr)
-        return 2
-    print_calibration(stage_report, args.target_accuracy)
+        if args.fit:
+            print(f"groundwatch calibrate: --fit: {exc}", file=sys.stderr)
+            return 2
+        calibration, stage_report = None, None  # too few records to calibrate: the rest of the report stands
+        print(f"\nno calibration figures: {exc}")
+    if stage_report:
+        print_calibration(stage_report, args.target_accuracy)
     if args.fit:
         digest = calibration.save(args.fit)
         print(f"calibration file written to {args.fit} (sha256 {digest})")

@@ -55,13 +55,14 @@ def isotonic_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[tuple[float,
     `StageCalibration`: each pooled block is flat from its smallest to its largest x, linear between blocks."""
     if not xs or len(xs) != len(ys):
         raise ValueError("an isotonic fit needs as many labels as scores, at least one")
+    tied: dict[float, list[float]] = {}  # one value per score: equal scores are pooled before anything else
+    for x, y in zip(xs, ys, strict=True):
+        point = tied.setdefault(x, [0.0, 0])
+        point[0] += y
+        point[1] += 1
     blocks: list[list[float]] = []  # [sum of y, count, smallest x, largest x]
-    for x, y in sorted(zip(xs, ys, strict=True)):
-        if blocks and blocks[-1][3] == x:  # one value per score: equal scores are pooled first
-            blocks[-1][0] += y
-            blocks[-1][1] += 1
-        else:
-            blocks.append([float(y), 1, x, x])
+    for x in sorted(tied):
+        blocks.append([tied[x][0], tied[x][1], x, x])
         while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
             total, count, _, hi = blocks.pop()
             blocks[-1][0] += total
