@@ -262,81 +262,31 @@ def _threshold_lines(run, args) -> tuple[list[str], dict]:
     return lines, info
 
 
-STAGES_OF = {"heuristic": ("heuristic",), "model": ("model",), "cascade": ("heuristic", "model")}
-"""The stages a calibration file fitted for a verifier holds, each scored by the verifier of the same name on
-every record. The extension point for a new stage: add it here and register a verifier of that name. The last
-stage of a cascade (the judge) decides what reaches it, so it needs no band and has no entry."""
-
-
 def calibrate_stages(records, run, args, config: dict, version: str):
     """The calibration file (fitted on all records) and, per verifier or stage, its band and cross-validated
-    figures: the verifier run first (the heuristic, when it is one stage), then each stage of the file."""
-    from transforms.evaluation.fit_calibration import cross_validate, document_groups, fit_stage, stage_figures
+    figures: the verifier run, then (with --fit) each stage of the file it is not (`STAGES_OF`)."""
+    from transforms.evaluation.fit_calibration import STAGES_OF, document_groups, fit_calibration
     from transforms.evaluation.golden import score_golden
-    from transforms.verify.calibration import Calibration
     from transforms.verify.registry import make_verifier
 
     groups = document_groups(records)
     if len(set(groups)) < 2:
         raise ValueError("cross-validation needs records of at least two source documents")
-    positive = [it.gold == "fully_grounded" for it in run.sentences]
-    sources = [it.source for it in run.sentences]
     scores = {args.verifier: [it.score for it in run.sentences]}
     for stage in STAGES_OF.get(args.verifier, ()) if args.fit else ():
         if stage not in scores:
             stage_run = score_golden(records, make_verifier(stage, **config), with_citations=False)
             scores[stage] = [it.score for it in stage_run.sentences]
-    report, stages = {}, {}
-    for name, values in scores.items():
-        stage, _ = fit_stage(values, positive, groups, target=args.target_accuracy, folds=args.folds)
-        cv = cross_validate(values, positive, groups, target=args.target_accuracy, folds=args.folds)
-        report[name] = {"band": stage.escalate, "figures": stage_figures(values, positive, sources, cv)}
-        if name in STAGES_OF.get(args.verifier, ()):
-            stages[name] = stage
-    cv_figures = {
-        name: {
-            "band": r["band"],
-            **{k: r["figures"]["overall"][k] for k in ("ece_raw", "ece_calibrated", "escalated_share")},
-            "decided_accuracy": r["figures"]["overall"]["decided_accuracy"],
-        }
-        for name, r in report.items()
-        if name in stages
-    }
-    fitted_on = {
-        "golden": Path(args.golden).name,
-        "records": len(records),
-        "sources": {s: sources.count(s) for s in sorted(set(sources))},
-        "document_groups": len(set(groups)),
-        "folds": next(iter(report.values()))["figures"]["folds"],
-        "grouping": "records sharing an evidence passage (whitespace-normalized) are one group, transitively",
-        "map": "isotonic (pool adjacent violators)",
-        "verifier": args.verifier,
-        "verifier_version": str(version),
-        "cross_validated": cv_figures,
-    }
-    return Calibration(stages, args.target_accuracy, fitted_on), report
-
-
-def print_calibration(report: dict, target: float) -> None:
-    """The calibration figures of each verifier or stage, held out, overall and per source."""
-    from pipelines.reporting.calibration_tables import reliability_lines, risk_coverage_lines, summary_lines
-
-    for name, r in report.items():
-        figures, band = r["figures"], r["band"]
-        band_text = "none" if band is None else f"[{band[0]:.3f}, {band[1]:.3f}]"
-        print(
-            f"\nCALIBRATION {name}: isotonic, {figures['folds']}-fold CV grouped by document, all figures held out; "
-            f"band at target accuracy {target:.2f}: {band_text}"
-        )
-        print("\n".join(summary_lines(figures)))
-        print("\nrisk-coverage, binary accuracy of the most confident share (calibrated):")
-        print("\n".join(risk_coverage_lines(figures)))
-        print("risk-coverage, balanced accuracy (calibrated):")
-        print("\n".join(risk_coverage_lines(figures, metric="balanced_accuracy")))
-        print("risk-coverage, binary accuracy, raw score:")
-        print("\n".join(risk_coverage_lines(figures, score="raw")))
-        print("\nreliability, overall (per source: --report):")
-        print("\n".join(reliability_lines(figures["overall"])))
+    return fit_calibration(
+        scores,
+        [it.gold == "fully_grounded" for it in run.sentences],
+        [it.source for it in run.sentences],
+        groups,
+        stages=STAGES_OF.get(args.verifier, ()),
+        target=args.target_accuracy,
+        folds=args.folds,
+        fitted_on={"golden": Path(args.golden).name, "verifier": args.verifier, "verifier_version": str(version)},
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -353,6 +303,8 @@ def main(args: argparse.Namespace) -> int:
     if not 0.0 < args.target_accuracy <= 1.0 or args.folds < 2:
         print("groundwatch calibrate: --target-accuracy must be in (0, 1] and --folds >= 2", file=sys.stderr)
         return 2
+    from transforms.evaluation.fit_calibration import STAGES_OF
+
     if args.fit and args.verifier not in STAGES_OF:
         known = ", ".join(sorted(STAGES_OF))
         print(f"groundwatch calibrate: --fit: {args.verifier} has no stage to calibrate ({known})", file=sys.stderr)
@@ -427,7 +379,9 @@ def main(args: argparse.Namespace) -> int:
         calibration, stage_report = None, None  # too few records to calibrate: the rest of the report stands
         print(f"\nno calibration figures: {exc}")
     if stage_report:
-        print_calibration(stage_report, args.target_accuracy)
+        from pipelines.reporting.calibration_tables import calibration_text
+
+        print("\n".join(calibration_text(stage_report, args.target_accuracy)))
     if args.fit:
         digest = calibration.save(args.fit)
         print(f"calibration file written to {args.fit} (sha256 {digest})")

@@ -15,6 +15,7 @@ from transforms.evaluation.metrics import COVERAGES
 
 __all__ = [
     "calibration_section",
+    "calibration_text",
     "plot_calibrated_reliability",
     "plot_risk_coverage",
     "reliability_lines",
@@ -124,6 +125,30 @@ def calibration_section(name: str, figures: dict, *, band, target: float, images
         lines += [f"![{label}]({image})", ""]
     for slice_name, block in _slices(figures):
         lines += [f"Reliability, {slice_name}:", "", *reliability_lines(block, markdown=True), ""]
+    return lines
+
+
+def calibration_text(report: dict, target: float) -> list[str]:
+    """The terminal lines of each verifier's or stage's calibration figures, held out, overall and per source."""
+    lines = []
+    for name, r in report.items():
+        figures = r["figures"]
+        lines += [
+            "",
+            f"CALIBRATION {name}: isotonic, {figures['folds']}-fold CV grouped by document, all figures held out; "
+            f"band at target accuracy {target:.2f}: {_band_text(r['band'])}",
+            *summary_lines(figures),
+            "",
+            "risk-coverage, binary accuracy of the most confident share (calibrated):",
+            *risk_coverage_lines(figures),
+            "risk-coverage, balanced accuracy (calibrated):",
+            *risk_coverage_lines(figures, metric="balanced_accuracy"),
+            "risk-coverage, binary accuracy, raw score:",
+            *risk_coverage_lines(figures, score="raw"),
+            "",
+            "reliability, overall (per source: --report):",
+            *reliability_lines(figures["overall"]),
+        ]
     return lines
 
 

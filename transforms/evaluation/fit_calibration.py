@@ -35,13 +35,20 @@ from transforms.evaluation.metrics import (
     reliability_bins,
     risk_coverage,
 )
-from transforms.verify.calibration import StageCalibration
+from transforms.verify.calibration import Calibration, StageCalibration
+
+STAGES_OF = {"heuristic": ("heuristic",), "model": ("model",), "cascade": ("heuristic", "model")}
+"""The stages a calibration file fitted for a verifier holds, each scored by the verifier of the same name on
+every record. The extension point for a new stage: add it here and register a verifier of that name. The last
+stage of a cascade (the judge) decides whatever reaches it, so it needs no band and has no entry."""
 
 __all__ = [
+    "STAGES_OF",
     "CrossValidation",
     "choose_band",
     "cross_validate",
     "document_groups",
+    "fit_calibration",
     "fit_stage",
     "grouped_folds",
     "isotonic_fit",
@@ -276,3 +283,40 @@ def stage_figures(
         "overall": block(every),
         "per_source": {s: block(idx) for s, idx in per_source.items()},
     }
+
+
+def fit_calibration(
+    scores: dict[str, Sequence[float]],
+    positive: Sequence[bool],
+    sources: Sequence[str],
+    groups: Sequence[str],
+    *,
+    stages: Sequence[str],
+    target: float,
+    folds: int,
+    fitted_on: dict,
+) -> tuple[Calibration, dict]:
+    """Per named score (a verifier's, a stage's): its band fitted on all records and its cross-validated
+    figures; and the calibration file of the `stages` among them, its `fitted_on` saying on what."""
+    report, fitted = {}, {}
+    for name, values in scores.items():
+        stage, _ = fit_stage(values, positive, groups, target=target, folds=folds)
+        cv = cross_validate(values, positive, groups, target=target, folds=folds)
+        report[name] = {"band": stage.escalate, "figures": stage_figures(values, positive, sources, cv)}
+        if name in stages:
+            fitted[name] = stage
+    keys = ("ece_raw", "ece_calibrated", "escalated_share", "decided_accuracy", "decided_balanced_accuracy")
+    info = {
+        **fitted_on,
+        "records": len(positive),
+        "sources": {s: list(sources).count(s) for s in sorted(set(sources))},
+        "document_groups": len(set(groups)),
+        "folds": min(folds, len(set(groups))),
+        "grouping": "records sharing an evidence passage (whitespace-normalized) are one group, transitively",
+        "map": "isotonic (pool adjacent violators)",
+        "cross_validated": {
+            name: {"band": report[name]["band"], **{k: report[name]["figures"]["overall"][k] for k in keys}}
+            for name in fitted
+        },
+    }
+    return Calibration(fitted, target, info), report
