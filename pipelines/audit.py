@@ -2,6 +2,7 @@
 
     groundwatch audit --input traffic.jsonl --lake ./groundwatch-lake \\
         [--sample-rate 1.0] [--window-seconds 60] [--confidence-threshold 0.7] [--verifier heuristic] \\
+        [--calibration cal.json] \\
         [any Beam option, e.g. --runner=PrismRunner --direct_num_workers=2]
 
 Every message read is accounted for: audited, sampled out, or dead-lettered
@@ -68,6 +69,7 @@ from transforms.io.lake.rows import row_dict, to_lake_rows
 from transforms.io.lake.writer import WriteAuditLake
 from transforms.monitoring.window_metrics import WindowMetrics
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
+from transforms.verify.calibration import Calibration
 from transforms.verify.registry import available_verifiers
 
 __all__ = [
@@ -78,6 +80,7 @@ __all__ = [
     "build_pipeline",
     "clear_leftovers",
     "exit_code",
+    "load_calibration",
     "local_workers",
     "main",
     "run",
@@ -127,6 +130,12 @@ class AuditOptions(PipelineOptions):
             "--verifier",
             default="heuristic",
             help=f"Sentence verifier: one of {', '.join(available_verifiers())}. Default heuristic.",
+        )
+        parser.add_argument(
+            "--calibration",
+            default="",
+            help="Calibration file (`groundwatch calibrate --fit`): confidences are calibrated by it and its "
+            "SHA-256 goes to the lake. Default none.",
         )
         parser.add_argument(
             "--max_records_per_run",
@@ -239,6 +248,8 @@ def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lamb
     """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`.
     Returns the audited responses and the dead letters of each stage."""
     config = judge_verifier_config(opts)
+    if opts.calibration:
+        config["calibration"] = load_calibration(opts)
     verified = parsed | f"VerifySentences{label}" >> place(
         VerifySentences(opts.verifier, threshold=opts.confidence_threshold, verifier_config=config)
     )
@@ -277,6 +288,19 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
         raise ValueError(f"--max-records-per-run must be >= 1, got {opts.max_records_per_run}")
     if opts.verifier not in available_verifiers():
         raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
+    if opts.calibration:
+        load_calibration(opts)
+
+
+def load_calibration(opts: AuditOptions) -> Calibration:
+    """The `--calibration` file, checked against the verifier; ValueError naming the flag when unusable."""
+    try:
+        calibration = Calibration.load(opts.calibration)
+    except ValueError as e:
+        raise ValueError(f"--calibration: {e}") from None
+    if opts.verifier == "heuristic" and calibration.stage("heuristic") is None:
+        raise ValueError(f"--calibration {opts.calibration} has no 'heuristic' stage for --verifier heuristic")
+    return calibration
 
 
 def pipeline_options(argv: list[str]) -> PipelineOptions:
@@ -419,7 +443,16 @@ def _audit_by_plan(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str
     return sum_counts(passes)
 
 
-_FLAGS = ("input", "lake", "sample-rate", "window-seconds", "confidence-threshold", "verifier", "max-records-per-run")
+_FLAGS = (
+    "input",
+    "lake",
+    "sample-rate",
+    "window-seconds",
+    "confidence-threshold",
+    "verifier",
+    "calibration",
+    "max-records-per-run",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -449,6 +482,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Sentences with a lower confidence are flagged and reviewed; in [0, 1]. Default 0.7.",
     )
     parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
+    parser.add_argument("--calibration", default="", help="Calibration file from `groundwatch calibrate --fit`.")
     parser.add_argument(
         "--max-records-per-run",
         type=int,

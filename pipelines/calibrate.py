@@ -12,6 +12,14 @@ same for citation labels, and a recommended confidence threshold::
     groundwatch calibrate --golden labeled.jsonl --verifier cascade \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # key from GROUNDWATCH_JUDGE_API_KEY
 
+It also calibrates: an isotonic map from the verifier's grounded score to P(fully grounded) and the band of
+calibrated probability to escalate so the sentences left reach `--target-accuracy`, cross-validated with folds
+grouped by source document; it prints ECE before and after, the risk-coverage table and the share escalated,
+overall and per source (`transforms.evaluation.fit_calibration`). `--fit OUT.json` writes the calibration file
+that `audit` and `monitor` take with `--calibration`::
+
+    groundwatch calibrate --golden labeled.jsonl --fit cal.json --target-accuracy 0.9
+
 With `--report DIR` it also writes `report.md`, `reliability.png`, `roc.png`
 and `metrics.json` there; `--baseline OLD/metrics.json` prints each figure's change since
 that run, per source (before/after a verifier change). Exit codes: 0 done, 2 bad usage or no valid record,
@@ -72,6 +80,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="METRICS_JSON", help="an earlier run's metrics.json: print the changes")
     parser.add_argument(
         "--min-balanced-accuracy", type=float, help="exit 1 when overall binary balanced accuracy is lower"
+    )
+    parser.add_argument(
+        "--fit", metavar="OUT_JSON", help="write the calibration file here (for audit/monitor --calibration)"
+    )
+    parser.add_argument(
+        "--target-accuracy",
+        type=float,
+        default=0.9,
+        help="binary accuracy the sentences outside the escalation band must reach, in (0, 1] (default 0.9)",
+    )
+    parser.add_argument(
+        "--folds", type=int, default=5, help="cross-validation folds, grouped by source document (default 5)"
     )
 
 
@@ -147,6 +167,33 @@ def _threshold_lines(run, args) -> tuple[list[str], dict]:
     return lines, info
 
 
+def calibrate_stages(records, run, args, config: dict, version: str):
+    """The calibration file (fitted on all records) and, per verifier or stage, its band and cross-validated
+    figures: the verifier run, then (with --fit) each stage of the file it is not (`STAGES_OF`)."""
+    from transforms.evaluation.fit_calibration import STAGES_OF, document_groups, fit_calibration
+    from transforms.evaluation.golden import score_golden
+    from transforms.verify.registry import make_verifier
+
+    groups = document_groups(records)
+    if len(set(groups)) < 2:
+        raise ValueError("cross-validation needs records of at least two source documents")
+    scores = {args.verifier: [it.score for it in run.sentences]}
+    for stage in STAGES_OF.get(args.verifier, ()) if args.fit else ():
+        if stage not in scores:
+            stage_run = score_golden(records, make_verifier(stage, **config), with_citations=False)
+            scores[stage] = [it.score for it in stage_run.sentences]
+    return fit_calibration(
+        scores,
+        [it.gold == "fully_grounded" for it in run.sentences],
+        [it.source for it in run.sentences],
+        groups,
+        stages=STAGES_OF.get(args.verifier, ()),
+        target=args.target_accuracy,
+        folds=args.folds,
+        fitted_on={"golden": Path(args.golden).name, "verifier": args.verifier, "verifier_version": str(version)},
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         config = {**judge_verifier_config(args), **_verifier_config(args.verifier_option)}
@@ -158,6 +205,15 @@ def main(args: argparse.Namespace) -> int:
         if value is not None and not 0.0 < value <= 1.0:
             print(f"groundwatch calibrate: --{name.replace('_', '-')} must be in (0, 1], got {value}", file=sys.stderr)
             return 2
+    if not 0.0 < args.target_accuracy <= 1.0 or args.folds < 2:
+        print("groundwatch calibrate: --target-accuracy must be in (0, 1] and --folds >= 2", file=sys.stderr)
+        return 2
+    from transforms.evaluation.fit_calibration import STAGES_OF
+
+    if args.fit and args.verifier not in STAGES_OF:
+        known = ", ".join(sorted(STAGES_OF))
+        print(f"groundwatch calibrate: --fit: {args.verifier} has no stage to calibrate ({known})", file=sys.stderr)
+        return 2
     if args.bootstrap < 0:
         print(f"groundwatch calibrate: --bootstrap must be >= 0, got {args.bootstrap}", file=sys.stderr)
         return 2
@@ -219,6 +275,21 @@ def main(args: argparse.Namespace) -> int:
     if baseline is not None:
         print()
         print("\n".join(baseline_lines(summary["sentences"], baseline)))
+    try:
+        calibration, stage_report = calibrate_stages(records, run, args, config, version)
+    except ValueError as exc:
+        if args.fit:
+            print(f"groundwatch calibrate: --fit: {exc}", file=sys.stderr)
+            return 2
+        calibration, stage_report = None, None  # too few records to calibrate: the rest of the report stands
+        print(f"\nno calibration figures: {exc}")
+    if stage_report:
+        from pipelines.reporting.confidence_tables import calibration_text
+
+        print("\n".join(calibration_text(stage_report, args.target_accuracy)))
+    if args.fit:
+        digest = calibration.save(args.fit)
+        print(f"calibration file written to {args.fit} (sha256 {digest})")
     if summary["citations"]:
         print("\nCITATIONS (positive = SUPPORTS)")
         print("\n".join(metrics_table(summary["citations"])))
@@ -234,6 +305,7 @@ def main(args: argparse.Namespace) -> int:
             threshold_info=threshold_info,
             rejected=rejected,
             baseline_text=baseline_lines(summary["sentences"], baseline, markdown=True) if baseline else None,
+            calibration=stage_report,
             header={
                 "verifier": args.verifier,
                 "verifier_version": version,
@@ -242,6 +314,7 @@ def main(args: argparse.Namespace) -> int:
                 "config": config,
                 "granularity": granularity,
                 "bootstrap": args.bootstrap,
+                "target_accuracy": args.target_accuracy,
             },
         )
         print(f"\nreport written to {path}")

@@ -115,6 +115,7 @@ class ResponseRow(StrictModel):
     low_confidence_claim_rate: float | None = None
     verifier: str
     verifier_version: str
+    calibration_sha256: str | None = None
     decided_by: list[str] = Field(default_factory=list)
     needs_review: bool
     review_reasons: list[str] = Field(default_factory=list)

@@ -54,6 +54,8 @@ class AuditedResponse(StrictModel):
     window_end: datetime
     verifier: str
     verifier_version: str
+    calibration_sha256: str | None = None
+    """SHA-256 of the calibration file that mapped the verdicts' confidence; None: uncalibrated."""
     report: SentenceAuditReport
     decided_by: list[str] = Field(default_factory=list)
     """The name of the verifier that decided each sentence, parallel to `report.sentences`."""

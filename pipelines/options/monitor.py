@@ -130,6 +130,7 @@ _AUDIT_FLAGS = (
     "allowed-lateness-seconds",
     "confidence-threshold",
     "verifier",
+    "calibration",
     "max-records-per-run",
 )
 _KAFKA_FLAGS = (
@@ -185,6 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample-rate", type=float, default=1.0, help="Fraction audited (high risk always).")
     parser.add_argument("--confidence-threshold", type=float, default=DEFAULT_CONFIDENCE_THRESHOLD, help="Default 0.7.")
     parser.add_argument("--verifier", default="heuristic", help="Sentence verifier. Default heuristic.")
+    parser.add_argument("--calibration", default="", help="Calibration file from `groundwatch calibrate --fit`.")
     parser.add_argument("--until-caught-up", action="store_true", help="Read to the current end, then stop.")
     parser.add_argument(
         "--max-records-per-run",

@@ -100,6 +100,27 @@ def _per_source_thresholds(info: dict) -> list[str]:
     return [*lines, ""]
 
 
+def _calibration_lines(directory: Path, calibration: dict, target: float) -> list[str]:
+    """The calibrated-confidence section: per verifier or stage, its tables and its two plots."""
+    from pipelines.reporting.confidence_tables import (
+        calibration_section,
+        plot_calibrated_reliability,
+        plot_risk_coverage,
+    )
+
+    lines = ["## Calibrated confidence", ""]
+    for name, r in calibration.items():
+        images = {
+            "reliability diagram": f"calibrated_reliability_{name}.png",
+            "risk-coverage curve": f"risk_coverage_{name}.png",
+        }
+        title = f"{name}: held out, {r['figures']['folds']} grouped folds"
+        plot_calibrated_reliability(r["figures"], directory / images["reliability diagram"], title=title)
+        plot_risk_coverage(r["figures"], directory / images["risk-coverage curve"], title=title)
+        lines += calibration_section(name, r["figures"], band=r["band"], target=target, images=images)
+    return lines
+
+
 def write_report(
     directory: Path,
     *,
@@ -110,6 +131,7 @@ def write_report(
     rejected: list[tuple[int, str]],
     header: dict,
     baseline_text: list[str] | None = None,
+    calibration: dict | None = None,
 ) -> Path:
     """Write report.md, reliability.png, roc.png and metrics.json into `directory`; returns report.md's path."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -166,6 +188,8 @@ def write_report(
         "![roc](roc.png)",
         "",
     ]
+    if calibration:
+        lines += _calibration_lines(directory, calibration, header.get("target_accuracy", 0.9))
     if summary["citations"]:
         lines += [
             "## Citations",
@@ -196,6 +220,7 @@ def write_report(
         "summary": summary,
         "threshold": threshold_info,
         "rejected": [{"line": n, "reason": r} for n, r in rejected],
+        "calibration": calibration,
     }
     (directory / "metrics.json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
     return report

@@ -108,6 +108,7 @@ def verify_response(
         window_end=window_end,
         verifier=verifier.name,
         verifier_version=verifier.version,
+        calibration_sha256=getattr(verifier, "calibration_sha256", None) or None,
         report=report,
         decided_by=list(result.decided_by),
         audited_at=now,

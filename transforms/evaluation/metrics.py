@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "CITATION_LABELS",
+    "COVERAGES",
     "SENTENCE_LABELS",
     "Scored",
     "ThresholdPoint",
@@ -35,12 +36,14 @@ __all__ = [
     "cohen_kappa",
     "compatible_recall",
     "confusion_matrix",
+    "expected_calibration_error",
     "flags_sentence",
     "macro_f1",
     "per_class",
     "positive_score",
     "recommend_threshold",
     "reliability_bins",
+    "risk_coverage",
     "roc_auc",
     "roc_curve",
     "span_token_f1",
@@ -206,6 +209,46 @@ def expected_calibration_error(bins: Iterable[dict[str, float]]) -> float | None
     if not total:
         return None
     return sum(b["count"] * abs(b["mean_score"] - b["positive_rate"]) for b in bins) / total
+
+
+COVERAGES = tuple(round(0.1 * i, 1) for i in range(1, 11))
+"""The shares of sentences a risk-coverage table reports: the most confident 10%, 20%, ... 100%."""
+
+
+def risk_coverage(
+    positive: Sequence[bool],
+    scores: Sequence[float],
+    *,
+    coverages: Sequence[float] = COVERAGES,
+    tiebreak: Sequence[float] | None = None,
+) -> list[dict[str, float | None]]:
+    """Binary accuracy and balanced accuracy of the most confident share of the items, for each share.
+
+    The call is `score >= 0.5` (fully grounded) and its confidence `|score - 0.5|`: the binary decision is
+    the one the escalation band and the flag act on, and a 4-way verdict's own confidence would rank a
+    "partially grounded, 0.6" above a "fully grounded, 0.55" although both are near a coin toss for the
+    grounded-or-not question. `tiebreak` (same length) orders items of equal confidence, most confident
+    first (an isotonic map gives many equal scores); without it ties keep their input order.
+    """
+    n = len(scores)
+    keys = [abs(s - 0.5) for s in scores]
+    second = tiebreak if tiebreak is not None else [0.0] * n
+    order = sorted(range(n), key=lambda i: (-keys[i], -second[i], i))
+    out = []
+    for share in coverages:
+        top = order[: max(1, round(share * n))] if n else []
+        gold = [positive[i] for i in top]
+        called = [scores[i] >= 0.5 for i in top]
+        out.append(
+            {
+                "coverage": share,
+                "count": len(top),
+                "min_confidence": keys[top[-1]] + 0.5 if top else None,
+                "binary_accuracy": accuracy(gold, called),
+                "balanced_accuracy": balanced_accuracy(gold, called) if top else None,
+            }
+        )
+    return out
 
 
 def _tokens(text: str) -> list[tuple[int, int]]:

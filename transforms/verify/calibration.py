@@ -22,19 +22,28 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import AttributionVerdict, SentenceVerdict
+from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
+from transforms.verify.base import VerificationResult, Verifier
 
-__all__ = ["FORMAT", "Calibration", "StageCalibration", "calibrated_verdict", "grounded_score"]
+__all__ = [
+    "FORMAT",
+    "Calibration",
+    "CalibratedVerifier",
+    "StageCalibration",
+    "calibrated_verdict",
+    "grounded_score",
+]
 
 FORMAT = "groundwatch-calibration/1"
 
 
 def grounded_score(verdict: SentenceVerdict) -> float:
     """A verifier's belief that the sentence is fully grounded: its confidence if it said so, else the complement."""
-    if verdict.attribution_verdict == AttributionVerdict.FULLY_GROUNDED:
+    if verdict.attribution_verdict == AttributionVerdict.fully_grounded:
         return verdict.confidence
     return 1.0 - verdict.confidence
 
@@ -43,7 +52,7 @@ def calibrated_verdict(verdict: SentenceVerdict, stage: StageCalibration) -> Sen
     """The verdict with its confidence calibrated: P(fully grounded) for a fully grounded verdict, else its
     complement, so `confidence` keeps meaning "how sure of this verdict" and the threshold reads it as before."""
     p = stage.probability(grounded_score(verdict))
-    confidence = p if verdict.attribution_verdict == AttributionVerdict.FULLY_GROUNDED else 1.0 - p
+    confidence = p if verdict.attribution_verdict == AttributionVerdict.fully_grounded else 1.0 - p
     return verdict.model_copy(update={"confidence": round(confidence, 6)})
 
 
@@ -142,3 +151,21 @@ class Calibration:
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"calibration file {path} is invalid: {e}") from None
+
+
+class CalibratedVerifier(Verifier):
+    """A one-stage verifier whose confidences go through a stage's calibration map (`calibrated_verdict`).
+
+    Its name and version are the wrapped verifier's: the lake tells calibrated rows apart by
+    `calibration_sha256`, the digest of the file the map came from.
+    """
+
+    def __init__(self, inner: Verifier, stage: StageCalibration, *, calibration_sha256: str):
+        self._inner, self._stage = inner, stage
+        self.name, self.version = inner.name, inner.version
+        self.calibration_sha256 = calibration_sha256
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
+        result = self._inner.verify(sentences, evidence)
+        verdicts = tuple(calibrated_verdict(v, self._stage) for v in result.verdicts)
+        return VerificationResult(verdicts, result.decided_by, result.judge_status, result.judge_calls)

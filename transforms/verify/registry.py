@@ -1,6 +1,7 @@
 """Build a verifier by name: the `--verifier` flag's registry.
 
     verifier = make_verifier("heuristic", threshold=0.7)
+    verifier = make_verifier("heuristic", calibration=Calibration.load("cal.json"))  # calibrated confidence
 
 Each entry names a factory as `"module:attribute"` and is imported only when
 used, so the offline default never imports an HTTP client. A module that adds
@@ -12,8 +13,12 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from transforms.verify.base import Verifier
+
+if TYPE_CHECKING:
+    from transforms.verify.calibration import Calibration
 
 __all__ = ["VERIFIERS", "available_verifiers", "make_verifier", "register_verifier"]
 
@@ -41,10 +46,13 @@ def _resolve(factory: str | Callable[..., Verifier]) -> Callable[..., Verifier]:
     return getattr(importlib.import_module(module_name), attribute)
 
 
-def make_verifier(name: str, **config) -> Verifier:
+def make_verifier(name: str, *, calibration: Calibration | None = None, **config) -> Verifier:
     """A new verifier called `name`; `config` keys the factory does not accept are ignored.
 
     Pipelines pass the same config to every verifier (e.g. `threshold`); each takes what it understands.
+    `calibration` (a calibration file): a factory that takes a `calibration` parameter gets it (a cascade
+    calibrates each of its stages); the heuristic is wrapped so its confidence is mapped by the file's
+    "heuristic" stage; any other verifier cannot use one, which is an error rather than a silent no-op.
     """
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r}; choose one of: {', '.join(available_verifiers())}")
@@ -53,9 +61,24 @@ def make_verifier(name: str, **config) -> Verifier:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         params = {}
+    takes_calibration = "calibration" in params
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         config = {k: v for k, v in config.items() if k in params}
+    if calibration is not None and takes_calibration:
+        config["calibration"] = calibration
     verifier = factory(**config)
     if not isinstance(verifier, Verifier):
         raise TypeError(f"verifier factory for {name!r} returned {type(verifier).__name__}, not a Verifier")
-    return verifier
+    if calibration is None or takes_calibration:
+        return verifier
+    return _calibrated(name, verifier, calibration)
+
+
+def _calibrated(name: str, verifier: Verifier, calibration: Calibration) -> Verifier:
+    from transforms.verify.calibration import CalibratedVerifier
+
+    stage = calibration.stage(name) if name == "heuristic" else None
+    if stage is None:
+        have = ", ".join(sorted(calibration.stages)) or "none"
+        raise ValueError(f"verifier {name!r} cannot use this calibration file (its stages: {have})")
+    return CalibratedVerifier(verifier, stage, calibration_sha256=calibration.digest)

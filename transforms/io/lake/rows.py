@@ -67,6 +67,7 @@ def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
         low_confidence_claim_rate=claims.low_confidence_claim_rate if claims is not None else None,
         verifier=a.verifier,
         verifier_version=a.verifier_version,
+        calibration_sha256=a.calibration_sha256,
         decided_by=a.decided_by,
         needs_review=a.review.needs_review if a.review else False,
         review_reasons=a.review.reasons if a.review else [],

@@ -1,0 +1,322 @@
+"""Fit a calibration file from labelled data, and measure it honestly with grouped cross-validation.
+
+    groups = document_groups(records)                      # no evidence passage in two groups
+    stage, oof = fit_stage(scores, positive, groups, target=0.9, folds=5)
+    cv = cross_validate(scores, positive, groups, target=0.9, folds=5)
+    figures = stage_figures(scores, positive, sources, cv)  # ECE, reliability, risk-coverage, per source
+
+The map is an isotonic regression (pool-adjacent-violators) from a stage's raw grounded score to the observed
+rate of "fully grounded". Isotonic rather than Platt: the heuristic's score is not a logit of anything (it
+clusters on a few values set by its rules, and its reliability curve is not an S), so a two-parameter sigmoid
+leaves a systematic gap where isotonic follows the curve; isotonic needs only monotonicity, which is what the
+rest of the system assumes of a score. Its cost is variance on small sets, which the cross-validated figures
+show rather than hide.
+
+The escalation band is chosen on out-of-fold probabilities (each record's probability from a map fitted without
+its fold), not on the map's in-sample output, which is fitted to those very labels and looks surer than it is.
+The figures `cross_validate` gives are those of the whole procedure (map and band) fitted on k-1 folds and
+applied to the held-out fold, pooled over the folds; the band inside each outer fold comes from an inner
+grouped cross-validation of its training part.
+
+Folds are grouped by source document: records whose evidence shares a passage (same text up to whitespace)
+are one group, transitively, so no passage is seen in training and in the held-out fold (FaithBench and
+SummEdits have several sentences per source document; Factcheck-GPT claims of one response share passages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from transforms.evaluation.metrics import (
+    balanced_accuracy,
+    expected_calibration_error,
+    reliability_bins,
+    risk_coverage,
+)
+from transforms.verify.calibration import Calibration, StageCalibration
+
+STAGES_OF = {"heuristic": ("heuristic",), "model": ("model",), "cascade": ("heuristic", "model")}
+"""The stages a calibration file fitted for a verifier holds, each scored by the verifier of the same name on
+every record. The extension point for a new stage: add it here and register a verifier of that name. The last
+stage of a cascade (the judge) decides whatever reaches it, so it needs no band and has no entry."""
+
+__all__ = [
+    "STAGES_OF",
+    "CrossValidation",
+    "choose_band",
+    "cross_validate",
+    "document_groups",
+    "fit_calibration",
+    "fit_stage",
+    "grouped_folds",
+    "isotonic_fit",
+    "out_of_fold",
+    "stage_figures",
+]
+
+
+def isotonic_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The least-squares non-decreasing fit of ys on xs (pool adjacent violators), as the knots of
+    `StageCalibration`: each pooled block is flat from its smallest to its largest x, linear between blocks."""
+    if not xs or len(xs) != len(ys):
+        raise ValueError("an isotonic fit needs as many labels as scores, at least one")
+    tied: dict[float, list[float]] = {}  # one value per score: equal scores are pooled before anything else
+    for x, y in zip(xs, ys, strict=True):
+        point = tied.setdefault(x, [0.0, 0])
+        point[0] += y
+        point[1] += 1
+    blocks: list[list[float]] = []  # [sum of y, count, smallest x, largest x]
+    for x in sorted(tied):
+        blocks.append([tied[x][0], tied[x][1], x, x])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            total, count, _, hi = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+            blocks[-1][3] = hi
+    knots_x, knots_y = [], []
+    for total, count, lo, hi in blocks:
+        mean = round(total / count, 6)
+        for x in (lo, hi) if hi > lo else (lo,):
+            knots_x.append(x)
+            knots_y.append(mean)
+    return tuple(knots_x), tuple(knots_y)
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def document_groups(records: Sequence) -> list[str]:
+    """A group key per record (the id of its group's first record): records sharing an evidence passage,
+    directly or through others, share a group. Records are anything with `.id` and `.evidence` passages."""
+    parent = list(range(len(records)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, rec in enumerate(records):
+        for passage in rec.evidence:
+            key = hashlib.sha256(_normalized(passage.content).encode("utf-8")).hexdigest()
+            if key in owner:
+                a, b = root(i), root(owner[key])
+                parent[max(a, b)] = min(a, b)  # the earlier record stays the root: keys follow file order
+            else:
+                owner[key] = i
+    return [str(records[root(i)].id) for i in range(len(records))]
+
+
+def grouped_folds(groups: Sequence[str], folds: int) -> list[int]:
+    """A fold index per record, every group in one fold: the largest groups first, each to the fold with the
+    fewest records so far (ties by a hash of the group key), so folds are even and the split is deterministic."""
+    if folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, got {folds}")
+    sizes: dict[str, int] = {}
+    for g in groups:
+        sizes[g] = sizes.get(g, 0) + 1
+    if len(sizes) < folds:
+        raise ValueError(f"{len(sizes)} document groups cannot fill {folds} folds")
+    load = [0] * folds
+    fold_of: dict[str, int] = {}
+    for g in sorted(sizes, key=lambda g: (-sizes[g], hashlib.sha256(g.encode("utf-8")).hexdigest())):
+        fold = min(range(folds), key=lambda f: (load[f], f))
+        fold_of[g] = fold
+        load[fold] += sizes[g]
+    return [fold_of[g] for g in groups]
+
+
+def choose_band(probabilities: Sequence[float], positive: Sequence[bool], target: float) -> tuple[float, float] | None:
+    """The band [low, high] of calibrated probability to escalate so that the sentences outside it reach
+    `target` binary accuracy (call: p >= 0.5), escalating as few as possible (then the narrowest band).
+
+    None when every sentence already reaches the target; (0, 1) when no band does (escalate everything).
+    Band edges lie midway between the probabilities seen, so an unseen probability goes where its neighbours do.
+    """
+    correct = [(p >= 0.5) == y for p, y in zip(probabilities, positive, strict=True)]
+    if not correct or sum(correct) >= target * len(correct):
+        return None
+    values = sorted(set(probabilities))
+    n_at = {v: 0 for v in values}
+    ok_at = {v: 0 for v in values}
+    for p, c in zip(probabilities, correct, strict=True):
+        n_at[p] += 1
+        ok_at[p] += c
+    below_n, below_ok = [0], [0]  # counts strictly below values[i]
+    for v in values:
+        below_n.append(below_n[-1] + n_at[v])
+        below_ok.append(below_ok[-1] + ok_at[v])
+    total_n, total_ok = below_n[-1], below_ok[-1]
+    best: tuple[int, float, int, int] | None = None
+    for i in range(len(values)):
+        for j in range(i, len(values)):
+            decided = below_n[i] + total_n - below_n[j + 1]
+            right = below_ok[i] + total_ok - below_ok[j + 1]
+            if decided and right >= target * decided:
+                key = (decided, -(values[j] - values[i]), i, j)
+                if best is None or key[:2] > best[:2]:
+                    best = key
+    if best is None:
+        return (0.0, 1.0)
+    _, _, i, j = best
+    low = 0.0 if i == 0 else round((values[i - 1] + values[i]) / 2, 6)
+    high = 1.0 if j == len(values) - 1 else round((values[j] + values[j + 1]) / 2, 6)
+    return (low, high)
+
+
+def _subset(values: Sequence, indexes: Sequence[int]) -> list:
+    return [values[i] for i in indexes]
+
+
+def out_of_fold(
+    scores: Sequence[float], positive: Sequence[bool], groups: Sequence[str], folds: int
+) -> tuple[list[float], list[int]]:
+    """Each record's calibrated probability from an isotonic map fitted on the other folds, and its fold.
+    Uses min(folds, number of groups) folds."""
+    k = min(folds, len(set(groups)))
+    fold = grouped_folds(groups, k)
+    probabilities = [0.0] * len(scores)
+    for f in range(k):
+        train = [i for i in range(len(scores)) if fold[i] != f]
+        knots = isotonic_fit(_subset(scores, train), [float(y) for y in _subset(positive, train)])
+        stage = StageCalibration(*knots)
+        for i in range(len(scores)):
+            if fold[i] == f:
+                probabilities[i] = stage.probability(scores[i])
+    return probabilities, fold
+
+
+def fit_stage(
+    scores: Sequence[float], positive: Sequence[bool], groups: Sequence[str], *, target: float, folds: int
+) -> tuple[StageCalibration, list[float]]:
+    """A stage's calibration fitted on all the records given: the isotonic map, and the band chosen on their
+    out-of-fold probabilities (in-sample ones when there are fewer than two groups). Returns it with them."""
+    knots = isotonic_fit(list(scores), [float(y) for y in positive])
+    if len(set(groups)) >= 2:
+        probabilities, _ = out_of_fold(scores, positive, groups, folds)
+    else:
+        probabilities = [StageCalibration(*knots).probability(s) for s in scores]
+    return StageCalibration(*knots, escalate=choose_band(probabilities, positive, target)), probabilities
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """Held-out results of the whole fitting procedure, one entry per record, pooled over the folds."""
+
+    folds: int
+    fold: tuple[int, ...]
+    probability: tuple[float, ...]
+    """The record's calibrated probability from the map fitted without its fold."""
+    escalated: tuple[bool, ...]
+    """Whether the band fitted without its fold sends the record to the next stage."""
+    bands: tuple[tuple[float, float] | None, ...]
+    """The band each fold's training part chose."""
+
+
+def cross_validate(
+    scores: Sequence[float], positive: Sequence[bool], groups: Sequence[str], *, target: float, folds: int
+) -> CrossValidation:
+    """Fit map and band on k-1 folds (`fit_stage`, its band from an inner grouped CV), apply to the held-out
+    fold; k = min(folds, number of groups), at least 2."""
+    k = min(folds, len(set(groups)))
+    fold = grouped_folds(groups, k)
+    probability, escalated, bands = [0.0] * len(scores), [False] * len(scores), []
+    for f in range(k):
+        train = [i for i in range(len(scores)) if fold[i] != f]
+        stage, _ = fit_stage(
+            _subset(scores, train), _subset(positive, train), _subset(groups, train), target=target, folds=folds
+        )
+        bands.append(stage.escalate)
+        for i in range(len(scores)):
+            if fold[i] == f:
+                probability[i] = stage.probability(scores[i])
+                escalated[i] = stage.escalates(probability[i])
+    return CrossValidation(k, tuple(fold), tuple(probability), tuple(escalated), tuple(bands))
+
+
+def _slice_figures(scores, positive, probability, escalated) -> dict:
+    raw_bins = reliability_bins(positive, scores)
+    cal_bins = reliability_bins(positive, probability)
+    # Equal calibrated probabilities are ordered by the raw score in the direction of the call.
+    tiebreak = [s if p >= 0.5 else 1.0 - s for s, p in zip(scores, probability, strict=True)]
+    decided = [i for i, e in enumerate(escalated) if not e]
+    gold = [positive[i] for i in decided]
+    called = [probability[i] >= 0.5 for i in decided]
+    return {
+        "n": len(scores),
+        "ece_raw": expected_calibration_error(raw_bins),
+        "ece_calibrated": expected_calibration_error(cal_bins),
+        "reliability_raw": raw_bins,
+        "reliability_calibrated": cal_bins,
+        "risk_coverage_raw": risk_coverage(positive, scores),
+        "risk_coverage_calibrated": risk_coverage(positive, probability, tiebreak=tiebreak),
+        "decided": len(decided),
+        "escalated_share": (len(scores) - len(decided)) / len(scores) if scores else None,
+        "decided_accuracy": sum(g == c for g, c in zip(gold, called, strict=True)) / len(gold) if gold else None,
+        "decided_balanced_accuracy": balanced_accuracy(gold, called) if gold else None,
+    }
+
+
+def stage_figures(
+    scores: Sequence[float], positive: Sequence[bool], sources: Sequence[str], cv: CrossValidation
+) -> dict:
+    """ECE before and after (held-out), the reliability and risk-coverage tables, the share escalated and the
+    accuracy of the decided part, overall and per source (one map for all sources, sliced afterwards)."""
+
+    def block(indexes: list[int]) -> dict:
+        return _slice_figures(
+            _subset(scores, indexes),
+            _subset(positive, indexes),
+            _subset(cv.probability, indexes),
+            _subset(cv.escalated, indexes),
+        )
+
+    every = list(range(len(scores)))
+    per_source = {s: [i for i in every if sources[i] == s] for s in sorted(set(sources))}
+    return {
+        "folds": cv.folds,
+        "fold_bands": [list(b) if b else None for b in cv.bands],
+        "overall": block(every),
+        "per_source": {s: block(idx) for s, idx in per_source.items()},
+    }
+
+
+def fit_calibration(
+    scores: dict[str, Sequence[float]],
+    positive: Sequence[bool],
+    sources: Sequence[str],
+    groups: Sequence[str],
+    *,
+    stages: Sequence[str],
+    target: float,
+    folds: int,
+    fitted_on: dict,
+) -> tuple[Calibration, dict]:
+    """Per named score (a verifier's, a stage's): its band fitted on all records and its cross-validated
+    figures; and the calibration file of the `stages` among them, its `fitted_on` saying on what."""
+    report, fitted = {}, {}
+    for name, values in scores.items():
+        stage, _ = fit_stage(values, positive, groups, target=target, folds=folds)
+        cv = cross_validate(values, positive, groups, target=target, folds=folds)
+        report[name] = {"band": stage.escalate, "figures": stage_figures(values, positive, sources, cv)}
+        if name in stages:
+            fitted[name] = stage
+    keys = ("ece_raw", "ece_calibrated", "escalated_share", "decided_accuracy", "decided_balanced_accuracy")
+    info = {
+        **fitted_on,
+        "records": len(positive),
+        "sources": {s: list(sources).count(s) for s in sorted(set(sources))},
+        "document_groups": len(set(groups)),
+        "folds": min(folds, len(set(groups))),
+        "grouping": "records sharing an evidence passage (whitespace-normalized) are one group, transitively",
+        "map": "isotonic (pool adjacent violators)",
+        "cross_validated": {
+            name: {"band": report[name]["band"], **{k: report[name]["figures"]["overall"][k] for k in keys}}
+            for name in fitted
+        },
+    }
+    return Calibration(fitted, target, info), report
