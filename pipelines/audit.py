@@ -4,6 +4,9 @@
         [--sample-rate 1.0] [--window-seconds 60] [--confidence-threshold 0.7] [--verifier heuristic] \\
         [any Beam option, e.g. --runner=PrismRunner --direct_num_workers=2]
 
+Each flag also takes its underscored spelling (`--sample_rate`, as Beam's options are spelled); a flag neither
+this command nor Beam knows is refused with the closest one named (`pipelines.options.flags`).
+
 Every message read is accounted for: audited, sampled out, or dead-lettered
 (malformed, invalid, duplicate, or failed in a stage). The run prints the four
 counts, from Beam's metrics, and fails if they do not add up. It runs on
@@ -38,7 +41,7 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 
 from pipelines.metrics import recompute_window_metrics, windows_across_passes
 from pipelines.options.audit import AUDIT_FLAGS, AuditOptions, validate_options
-from pipelines.options.flags import OneSpellingHelpFormatter, add_flags, flags_argv
+from pipelines.options.flags import add_flags, flags_argv
 from pipelines.options.judge import add_judge_arguments, apply_judge_reports, judge_argv, judge_verifier_config
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.runner.passes import JsonlPlan, plan_jsonl_passes, read_ranges
@@ -337,7 +340,7 @@ _CLI_FLAGS = [flag for flag in AUDIT_FLAGS if flag.name != "allowed-lateness-sec
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch audit` flags; anything else is passed to Beam as a pipeline option."""
-    parser.formatter_class, parser.allow_abbrev = OneSpellingHelpFormatter, False
+    parser.allow_abbrev = False  # as Beam's parser: a prefix of a flag is not that flag
     add_flags(parser, _CLI_FLAGS)
     add_judge_arguments(parser)
 

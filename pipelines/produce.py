@@ -26,7 +26,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipelines.options.flags import add_flags, flags_argv
-from pipelines.options.monitor import CONNECTION_FLAGS, MonitorOptions, connection_from_options
+from pipelines.options.monitor import (
+    BOOTSTRAP_FLAG,
+    CONNECTION_FLAGS,
+    MonitorOptions,
+    add_kafka_security_arguments,
+    connection_from_options,
+)
 from pipelines.traffic.synthetic import generate_responses, malformed_lines
 from transforms.ingest.parse import ParseError, parse_message
 from transforms.io.kafka.client import producer as kafka_producer
@@ -98,7 +104,7 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch produce` flags."""
-    add_flags(parser, CONNECTION_FLAGS[:1])
+    add_flags(parser, [BOOTSTRAP_FLAG])
     parser.add_argument("--topic", default="rag.responses", help="Topic to publish to. Default %(default)s.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", help="JSONL file: one message per line, sent as is.")
@@ -109,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=7, help="Generator seed. Default %(default)s.")
     parser.add_argument("--scenario", default="mixed", help="Generator scenario. Default %(default)s.")
     parser.add_argument("--start", help="Event time of the first generated response (ISO 8601). Default now.")
-    add_flags(parser, CONNECTION_FLAGS[1:], title="Kafka security")
+    add_kafka_security_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:

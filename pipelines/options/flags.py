@@ -97,7 +97,10 @@ def _kwargs(flag: Flag, default: Any) -> dict[str, Any]:
 
 
 def add_flags(parser, flags: Iterable[Flag], *, title: str | None = None) -> None:
-    """The command-line flags of `flags` (attributes named `Flag.attr`), in a group titled `title` if given."""
+    """The command-line flags of `flags` (attributes named `Flag.attr`), in a group titled `title` if given.
+    The parser's help then shows one spelling of each (`OneSpellingHelpFormatter`)."""
+    if getattr(parser, "formatter_class", None) is argparse.HelpFormatter:
+        parser.formatter_class = OneSpellingHelpFormatter
     target = parser.add_argument_group(title) if title else parser
     for flag in flags:
         default = flag.default if flag.cli_default is _SAME else flag.cli_default
@@ -135,11 +138,8 @@ class OneSpellingHelpFormatter(argparse.HelpFormatter):
     """Help that shows a flag's dashed spelling only (`--sample-rate`, not also `--sample_rate`)."""
 
     def _format_action_invocation(self, action):
-        dashed = [
-            s
-            for s in action.option_strings
-            if s.replace("_", "-") == s or s.replace("_", "-") not in action.option_strings
-        ]
+        strings = action.option_strings
+        dashed = [s for s in strings if "_" not in s or s.replace("_", "-") not in strings]
         if dashed != action.option_strings:
             action = copy.copy(action)
             action.option_strings = dashed
@@ -160,11 +160,11 @@ def refuse_unknown_args(extra: Sequence[str], own: Sequence[str]) -> str | None:
     if not extra:
         return None
     parser = _beam_parser()
-    failure: list[str] = []
-    parser.error = failure.append  # a bad value of a Beam option: say it, do not exit from inside argparse
-    known, unknown = parser.parse_known_args(list(extra))
-    if failure:
-        return failure[0]
+    parser.exit_on_error = False  # a bad value of a Beam option is said in one line, not with Beam's usage
+    try:
+        known, unknown = parser.parse_known_args(list(extra))
+    except argparse.ArgumentError as e:
+        return str(e)
     if not unknown:
         return None
     beam_options = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]

@@ -19,7 +19,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines.options.audit import AUDIT_FLAGS
 from pipelines.options.flags import (
     Flag,
-    OneSpellingHelpFormatter,
     add_flags,
     add_pipeline_options,
     flags_argv,
@@ -30,6 +29,7 @@ from transforms.io.kafka.client import START_FROM
 from transforms.io.kafka.partitions import DISCOVERY_INTERVAL_SECONDS
 
 __all__ = [
+    "BOOTSTRAP_FLAG",
     "CONNECTION_FLAGS",
     "DEFAULT_PRISM",
     "KAFKA_FLAGS",
@@ -48,7 +48,7 @@ STREAM_ALLOWED_LATENESS_SECONDS = 3600
 
 # Beam's own options already use the names bootstrap_servers, topic and group_id: the pipeline options carry a
 # kafka_ prefix.
-_BOOTSTRAP = Flag(
+BOOTSTRAP_FLAG = Flag(
     "bootstrap-servers",
     "Kafka bootstrap servers, host:port[,host:port].",
     option="kafka_bootstrap_servers",
@@ -62,7 +62,7 @@ SECURITY_FLAGS: list[Flag] = [
     Flag("ssl-certfile", "Client certificate (PEM) for mutual TLS."),
     Flag("ssl-keyfile", "Client key (PEM); its password only from $GROUNDWATCH_KAFKA_SSL_PASSWORD."),
 ]
-CONNECTION_FLAGS: list[Flag] = [_BOOTSTRAP, *SECURITY_FLAGS]
+CONNECTION_FLAGS: list[Flag] = [BOOTSTRAP_FLAG, *SECURITY_FLAGS]
 """How to reach the cluster (shared by monitor and produce); passwords only from the environment."""
 
 KAFKA_FLAGS: list[Flag] = [
@@ -99,7 +99,7 @@ _PRISM = Flag(
 )
 
 _CLI_FLAGS: list[Flag] = [
-    _BOOTSTRAP,
+    BOOTSTRAP_FLAG,
     *KAFKA_FLAGS,
     *with_cli_defaults(
         [f for f in AUDIT_FLAGS if f.name != "input"], allowed_lateness_seconds=STREAM_ALLOWED_LATENESS_SECONDS
@@ -156,7 +156,7 @@ def add_kafka_security_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch monitor` flags; anything else is passed to Beam as a pipeline option."""
-    parser.formatter_class, parser.allow_abbrev = OneSpellingHelpFormatter, False
+    parser.allow_abbrev = False  # as Beam's parser: a prefix of a flag is not that flag
     add_flags(parser, [f for f in _CLI_FLAGS if f not in SECURITY_FLAGS])
     add_kafka_security_arguments(parser)
     add_judge_arguments(parser)
