@@ -5,6 +5,9 @@
         [--calibration cal.json] \\
         [any Beam option, e.g. --runner=PrismRunner --direct_num_workers=2]
 
+Each flag also takes its underscored spelling (`--sample_rate`, as Beam's options are spelled); a flag neither
+this command nor Beam knows is refused with the closest one named (`pipelines.options.flags`).
+
 Every message read is accounted for: audited, sampled out, or dead-lettered
 (malformed, invalid, duplicate, or failed in a stage). The run prints the four
 counts, from Beam's metrics, and fails if they do not add up. It runs on
@@ -41,15 +44,11 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from pipelines.metrics import recompute_window_metrics, windows_across_passes
-from pipelines.options.judge import (
-    add_judge_arguments,
-    add_judge_pipeline_options,
-    apply_judge_reports,
-    judge_argv,
-    judge_verifier_config,
-)
+from pipelines.options.audit import AUDIT_FLAGS, AuditOptions, load_calibration, validate_options
+from pipelines.options.flags import add_flags, flags_argv
+from pipelines.options.judge import add_judge_arguments, apply_judge_reports, judge_argv, judge_verifier_config
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
-from pipelines.runner.passes import MAX_RECORDS_PER_RUN, JsonlPlan, plan_jsonl_passes, read_ranges
+from pipelines.runner.passes import JsonlPlan, plan_jsonl_passes, read_ranges
 from pipelines.runner.worker_pool import separate_environment
 from schemas.base import utc_now
 from transforms.attribution.citations import AuditCitationsStep
@@ -62,15 +61,12 @@ from transforms.ingest.parse import (
     ParseResponses,
 )
 from transforms.ingest.sample import SampleResponses
-from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS, LatePanesJoinOpenWindows, WindowByEventTime
+from transforms.ingest.windows import LatePanesJoinOpenWindows, WindowByEventTime
 from transforms.io.jsonl import ReadJsonlMessages
 from transforms.io.lake.cleanup import remove_stale_temporaries
 from transforms.io.lake.rows import row_dict, to_lake_rows
 from transforms.io.lake.writer import WriteAuditLake
 from transforms.monitoring.window_metrics import WindowMetrics
-from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
-from transforms.verify.calibration import Calibration
-from transforms.verify.registry import available_verifiers
 
 __all__ = [
     "ACCEPTS_PIPELINE_ARGS",
@@ -86,6 +82,7 @@ __all__ = [
     "run",
     "run_checked",
     "use_workers",
+    "validate_options",
     "where_it_runs",
 ]
 
@@ -93,58 +90,6 @@ ACCEPTS_PIPELINE_ARGS = True
 DEFAULT_RUNNER = "FnApiRunner"
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
 """The local runners: the FnApiRunner, and the DirectRunner (which picks the FnApiRunner or Prism by itself)."""
-
-
-class AuditOptions(PipelineOptions):
-    """Options of the audit pipeline (`groundwatch audit` spells them with dashes: --sample-rate)."""
-
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        parser.add_argument("--input", help="JSONL file or glob of logged responses (one JSON object per line).")
-        parser.add_argument("--lake", help="Audit lake folder; Parquet files go under <lake>/<table>/date=/hour=/.")
-        parser.add_argument(
-            "--sample_rate",
-            type=float,
-            default=1.0,
-            help="Fraction in [0, 1] of responses audited, by a hash of response_id; high risk always. Default 1.0.",
-        )
-        parser.add_argument(
-            "--window_seconds",
-            type=int,
-            default=DEFAULT_WINDOW_SECONDS,
-            help=f"Fixed event-time window size in seconds. Default {DEFAULT_WINDOW_SECONDS}.",
-        )
-        parser.add_argument(
-            "--allowed_lateness_seconds",
-            type=int,
-            default=0,
-            help="How long after a window closes its late responses are still audited (streaming). Default 0.",
-        )
-        parser.add_argument(
-            "--confidence_threshold",
-            type=float,
-            default=DEFAULT_CONFIDENCE_THRESHOLD,
-            help=f"Sentences under this confidence are flagged for review. Default {DEFAULT_CONFIDENCE_THRESHOLD}.",
-        )
-        parser.add_argument(
-            "--verifier",
-            default="heuristic",
-            help=f"Sentence verifier: one of {', '.join(available_verifiers())}. Default heuristic.",
-        )
-        parser.add_argument(
-            "--calibration",
-            default="",
-            help="Calibration file (`groundwatch calibrate --fit`): confidences are calibrated by it and its "
-            "SHA-256 goes to the lake. Default none.",
-        )
-        parser.add_argument(
-            "--max_records_per_run",
-            type=int,
-            default=MAX_RECORDS_PER_RUN,
-            help="On the local runner, a large input (a JSONL audit, a Kafka catch-up) is read in passes of at "
-            f"most this many messages, each a run of its own (bounds memory). Default {MAX_RECORDS_PER_RUN}.",
-        )
-        add_judge_pipeline_options(parser)
 
 
 def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
@@ -267,40 +212,6 @@ def _lane_of(parsed, lanes: int) -> int:
 
 def _audit_time(audited) -> datetime:
     return audited.audited_at or utc_now()
-
-
-def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
-    """Raise ValueError naming the flag when an option is unusable."""
-    if need_input:
-        if not opts.input:
-            raise ValueError("--input is required: a JSONL file or glob of logged responses")
-        if "://" not in opts.input and not glob.glob(opts.input):
-            raise ValueError(f"--input {opts.input!r} matches no file")
-    if not opts.lake:
-        raise ValueError("--lake is required: the folder of the audit lake")
-    if not 0.0 <= opts.sample_rate <= 1.0:
-        raise ValueError(f"--sample-rate must be in [0, 1], got {opts.sample_rate}")
-    if opts.window_seconds <= 0:
-        raise ValueError(f"--window-seconds must be a positive integer, got {opts.window_seconds}")
-    if not 0.0 <= opts.confidence_threshold <= 1.0:
-        raise ValueError(f"--confidence-threshold must be in [0, 1], got {opts.confidence_threshold}")
-    if opts.max_records_per_run < 1:
-        raise ValueError(f"--max-records-per-run must be >= 1, got {opts.max_records_per_run}")
-    if opts.verifier not in available_verifiers():
-        raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
-    if opts.calibration:
-        load_calibration(opts)
-
-
-def load_calibration(opts: AuditOptions) -> Calibration:
-    """The `--calibration` file, checked against the verifier; ValueError naming the flag when unusable."""
-    try:
-        calibration = Calibration.load(opts.calibration)
-    except ValueError as e:
-        raise ValueError(f"--calibration: {e}") from None
-    if opts.verifier == "heuristic" and calibration.stage("heuristic") is None:
-        raise ValueError(f"--calibration {opts.calibration} has no 'heuristic' stage for --verifier heuristic")
-    return calibration
 
 
 def pipeline_options(argv: list[str]) -> PipelineOptions:
@@ -443,60 +354,20 @@ def _audit_by_plan(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str
     return sum_counts(passes)
 
 
-_FLAGS = (
-    "input",
-    "lake",
-    "sample-rate",
-    "window-seconds",
-    "confidence-threshold",
-    "verifier",
-    "calibration",
-    "max-records-per-run",
-)
+_CLI_FLAGS = [flag for flag in AUDIT_FLAGS if flag.name != "allowed-lateness-seconds"]
+"""The `groundwatch audit` flags but the judge's: a bounded run has no late data."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch audit` flags; anything else is passed to Beam as a pipeline option."""
-    parser.add_argument(
-        "--input",
-        required=True,
-        help="JSONL file or glob of logged responses (.gz and other compressions by extension).",
-    )
-    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
-    parser.add_argument(
-        "--sample-rate",
-        type=float,
-        default=1.0,
-        help="Fraction in [0, 1] audited, by a hash of response_id; high risk always. Default 1.0.",
-    )
-    parser.add_argument(
-        "--window-seconds",
-        type=int,
-        default=DEFAULT_WINDOW_SECONDS,
-        help="Fixed event-time window size in seconds. Default 60.",
-    )
-    parser.add_argument(
-        "--confidence-threshold",
-        type=float,
-        default=DEFAULT_CONFIDENCE_THRESHOLD,
-        help="Sentences with a lower confidence are flagged and reviewed; in [0, 1]. Default 0.7.",
-    )
-    parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
-    parser.add_argument("--calibration", default="", help="Calibration file from `groundwatch calibrate --fit`.")
-    parser.add_argument(
-        "--max-records-per-run",
-        type=int,
-        default=MAX_RECORDS_PER_RUN,
-        help="A larger input is audited in passes of at most this many lines, each a run of its own "
-        f"(bounds memory on the local runner). Default {MAX_RECORDS_PER_RUN}.",
-    )
+    parser.allow_abbrev = False  # as Beam's parser: a prefix of a flag is not that flag
+    add_flags(parser, _CLI_FLAGS)
     add_judge_arguments(parser)
 
 
 def to_argv(args: argparse.Namespace) -> list[str]:
     """The pipeline argv for parsed CLI arguments plus the Beam options passed through."""
-    argv = [f"--{flag.replace('-', '_')}={getattr(args, flag.replace('-', '_'))}" for flag in _FLAGS]
-    return argv + judge_argv(args) + list(getattr(args, "extra_args", []) or [])
+    return flags_argv(args, _CLI_FLAGS) + judge_argv(args) + list(getattr(args, "extra_args", []) or [])
 
 
 def exit_code(command: str, run_pipeline: Callable[[list[str]], AuditCounts | None], argv: list[str]) -> int:

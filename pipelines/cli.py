@@ -4,13 +4,16 @@ Each command module exposes `add_arguments(parser)` and `main(args) -> int`;
 it is imported only when its command runs, so `groundwatch query` does not pay
 for Beam and `groundwatch --help` is instant. Exit codes: 0 success, 1 a check
 failed (a drift test or an alert fired, when asked to fail on it), 2 bad usage
-or bad input.
+or bad input. Arguments a command does not declare pass to Beam if the command runs a pipeline
+(`ACCEPTS_PIPELINE_ARGS`) and Beam knows them as pipeline options; any other is refused, with the closest
+flag named (`--windw-seconds`: did you mean --window-seconds?).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from datetime import UTC, datetime
 
@@ -40,25 +43,50 @@ def iso_time(text: str) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _parser(command: str | None) -> argparse.ArgumentParser:
+def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser, and the flags of `command` (its parser is the only one with flags)."""
     parser = argparse.ArgumentParser(prog="groundwatch", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    flags: list[str] = []
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == command:
             importlib.import_module(module_name).add_arguments(command_parser)
-    return parser
+            flags = [s for action in command_parser._actions for s in action.option_strings]
+    return parser, flags
+
+
+class _DropApitoolsNotice(logging.Filter):
+    """Beam's BigQuery client logs "apitools not found" on the root logger when imported without the GCP extras,
+    in every command; it says nothing about what groundwatch does. Only that message is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and str(record.msg).startswith("apitools not found"))
+
+
+def _quiet_beam_imports() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _DropApitoolsNotice) for f in root.filters):
+        root.addFilter(_DropApitoolsNotice())
 
 
 def main(argv: list[str] | None = None) -> int:
+    _quiet_beam_imports()  # before a command module imports Beam
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    args, extra = _parser(command if command in COMMANDS else None).parse_known_args(argv)
+    parser, flags = _parser(command if command in COMMANDS else None)
+    args, extra = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
     args.extra_args = extra  # Beam runner options pass through to the pipelines that take them
     if extra and not getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
         print(f"groundwatch {args.command}: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
         return 2
+    if extra:
+        from pipelines.options.flags import refuse_unknown_args
+
+        if reason := refuse_unknown_args(extra, flags):
+            print(f"groundwatch {args.command}: {reason}", file=sys.stderr)
+            return 2
     return module.main(args)
 
 

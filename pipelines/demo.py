@@ -18,6 +18,7 @@ import sys
 from importlib import resources
 
 from pipelines.audit import run
+from pipelines.options.flags import DEFAULT_LAKE
 from pipelines.query import QueryError, format_rows, run_query
 from pipelines.runner.counts import AuditCounts
 
@@ -61,7 +62,7 @@ def summarize(lake: str, counts: AuditCounts | None = None) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    parser.add_argument("--lake", default=DEFAULT_LAKE, help="Audit lake folder. Default %(default)s.")
 
 
 def main(args: argparse.Namespace) -> int:

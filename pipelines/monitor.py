@@ -39,7 +39,14 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, PortableOptions, StandardOptions
 
 import pipelines.audit as audit
-from pipelines.options.monitor import MonitorOptions, add_arguments, connection_from_options, to_argv, validate
+from pipelines.options.monitor import (
+    DEFAULT_PRISM,
+    MonitorOptions,
+    add_arguments,
+    connection_from_options,
+    to_argv,
+    validate,
+)
 from pipelines.runner.catch_up import (
     after_pass,
     backlog,
@@ -73,7 +80,6 @@ __all__ = [
 ]
 
 ACCEPTS_PIPELINE_ARGS = True
-DEFAULT_PRISM = os.path.join(os.path.expanduser("~"), ".cache", "groundwatch", "bin", "prism")
 
 
 def lake_bound(raw: bytes, *, rate: float) -> bool:

@@ -25,7 +25,14 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pipelines.options.monitor import add_kafka_security_arguments
+from pipelines.options.flags import add_flags, flags_argv
+from pipelines.options.monitor import (
+    BOOTSTRAP_FLAG,
+    CONNECTION_FLAGS,
+    MonitorOptions,
+    add_kafka_security_arguments,
+    connection_from_options,
+)
 from pipelines.traffic.synthetic import generate_responses, malformed_lines
 from transforms.ingest.parse import ParseError, parse_message
 from transforms.io.kafka.client import producer as kafka_producer
@@ -97,27 +104,22 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch produce` flags."""
-    parser.add_argument("--bootstrap-servers", required=True, help="Kafka bootstrap servers, host:port[,...].")
-    parser.add_argument("--topic", default="rag.responses", help="Topic to publish to. Default rag.responses.")
+    add_flags(parser, [BOOTSTRAP_FLAG])
+    parser.add_argument("--topic", default="rag.responses", help="Topic to publish to. Default %(default)s.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", help="JSONL file: one message per line, sent as is.")
     source.add_argument("--generate", type=int, metavar="N", help="Generate N responses.")
     source.add_argument("--sample", action="store_true", help="The sample traffic shipped with groundwatch.")
     parser.add_argument("--rate", type=float, help="Messages per second. Default: as fast as possible.")
     parser.add_argument("--malformed-fraction", type=float, default=0.0, help="Share of bad messages (--generate).")
-    parser.add_argument("--seed", type=int, default=7, help="Generator seed. Default 7.")
-    parser.add_argument("--scenario", default="mixed", help="Generator scenario. Default mixed.")
+    parser.add_argument("--seed", type=int, default=7, help="Generator seed. Default %(default)s.")
+    parser.add_argument("--scenario", default="mixed", help="Generator scenario. Default %(default)s.")
     parser.add_argument("--start", help="Event time of the first generated response (ISO 8601). Default now.")
     add_kafka_security_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipelines.options.monitor import _RENAMED, MonitorOptions, connection_from_options
-
-    options = MonitorOptions(
-        [f"--{_RENAMED.get(k, k)}={v}" for k, v in vars(args).items() if v is not None and k in _CONNECTION_ARGS]
-    ).view_as(MonitorOptions)
-    connection = connection_from_options(options)
+    connection = connection_from_options(MonitorOptions(flags_argv(args, CONNECTION_FLAGS)))
     try:
         if args.input:
             messages = list(_file_messages(args.input))
@@ -139,14 +141,3 @@ def main(args: argparse.Namespace) -> int:
         return 2
     print(f"produced {sent} messages to {args.topic} at {args.bootstrap_servers}")
     return 0
-
-
-_CONNECTION_ARGS = (
-    "bootstrap_servers",
-    "security_protocol",
-    "sasl_mechanism",
-    "sasl_username",
-    "ssl_cafile",
-    "ssl_certfile",
-    "ssl_keyfile",
-)
