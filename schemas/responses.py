@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated, Any
@@ -155,9 +156,9 @@ class InputModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _null_is_absent(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or None not in data.values():
             return data
-        optional = {name for name, info in cls.model_fields.items() if not info.is_required()}
+        optional = _shape(cls)[0]
         return {k: v for k, v in data.items() if v is not None or k not in optional}
 
     def unknown_fields(self) -> dict[str, Any]:
@@ -165,12 +166,12 @@ class InputModel(BaseModel):
 
         A known field holding a model gives its own unknown fields under its name, a list of models a list
         parallel to it (None for an item without any)."""
-        found = dict(self.model_extra or {})
-        for name in type(self).model_fields:
+        found = dict(self.__pydantic_extra__ or {})
+        for name in _shape(type(self))[1]:
             value = getattr(self, name)
             if isinstance(value, InputModel):
                 nested = value.unknown_fields()
-            elif isinstance(value, list) and any(isinstance(v, InputModel) for v in value):
+            elif isinstance(value, list):
                 items = [(v.unknown_fields() or None) if isinstance(v, InputModel) else None for v in value]
                 nested = items if any(items) else None
             else:
@@ -185,6 +186,25 @@ class InputModel(BaseModel):
         if not found:
             return None
         return json.dumps(found, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+_SHAPES: dict[type, tuple[frozenset[str], tuple[str, ...]]] = {}
+
+
+def _shape(model: type[InputModel]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The model's optional fields, and those that hold input models (parsing is hot: computed once)."""
+    if model not in _SHAPES:
+        fields = model.model_fields
+        optional = frozenset(name for name, info in fields.items() if not info.is_required())
+        nested = tuple(name for name, info in fields.items() if _holds_models(info.annotation))
+        _SHAPES[model] = (optional, nested)
+    return _SHAPES[model]
+
+
+def _holds_models(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, InputModel):
+        return True
+    return any(_holds_models(arg) for arg in typing.get_args(annotation))
 
 
 class EvidencePassage(InputModel):
