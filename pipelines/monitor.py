@@ -85,7 +85,7 @@ ACCEPTS_PIPELINE_ARGS = True
 def lake_bound(raw: bytes, *, rate: float) -> bool:
     """Whether a message will leave rows in the lake: everything but a valid response that is sampled out."""
     try:
-        return is_sampled(_parsed_stub(parse_message(raw)), rate)
+        return is_sampled(_parsed_stub(parse_message(raw, count=False)), rate)
     except ParseError:
         return True
 

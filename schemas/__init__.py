@@ -1,6 +1,7 @@
 """groundwatch's data contracts: the logged-response input, the audit reports, the lake rows.
 
-Every model is pydantic v2 and strict (`extra="forbid"`); the Arrow schemas of
+Every model is pydantic v2 and strict (`extra="forbid"`) except the input contract,
+which keeps the fields it does not know (`schemas.responses`); the Arrow schemas of
 the lake are derived from the row models (`schemas.lake.arrow_schema`).
 """
 

@@ -120,6 +120,9 @@ class ResponseRow(StrictModel):
     needs_review: bool
     review_reasons: list[str] = Field(default_factory=list)
     input_flags: list[str] = Field(default_factory=list)
+    extra: str | None = None
+    """The logged fields the input contract does not know, as JSON (`{"latency_ms": 12, "metadata": {"region":
+    "eu"}}`; query with `json_extract(extra, '$.latency_ms')`); null when there were none."""
 
 
 class SentenceRow(SentenceVerdict):

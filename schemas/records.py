@@ -17,7 +17,20 @@ from schemas.judge import JudgeCallRow
 from schemas.reports import CitationAuditReport, ClaimAttributionReport, SentenceAuditReport
 from schemas.responses import LoggedResponse
 
-__all__ = ["AuditedResponse", "Origin", "ParsedResponse", "ReviewDecision"]
+__all__ = [
+    "DEAD_LETTER_NAMESPACE",
+    "METRICS_NAMESPACE",
+    "AuditedResponse",
+    "Origin",
+    "ParsedResponse",
+    "ReviewDecision",
+]
+
+METRICS_NAMESPACE = "groundwatch"
+"""The Beam metrics namespace of a run's counts (read, parsed, skipped blank, ...), which every reader and stage
+counts into and `pipelines.runner.counts` reads back."""
+DEAD_LETTER_NAMESPACE = "groundwatch.dead_letters"
+"""The namespace of the dead-letter counters, one per reason."""
 
 
 class Origin(StrictModel):

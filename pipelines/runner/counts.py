@@ -1,5 +1,6 @@
 """What happened to every message of a run: the counts a run prints and checks (read = audited + sampled
-out + dead-lettered), from Beam's counters, summed over the passes of a run in passes.
+out + dead-lettered; the lines of a JSONL input are read + skipped blank), from Beam's counters, summed over
+the passes of a run in passes.
 
     counts = counts_from_result(pipeline_result)
     counts.adds_up, print(format_counts(counts, "./groundwatch-lake"))
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 
 from apache_beam.metrics.metric import MetricsFilter
 
-from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE
+from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE, UNKNOWN_FIELDS_COUNTER
+from transforms.io.jsonl import SKIPPED_BLANK_COUNTER
 from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE
 from transforms.io.lake.writer import LAKE_METRICS_NAMESPACE
 
@@ -36,6 +38,10 @@ class AuditCounts:
     record, and a run's offsets left uncommitted are read again by the next one."""
     rows_written: dict[str, int] = field(default_factory=dict)
     """Rows the run wrote to each lake table, by the lake writer's own count."""
+    skipped_blank: int = 0
+    """Blank lines of a JSONL input: no message, so not in `read`, but lines given (read + skipped = lines)."""
+    with_unknown_fields: int = 0
+    """Valid messages that carried fields the input contract does not know (kept in `responses.extra`)."""
 
     @property
     def adds_up(self) -> bool:
@@ -75,6 +81,8 @@ def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
         dead_letter_reasons=dict(sorted(reasons.items())),
         offset_commit_failures=total("offset_commit_failures"),
         rows_written=dict(sorted(written.items())),
+        skipped_blank=total("skipped_blank"),
+        with_unknown_fields=total("with_unknown_fields"),
     )
 
 
@@ -103,13 +111,17 @@ def counts_from_result(result) -> AuditCounts:
             for (ns, name), n in sorted(totals.items())
             if ns == LAKE_METRICS_NAMESPACE and name.endswith("_rows")
         },
+        skipped_blank=get(SKIPPED_BLANK_COUNTER),
+        with_unknown_fields=get(UNKNOWN_FIELDS_COUNTER),
     )
 
 
 def format_counts(counts: AuditCounts, lake: str) -> str:
-    """The end-of-run summary: the four counts, the dead-letter reasons and where the lake is."""
+    """The end-of-run summary: the four counts, the blank lines skipped, the dead-letter reasons, the messages
+    with unknown fields (when any) and where the lake is."""
     lines = [
         f"read           {counts.read:>8}",
+        f"skipped blank  {counts.skipped_blank:>8}   (blank lines: no message)",
         f"audited        {counts.audited:>8}   ({counts.needs_review} need review)",
         f"sampled out    {counts.sampled_out:>8}",
         f"dead-lettered  {counts.dead_lettered:>8}"
@@ -120,6 +132,12 @@ def format_counts(counts: AuditCounts, lake: str) -> str:
         ),
         f"lake           {os.path.abspath(lake)}",
     ]
+    if counts.with_unknown_fields:
+        lines.insert(
+            -1,
+            f"unknown fields {counts.with_unknown_fields:>8} messages carried fields the contract does not know "
+            "(kept in responses.extra)",
+        )
     if counts.offset_commit_failures:
         lines.insert(
             -1,

@@ -23,13 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.metrics import ReadRange
 from schemas import Origin
 from transforms.ingest.parse import first_copy, response_id_of
-from transforms.io.jsonl import LineRange, absolute_pattern, iter_jsonl_lines
+from transforms.io.jsonl import LineRange, absolute_pattern, read_jsonl_lines
 
 __all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "plan_jsonl_passes", "read_ranges"]
 
@@ -67,25 +66,31 @@ def plan_jsonl_passes(pattern: str, max_records: int) -> JsonlPlan:
     passes, current, taken, messages = [], [], 0, 0
     first_seen: dict[str, tuple[int, int]] = {}  # response id -> (file index, line) of its first copy
     repeated: set[str] = set()
+    last = 0
+
+    def saw_blank(number: int) -> None:
+        nonlocal last
+        last = number
+
     for index, path in enumerate(paths):
-        first, in_range = 1, 0
-        with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as stream:
-            for number, line in iter_jsonl_lines(stream):
-                if taken == max_records:
-                    if in_range:
-                        current.append(LineRange(path, first, number))
-                    passes.append(current)
-                    current, taken, first, in_range = [], 0, number, 0
-                taken, in_range, messages = taken + 1, in_range + 1, messages + 1
-                response_id = response_id_of(line)
-                if response_id is None:
-                    continue
-                if response_id in first_seen:
-                    repeated.add(response_id)
-                else:
-                    first_seen[response_id] = (index, number)
-        if in_range:
-            current.append(LineRange(path, first, number + 1))
+        # The ranges cover every line, blank ones too, so the passes count each blank line once.
+        first, last = 1, 0
+        for number, line in read_jsonl_lines(path, blank=saw_blank):
+            if taken == max_records:
+                if number > first:
+                    current.append(LineRange(path, first, number))
+                passes.append(current)
+                current, taken, first = [], 0, number
+            taken, messages, last = taken + 1, messages + 1, number
+            response_id = response_id_of(line)
+            if response_id is None:
+                continue
+            if response_id in first_seen:
+                repeated.add(response_id)
+            else:
+                first_seen[response_id] = (index, number)
+        if last >= first:
+            current.append(LineRange(path, first, last + 1))
     if current:
         passes.append(current)
     first_copies = {}

@@ -14,7 +14,9 @@ dead-lettered always holds. Bounded runs decide over the whole input
 (`ParseResponses(drop_duplicates=True)`); streaming runs per window
 (`DropDuplicateResponses`). Every rejection
 increments a counter named for its reason in the `groundwatch.dead_letters`
-namespace; `groundwatch/read` counts every message that enters.
+namespace; `groundwatch/read` counts every message that enters, and
+`groundwatch/responses_with_unknown_fields` the valid ones carrying fields the
+contract does not know (kept, see `schemas.responses`).
 """
 
 from __future__ import annotations
@@ -31,13 +33,17 @@ from pydantic import ValidationError
 
 from schemas import MAX_ANSWER_CHARS, DeadLetterRow, LoggedResponse, Origin, ParsedResponse
 from schemas.base import utc_now
+from schemas.records import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE
+from schemas.responses import TIMESTAMP_WITHOUT_ZONE
 
 __all__ = [
     "DEAD_LETTERS",
     "DEAD_LETTER_NAMESPACE",
+    "KEPT_OVERSIZED_BYTES",
     "MAX_MESSAGE_BYTES",
     "METRICS_NAMESPACE",
     "PARSED",
+    "UNKNOWN_FIELDS_COUNTER",
     "EARLIEST_EVENT_TIME",
     "LATEST_EVENT_TIME",
     "DropDuplicateResponses",
@@ -54,13 +60,18 @@ __all__ = [
 
 PARSED = "parsed"
 DEAD_LETTERS = "dead_letters"
-METRICS_NAMESPACE = "groundwatch"
-DEAD_LETTER_NAMESPACE = "groundwatch.dead_letters"
 MAX_MESSAGE_BYTES = 4 * MAX_ANSWER_CHARS + 4_000_000
 """Messages above this are rejected before JSON decoding (evidence can be long, but not unbounded)."""
 
 KEPT_OVERSIZED_BYTES = 1 << 20
-"""How much of a message over MAX_MESSAGE_BYTES its dead letter keeps."""
+"""How much of a message over MAX_MESSAGE_BYTES its dead letter keeps (the first 1 MiB); every other dead
+letter keeps its message's bytes whole. The one cap on the raw bytes of a dead letter (docs/contract.md)."""
+
+UNKNOWN_FIELDS_COUNTER = "responses_with_unknown_fields"
+"""Counter (`groundwatch` namespace) of valid messages carrying fields the contract does not know: they are
+kept in the `extra` column of `responses`, and counted so a producer's new field is noticed."""
+
+_BOM = b"\xef\xbb\xbf"
 
 EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
@@ -98,6 +109,9 @@ def summarize_validation_error(error: ValidationError) -> ParseError:
         return ParseError("malformed_json", _short(first["msg"]))
     if first["type"] == "model_type" and not first["loc"]:
         return ParseError("not_an_object", "message is not a JSON object")
+    if all(e["type"] == TIMESTAMP_WITHOUT_ZONE for e in errors):
+        field = ".".join(str(p) for p in first["loc"])
+        return ParseError(TIMESTAMP_WITHOUT_ZONE, _short(f"{field}: {first['msg']}", 400))
     answer = by_field.get(("answer",))
     if answer is not None and answer["type"] == "string_too_long":
         return ParseError("answer_too_long", f"answer is longer than {MAX_ANSWER_CHARS:,} characters")
@@ -120,16 +134,22 @@ def input_flags(response: LoggedResponse) -> list[str]:
     return flags
 
 
-def parse_message(raw: bytes) -> LoggedResponse:
-    """The logged response in `raw`, or a `ParseError` saying briefly why not."""
+def parse_message(raw: bytes, *, count: bool = True) -> LoggedResponse:
+    """The logged response in `raw`, or a `ParseError` saying briefly why not.
+
+    A leading UTF-8 byte-order mark is ignored (editors on Windows write one). A valid message with fields
+    the contract does not know increments `UNKNOWN_FIELDS_COUNTER` unless `count` is False (a look at a
+    message that is parsed again later)."""
     if not isinstance(raw, (bytes, bytearray)):
         raise ParseError("not_bytes", f"expected bytes, got {type(raw).__name__}")
     if len(raw) > MAX_MESSAGE_BYTES:
         raise ParseError("message_too_large", f"message is {len(raw):,} bytes; the limit is {MAX_MESSAGE_BYTES:,}")
+    skip = len(_BOM) if raw.startswith(_BOM) else 0
     try:
-        text = bytes(raw).decode("utf-8")
+        text = bytes(raw[skip:]).decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ParseError("not_utf8", f"not UTF-8: byte 0x{raw[e.start]:02x} at offset {e.start}") from None
+        where = e.start + skip
+        raise ParseError("not_utf8", f"not UTF-8: byte 0x{raw[where]:02x} at offset {where}") from None
     try:
         response = LoggedResponse.model_validate_json(text)
     except ValidationError as e:
@@ -146,6 +166,8 @@ def parse_message(raw: bytes) -> LoggedResponse:
             f"timestamp {response.timestamp.isoformat()} is outside {EARLIEST_EVENT_TIME.year}-"
             f"{LATEST_EVENT_TIME.year}; event-time windows would be meaningless",
         )
+    if count and response.unknown_fields():
+        Metrics.counter(METRICS_NAMESPACE, UNKNOWN_FIELDS_COUNTER).inc()
     return response
 
 

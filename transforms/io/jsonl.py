@@ -4,9 +4,14 @@
     messages = p | "ReadJsonl" >> ReadJsonlMessages(ranges=[LineRange("/data/a.jsonl", first=1, stop=20001)])
 
 Lines are kept as the original bytes (no decoding here: a line that is not
-UTF-8 must reach the dead-letter table as it was). Blank lines carry no
-message and are skipped. Line numbers start at 1. Compressed files (`.gz`, `.bz2`, ...)
-are read by their extension. A file matched by a pattern is read by one worker
+UTF-8 must reach the dead-letter table as it was). Blank lines (nothing but
+whitespace: spaces, tabs, `\v`, `\f`, `\r`, after an optional UTF-8 byte-order
+mark) carry no message: they are skipped and counted in `groundwatch/skipped_blank`,
+so that the lines of the input are read + skipped blank. Line numbers start at 1.
+Compressed files (`.gz`, `.bz2`, ...) are read by their extension; a `.gz` or
+`.bz2` file that is not what its name says, or that ends early (a truncated
+copy), raises `UnreadableInputError` naming the file, rather than giving the
+lines before the break as if they were all. A file matched by a pattern is read by one worker
 and its lines are shuffled on to the next stages, so the audit of one large file
 is spread over all workers. Given line ranges instead (the plan of an audit,
 see `pipelines.runner.passes`), only those lines are read, and the ranges are cut into
@@ -16,25 +21,51 @@ Line numbers and origins are the same as when the whole file is read.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import os
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
 
 from schemas import Origin
+from schemas.records import METRICS_NAMESPACE
 
 __all__ = [
+    "SKIPPED_BLANK_COUNTER",
     "LineRange",
     "ReadJsonlMessages",
+    "UnreadableInputError",
     "absolute_pattern",
     "iter_jsonl_lines",
     "iter_jsonl_messages",
+    "open_jsonl",
+    "read_jsonl_lines",
     "split_line_ranges",
 ]
+
+SKIPPED_BLANK_COUNTER = "skipped_blank"
+"""Counter (`groundwatch` namespace) of the blank lines read: they are not messages, but they are input lines."""
+
+_BOM = b"\xef\xbb\xbf"
+
+# Beam's own decompressing reader ends quietly where a truncated file ends; Python's raise EOFError there.
+_DECOMPRESSORS = {
+    CompressionTypes.GZIP: lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    CompressionTypes.BZIP2: lambda raw: bz2.BZ2File(raw, mode="rb"),
+}
+_SUFFIX = {CompressionTypes.GZIP: "gz", CompressionTypes.BZIP2: "bz2"}
+
+
+class UnreadableInputError(ValueError):
+    """An input file that cannot be read to its end (compressed data that is broken or truncated)."""
 
 
 @dataclass(frozen=True)
@@ -46,27 +77,78 @@ class LineRange:
     stop: int | None = None
 
 
-def iter_jsonl_lines(stream, first: int = 1, stop: int | None = None):
-    """`(line number, bytes)` for every non-blank line of a binary stream, from line `first` up to `stop`."""
+def iter_jsonl_lines(stream, first: int = 1, stop: int | None = None, *, blank: Callable[[int], None] | None = None):
+    """`(line number, bytes)` for every non-blank line of a binary stream, from line `first` up to `stop`;
+    `blank(line number)` is called for each blank line in that range."""
     number = 0
     # readline(), not iteration: Beam's decompressing stream is not iterable.
     while (stop is None or number + 1 < stop) and (line := stream.readline()):
         number += 1
+        if number < first:
+            continue
         line = line.rstrip(b"\r\n")
-        if number >= first and line.strip():
+        if line.removeprefix(_BOM).strip():
             yield number, line
+        elif blank is not None:
+            blank(number)
 
 
-def iter_jsonl_messages(stream, source: str, first: int = 1, stop: int | None = None):
+def iter_jsonl_messages(
+    stream, source: str, first: int = 1, stop: int | None = None, *, blank: Callable[[int], None] | None = None
+):
     """`(bytes, Origin)` for every non-blank line of a binary stream (from line `first` up to `stop`)."""
-    for number, line in iter_jsonl_lines(stream, first, stop):
+    for number, line in iter_jsonl_lines(stream, first, stop, blank=blank):
         yield line, Origin(source=source, offset=number)
 
 
+@contextmanager
+def open_jsonl(path: str):
+    """A binary stream of the file's lines, decompressed by its extension (see the module docstring)."""
+    decompressor = _DECOMPRESSORS.get(CompressionTypes.detect_compression_type(path))
+    if decompressor is None:
+        with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as stream:
+            yield stream
+        return
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+        with decompressor(raw) as stream:
+            yield stream
+
+
+def read_jsonl_lines(
+    path: str, first: int = 1, stop: int | None = None, *, blank: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """`iter_jsonl_lines` over the file at `path`; broken compressed data raises `UnreadableInputError`."""
+    kind = CompressionTypes.detect_compression_type(path)
+    last = 0
+    try:
+        with open_jsonl(path) as stream:
+            for last, line in iter_jsonl_lines(stream, first, stop, blank=blank):
+                yield last, line
+    except (EOFError, OSError, zlib.error) as e:
+        # A decompressor's errors carry no errno; a file system's (missing file, permissions) do and pass on.
+        if kind not in _DECOMPRESSORS or getattr(e, "errno", None) is not None:
+            raise
+        raise UnreadableInputError(_why_unreadable(path, kind, e, last)) from None
+
+
+def _why_unreadable(path: str, kind: str, error: Exception, last: int) -> str:
+    after = f"after line {last}" if last else "before its first line"
+    if isinstance(error, EOFError):
+        return (
+            f"{path}: the {kind} data ends early {after} (the file is truncated: {error}); "
+            "its remaining lines are missing, so it is not audited"
+        )
+    return f"{path}: not readable as {kind} ({error}) {after}; is it really a .{_SUFFIX[kind]} file?"
+
+
 class _ReadLineRangeDoFn(beam.DoFn):
+    def __init__(self):
+        self._blank = Metrics.counter(METRICS_NAMESPACE, SKIPPED_BLANK_COUNTER)
+
     def process(self, lines: LineRange):
-        with FileSystems.open(lines.path, compression_type=CompressionTypes.AUTO) as stream:
-            yield from iter_jsonl_messages(stream, f"file:{lines.path}", lines.first, lines.stop)
+        source = f"file:{lines.path}"
+        for number, line in read_jsonl_lines(lines.path, lines.first, lines.stop, blank=lambda _: self._blank.inc()):
+            yield line, Origin(source=source, offset=number)
 
 
 def absolute_pattern(pattern: str) -> str:

@@ -72,6 +72,7 @@ def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
         needs_review=a.review.needs_review if a.review else False,
         review_reasons=a.review.reasons if a.review else [],
         input_flags=a.parsed.input_flags,
+        extra=r.unknown_fields_json(),
     )
     return [("responses", row_dict(row))]
 
