@@ -9,7 +9,8 @@ Every line is audited in process by the same stage function as the audit pipelin
 needed, and each response's verdict comes back for its JUnit test case. Lines that are not valid logged
 responses, and repeated response ids (the pipeline dead-letters them too), are test errors and fail the
 gate. `--baseline` is a JSONL file (audited the same way) or an audit lake folder (its `sentences` view);
-`--max-drop` is the largest allowed fall of the mean sentence confidence below it.
+`--max-drop` is the largest allowed fall of the mean faithfulness score (the supported share of each
+answer) below it.
 
 Prints the checks as a table, writes the JUnit XML and the Markdown summary. Exit codes: 0 every check
 passed, 1 a threshold was breached (or a line could not be audited), 2 bad usage.
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on-contradicted", action="store_true", help="Fail if any sentence is contradicted.")
     parser.add_argument("--fail-on-fabricated", action="store_true", help="Fail if any citation names no passage.")
     parser.add_argument("--min-mean-confidence", type=_fraction, help="Fail below this mean sentence confidence.")
-    parser.add_argument("--max-drop", type=_fraction, help="Fail if mean confidence drops more than this.")
+    parser.add_argument("--max-drop", type=_fraction, help="Fail if mean faithfulness drops more than this.")
     parser.add_argument("--junit", required=True, metavar="OUT.xml", help="Write the JUnit XML report here.")
     parser.add_argument("--summary", required=True, metavar="OUT.md", help="Write the Markdown summary here.")
     parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
@@ -94,19 +95,23 @@ def audit_file(path: str, auditor) -> list[LineOutcome]:
 
 
 def lake_figures(lake_dir: str) -> GateFigures:
-    """The baseline figures of an audit lake: mean sentence confidence and review counts from its views."""
+    """The baseline figures of an audit lake: mean confidence, mean faithfulness and review counts."""
     from dashboards.views import connect_lake
 
     con = connect_lake(lake_dir)
     try:
         sentences, mean = con.execute("SELECT count(*), avg(confidence) FROM sentences").fetchone()
-        audited, review = con.execute("SELECT count(*), count(*) FILTER (WHERE needs_review) FROM responses").fetchone()
+        audited, review, faithfulness = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE needs_review), avg(overall_faithfulness_score) FROM responses"
+        ).fetchone()
     except Exception as e:
         why = " ".join(str(e).split())[:200]
         raise ValueError(f"--baseline {lake_dir!r} is not a readable audit lake: {why}") from None
     finally:
         con.close()
-    return GateFigures(audited=audited, needs_review=review, sentences=sentences, mean_confidence=mean)
+    return GateFigures(
+        audited=audited, needs_review=review, sentences=sentences, mean_confidence=mean, mean_faithfulness=faithfulness
+    )
 
 
 def _check_usage(args: argparse.Namespace) -> None:

@@ -55,6 +55,8 @@ class GateFigures:
     fabricated_responses: int = 0
     sentences: int = 0
     mean_confidence: float | None = None
+    mean_faithfulness: float | None = None
+    """Mean `overall_faithfulness_score` of the responses (share of each answer supported by its evidence)."""
 
     @property
     def review_share(self) -> float | None:
@@ -93,7 +95,7 @@ def _fabricated(a: AuditedResponse) -> bool:
 
 def gate_figures(outcomes: list[LineOutcome]) -> GateFigures:
     """The figures of a gate run (or of a baseline file audited the same way)."""
-    figures, confidences = GateFigures(), []
+    figures, confidences, faithfulness = GateFigures(), [], []
     for o in outcomes:
         a = o.audited
         if a is None:
@@ -104,8 +106,10 @@ def gate_figures(outcomes: list[LineOutcome]) -> GateFigures:
         figures.contradicted_responses += _contradicted(a)
         figures.fabricated_responses += _fabricated(a)
         confidences.extend(s.confidence for s in a.report.sentences)
+        faithfulness.append(a.report.overall_faithfulness_score)
     figures.sentences = len(confidences)
     figures.mean_confidence = sum(confidences) / len(confidences) if confidences else None
+    figures.mean_faithfulness = sum(faithfulness) / len(faithfulness) if faithfulness else None
     return figures
 
 
@@ -139,12 +143,13 @@ def gate_checks(figures: GateFigures, limits: GateLimits, baseline: GateFigures 
         ok = mean is not None and mean >= limits.min_mean_confidence
         checks.append(Check("mean sentence confidence", _num(mean), f">= {limits.min_mean_confidence:g}", ok))
     if limits.max_drop is not None:
-        before = baseline.mean_confidence if baseline is not None else None
-        now = figures.mean_confidence
+        # Faithfulness, not confidence: a verdict of "ungrounded" can be very confident.
+        before = baseline.mean_faithfulness if baseline is not None else None
+        now = figures.mean_faithfulness
         drop = before - now if before is not None and now is not None else None
         ok = drop is not None and drop <= limits.max_drop
         detail = f"baseline {_num(before)}, now {_num(now)}"
-        checks.append(Check("drop in mean confidence vs baseline", _num(drop), f"<= {limits.max_drop:g}", ok, detail))
+        checks.append(Check("drop in mean faithfulness vs baseline", _num(drop), f"<= {limits.max_drop:g}", ok, detail))
     return checks
 
 
