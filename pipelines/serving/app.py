@@ -39,6 +39,7 @@ from pipelines.serving.documents import (
     verify_result,
 )
 from pipelines.serving.publish import make_publisher
+from transforms.audit.stages import settle_garbage_collector
 from transforms.ingest.parse import ParseError
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 
@@ -126,6 +127,7 @@ class VerifyApp:
                 except Exception as e:
                     await send({"type": "lifespan.startup.failed", "message": f"publisher: {e}"})
                     return
+                settle_garbage_collector()  # as the pipeline's workers do: fewer collector passes per audit
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 if self._publisher is not None:
@@ -151,7 +153,7 @@ class VerifyApp:
             raw = await _read_body(scope, receive, MAX_BODY_BYTES)
             return await self._verify_one(raw)
         raw = await _read_body(scope, receive, MAX_BATCH_BYTES)
-        return 200, (await self._verify_batch(raw)).model_dump(mode="json")
+        return 200, (await self._verify_batch(raw)).model_dump_json().encode("utf-8")
 
     def _health(self) -> dict:
         publisher = self._publisher
@@ -186,7 +188,7 @@ class VerifyApp:
         (result,) = await self._audit_all([parsed])
         if isinstance(result, ItemError):
             raise _Reject(500, result.error, result.message)
-        return 200, result.model_dump(mode="json")
+        return 200, result.model_dump_json().encode("utf-8")  # pydantic's own encoder: 0.1 ms, not 0.2-1
 
     async def _verify_batch(self, raw: bytes) -> BatchResult:
         try:
