@@ -15,7 +15,7 @@ import pytest
 from pipelines.serving.app import API_KEY_ENV, ServeConfig
 from pipelines.serving.documents import MAX_BATCH_ITEMS, MAX_BODY_BYTES
 from tests.support.audit_messages import BAD_MESSAGES, message, raw
-from tests.support.openai_server import OpenAIServer, Scripted
+from tests.support.openai_server import OpenAIServer, Scripted, data_document, grounded_reply
 from tests.support.serve_fixtures import free_port, running_service, verdict_message
 from transforms.ingest.parse import parse_message
 
@@ -181,17 +181,35 @@ def test_a_judge_timeout_is_undetermined_and_needs_review_never_a_pass():
         assert len(judge.requests) == 1
 
 
+def _judge_refusing_the_cafeteria(request) -> str:
+    """Valid verdicts, except for answers about the cafeteria: those get a reply that fails validation."""
+    document = data_document(request)
+    if any("cafeteria" in s["sentence_text"] for a in document["answers"] for s in a.get("sentences", [])):
+        return "not json"
+    return grounded_reply(request)
+
+
 def test_concurrent_judged_requests_do_not_mix_their_verdicts():
-    kinds = ["fully_grounded", "ungrounded"] * 4
-    with OpenAIServer(latency_s=0.05) as judge, running_service(_cascade(judge, 20.0)) as base_url:
-        with httpx.Client(base_url=base_url, timeout=30) as client, ThreadPoolExecutor(8) as pool:
-            results = list(
-                pool.map(lambda i: client.post("/v1/verify", json=verdict_message(kinds[i], f"j-{i}")).json(), range(8))
-            )
-    assert [r["response_id"] for r in results] == [f"j-{i}" for i in range(8)]
-    assert all(r["status"] == "determined" and r["decided_by"] == ["openai"] for r in results)
+    # Half the answers are settled by the judge, half fall back to the heuristic after failed validation:
+    # a verifier shared by the pool's threads would hand one request's decided_by or status to another.
+    kinds = ["fully_grounded", "ungrounded"] * 6
+    with (
+        OpenAIServer(_judge_refusing_the_cafeteria, latency_s=0.02) as judge,
+        running_service(_cascade(judge, 30.0)) as base_url,
+        httpx.Client(base_url=base_url, timeout=60) as client,
+        ThreadPoolExecutor(8) as pool,
+    ):
+        results = list(
+            pool.map(lambda i: client.post("/v1/verify", json=verdict_message(kinds[i], f"j-{i}")).json(), range(12))
+        )
+    assert [r["response_id"] for r in results] == [f"j-{i}" for i in range(12)]
     texts = [r["report"]["sentences"][0]["sentence_text"] for r in results]
     assert texts == [verdict_message(k)["answer"] for k in kinds]
+    expected = [
+        ("judged", ["openai"]) if k == "fully_grounded" else ("judge_validation_failed", ["heuristic"]) for k in kinds
+    ]
+    assert [(r["judge_status"], r["decided_by"]) for r in results] == expected
+    assert all(r["status"] == "determined" for r in results)
 
 
 def test_verified_responses_are_published_to_a_jsonl_file(tmp_path):
