@@ -31,6 +31,7 @@ setup(
         "grpcio>=1.60,<2",  # the local SDK worker pool (pipelines.runner.worker_pool)
         "httpx>=0.27,<1",  # the judge's HTTP timeouts and transport (transforms.verify.judge.client)
         "matplotlib>=3.8,<4",  # the charts of `groundwatch report` and `groundwatch calibrate --report`
+        "uvicorn>=0.30,<1",  # the ASGI server of `groundwatch serve` (uses httptools and uvloop when installed)
     ],
     extras_require={
         "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "ruff>=0.6", "mypy>=1.11,<3"],

@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "drift": ("pipelines.drift", "compare windows with a reference using Evidently and raise alerts"),
     "report": ("pipelines.report", "write a standalone HTML report of the lake"),
     "ui": ("pipelines.ui", "start the Evidently UI on the lake's workspace"),
+    "serve": ("pipelines.serve", "verify responses over HTTP (JSON API on uvicorn), optionally publishing them"),
+    "gate": ("pipelines.gate", "audit a JSONL file for CI: exit 1 when a threshold is breached; JUnit and Markdown"),
 }
 
 

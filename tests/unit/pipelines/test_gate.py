@@ -1,0 +1,138 @@
+"""`groundwatch gate`: pass and fail on fixture files, its JUnit report parsed back, its baselines."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+from pipelines.cli import main
+from pipelines.runner.inline import InlineAuditor
+from tests.support.audit_messages import BAD_MESSAGES, message
+from tests.support.serve_fixtures import verdict_message
+from transforms.io.lake.writer import to_lake_rows, write_table
+
+
+def _jsonl(path, *messages) -> str:
+    with open(path, "wb") as out:
+        for m in messages:
+            out.write((m if isinstance(m, bytes) else json.dumps(m).encode()) + b"\n")
+    return str(path)
+
+
+def _gate(tmp_path, input_file, *flags):
+    junit, summary = tmp_path / "gate.xml", tmp_path / "gate.md"
+    code = main(["gate", "--input", input_file, "--junit", str(junit), "--summary", str(summary), *flags])
+    return code, ET.parse(junit).getroot() if junit.exists() else None, summary.read_text() if summary.exists() else ""
+
+
+def _grounded(n: int) -> list[dict]:
+    return [verdict_message("fully_grounded", f"ok-{i}") for i in range(n)]
+
+
+def _suite(root, name):
+    return next(s for s in root.iter("testsuite") if s.get("name") == name)
+
+
+def test_a_clean_file_passes_every_check(tmp_path, capsys):
+    good = _jsonl(tmp_path / "good.jsonl", *_grounded(3))
+    flags = [
+        "--max-review-share",
+        "0",
+        "--fail-on-contradicted",
+        "--fail-on-fabricated",
+        "--min-mean-confidence",
+        "0.9",
+    ]
+    code, root, summary = _gate(tmp_path, good, *flags)
+    assert code == 0
+    responses = _suite(root, "responses")
+    assert [c.get("name") for c in responses.iter("testcase")] == ["ok-0", "ok-1", "ok-2"]
+    assert responses.get("failures") == "0" and not list(root.iter("failure"))
+    assert [c.get("name") for c in _suite(root, "thresholds").iter("testcase")] == [
+        "every line audited",
+        "share needing review",
+        "responses with a contradicted sentence",
+        "responses with a fabricated citation",
+        "mean sentence confidence",
+    ]
+    assert summary.startswith("## groundwatch gate: passed")
+    out = capsys.readouterr().out
+    assert "share needing review" in out and "gate passed" in out
+
+
+def test_contradicted_and_fabricated_responses_fail_the_gate_with_their_reasons(tmp_path):
+    bad = _jsonl(tmp_path / "bad.jsonl", *_grounded(2), verdict_message("contradicted"), verdict_message("fabricated"))
+    code, root, summary = _gate(tmp_path, bad, "--fail-on-contradicted", "--fail-on-fabricated")
+    assert code == 1
+    cases = {c.get("name"): c for c in _suite(root, "responses").iter("testcase")}
+    assert cases["ok-0"].find("failure") is None
+    failure = cases["resp-contradicted"].find("failure")
+    assert failure.get("message") == "sentence 0 contradicted by evidence 1"
+    assert "[7] names no passage" in cases["resp-fabricated"].find("failure").text
+    thresholds = {c.get("name"): c for c in _suite(root, "thresholds").iter("testcase")}
+    assert thresholds["responses with a contradicted sentence"].find("failure").get("message") == "1 (limit 0)"
+    assert thresholds["responses with a fabricated citation"].find("failure") is not None
+    assert summary.startswith("## groundwatch gate: FAILED") and "resp-contradicted" in summary
+
+
+def test_review_share_and_mean_confidence_thresholds(tmp_path):
+    mixed = _jsonl(tmp_path / "mixed.jsonl", *_grounded(3), verdict_message("ungrounded"))
+    assert _gate(tmp_path, mixed, "--max-review-share", "0.25")[0] == 0
+    assert _gate(tmp_path, mixed, "--max-review-share", "0.2")[0] == 1
+    # Without a threshold the ungrounded response is still a failing test case, but the gate passes.
+    code, root, _ = _gate(tmp_path, mixed)
+    assert code == 0 and _suite(root, "responses").get("failures") == "1"
+    contradicted = _jsonl(tmp_path / "c.jsonl", verdict_message("contradicted"))
+    assert _gate(tmp_path, contradicted, "--min-mean-confidence", "0.99")[0] == 1
+
+
+def test_a_line_that_cannot_be_audited_is_an_error_and_fails_the_gate(tmp_path):
+    dirty = _jsonl(tmp_path / "dirty.jsonl", *_grounded(1), BAD_MESSAGES["malformed_json"], _grounded(1)[0])
+    code, root, summary = _gate(tmp_path, dirty)
+    assert code == 1
+    errors = [
+        (c.get("name"), c.find("error").get("message")) for c in root.iter("testcase") if c.find("error") is not None
+    ]
+    assert [name for name, _ in errors] == ["line 2", "line 3"]
+    assert errors[0][1].startswith("malformed_json") and errors[1][1].startswith("duplicate_response_id")
+    assert _suite(root, "responses").get("tests") == "3" and "line 2" in summary
+
+
+def test_a_drop_against_a_baseline_file_fails(tmp_path):
+    baseline = _jsonl(tmp_path / "baseline.jsonl", *_grounded(4))
+    same = _jsonl(tmp_path / "same.jsonl", *_grounded(4))
+    worse = _jsonl(
+        tmp_path / "worse.jsonl", *_grounded(2), verdict_message("ungrounded"), verdict_message("contradicted")
+    )
+    assert _gate(tmp_path, same, "--baseline", baseline, "--max-drop", "0.01")[0] == 0
+    code, root, _ = _gate(tmp_path, worse, "--baseline", baseline, "--max-drop", "0.05")
+    assert code == 1
+    [drop] = [c for c in root.iter("testcase") if c.get("name") == "drop in mean faithfulness vs baseline"]
+    assert "baseline 1.000" in drop.find("failure").get("message")
+
+
+def test_a_drop_against_a_baseline_lake_fails(tmp_path):
+    auditor = InlineAuditor()
+    tables = defaultdict(list)
+    for m in _grounded(3):
+        for table, row in to_lake_rows(auditor.audit(auditor.parse(json.dumps(m).encode()))):
+            tables[table].append(row)
+    lake = tmp_path / "lake"
+    for table, rows in tables.items():
+        write_table(str(lake), table, rows)
+    worse = _jsonl(tmp_path / "worse.jsonl", verdict_message("ungrounded"), verdict_message("contradicted"))
+    assert _gate(tmp_path, worse, "--baseline", str(lake), "--max-drop", "0.05")[0] == 1
+    assert (
+        _gate(tmp_path, _jsonl(tmp_path / "ok.jsonl", *_grounded(2)), "--baseline", str(lake), "--max-drop", "0.05")[0]
+        == 0
+    )
+
+
+def test_bad_usage_exits_2(tmp_path):
+    good = _jsonl(tmp_path / "good.jsonl", message())
+    assert _gate(tmp_path, str(tmp_path / "missing.jsonl"))[0] == 2
+    assert _gate(tmp_path, good, "--max-drop", "0.1")[0] == 2  # no baseline
+    assert _gate(tmp_path, good, "--baseline", str(tmp_path / "nowhere"), "--max-drop", "0.1")[0] == 2
+    assert _gate(tmp_path, good, "--verifier", "nope")[0] == 2
+    assert main(["gate", "--input", good, "--junit", "/no/such/dir/x.xml", "--summary", str(tmp_path / "s.md")]) == 2

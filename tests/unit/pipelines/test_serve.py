@@ -1,0 +1,276 @@
+"""`groundwatch serve`: the real service on uvicorn (thread or subprocess), called over HTTP with httpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from pipelines.serving.app import API_KEY_ENV, ServeConfig
+from pipelines.serving.documents import MAX_BATCH_ITEMS, MAX_BODY_BYTES
+from tests.support.audit_messages import BAD_MESSAGES, message, raw
+from tests.support.openai_server import OpenAIServer, Scripted, data_document, grounded_reply
+from tests.support.serve_fixtures import free_port, running_service, verdict_message
+from transforms.ingest.parse import parse_message
+
+
+@pytest.fixture(scope="module")
+def service():
+    with running_service(ServeConfig()) as base_url, httpx.Client(base_url=base_url, timeout=30) as client:
+        yield client
+
+
+@pytest.mark.parametrize("kind", ["fully_grounded", "contradicted", "ungrounded"])
+def test_each_verdict_comes_back_with_its_routing(service, kind):
+    reply = service.post("/v1/verify", json=verdict_message(kind))
+    assert reply.status_code == 200, reply.text
+    result = reply.json()
+    assert result["response_id"] == f"resp-{kind}" and result["status"] == "determined"
+    [sentence] = result["report"]["sentences"]
+    assert sentence["attribution_verdict"] == kind
+    assert set(result["report"]) >= {"answer_id", "sentences", "overall_faithfulness_score", "critical_flags"}
+    assert result["citations"]["summary"]["total_citations"] == (0 if kind == "ungrounded" else 1)
+    assert result["review"]["needs_review"] is (kind != "fully_grounded")
+    if kind == "contradicted":
+        assert result["review"]["reasons"][0] == "sentence 0 contradicted by evidence 1"
+    if kind == "ungrounded":
+        assert "sentence 0 ungrounded (no supporting evidence)" in result["review"]["reasons"]
+
+
+def test_a_fabricated_citation_is_a_citation_critical_failure(service):
+    result = service.post("/v1/verify", json=verdict_message("fabricated")).json()
+    assert result["citations"]["summary"]["critical_failures"] == ["[7]"]
+    assert any("fabricated" in r for r in result["review"]["reasons"])
+
+
+def test_logged_claims_get_their_claim_checks(service):
+    claims = [{"claim_text": "Metoprolol 50 mg twice daily was prescribed.", "source_doc_ids": ["1"]}]
+    result = service.post("/v1/verify", json=message("with-claims", claims=claims)).json()
+    assert [c["claim_index"] for c in result["claims"]["claims"]] == [0]
+
+
+def test_a_batch_answers_every_item_and_the_counts_add_up(service):
+    items = [verdict_message("fully_grounded", "b-1"), {"answer": "no id"}, verdict_message("contradicted", "b-3")]
+    reply = service.post("/v1/verify/batch", json={"responses": items})
+    assert reply.status_code == 200
+    batch = reply.json()
+    assert (batch["received"], batch["verified"], batch["rejected"]) == (3, 2, 1)
+    assert batch["indexes"] == [0, 2]
+    assert [r["response_id"] for r in batch["results"]] == ["b-1", "b-3"]
+    assert [(e["index"], e["error"]) for e in batch["errors"]] == [(1, "missing_field")]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        (BAD_MESSAGES["malformed_json"], 400, "malformed_json"),
+        (BAD_MESSAGES["not_utf8"], 400, "not_utf8"),
+        (BAD_MESSAGES["not_an_object"], 422, "not_an_object"),
+        (BAD_MESSAGES["invalid_fields"], 422, "invalid_fields"),
+        (BAD_MESSAGES["missing_field"], 422, "missing_field"),
+        (BAD_MESSAGES["unknown_schema_version"], 422, "unknown_schema_version"),
+        (raw(message("late", timestamp="2301-01-01T00:00:00Z")), 422, "timestamp_out_of_range"),
+    ],
+)
+def test_bad_requests_get_a_4xx_with_a_one_line_reason(service, body, status, error):
+    reply = service.post("/v1/verify", content=body, headers={"content-type": "application/json"})
+    assert reply.status_code == status
+    document = reply.json()
+    assert document["error"] == error
+    assert document["message"] and "\n" not in document["message"]
+
+
+def test_bodies_over_the_size_limit_are_413(service):
+    big = raw(message("big", answer="word " * (MAX_BODY_BYTES // 5)))
+    assert len(big) > MAX_BODY_BYTES
+    reply = service.post("/v1/verify", content=big)
+    assert (reply.status_code, reply.json()["error"]) == (413, "body_too_large")
+
+    def chunks():  # no content-length: the limit holds while the body streams in
+        for i in range(0, len(big), 65536):
+            yield big[i : i + 65536]
+
+    reply = service.post("/v1/verify", content=chunks())
+    assert (reply.status_code, reply.json()["error"]) == (413, "body_too_large")
+    padding = {"doc_id": "pad", "content": "filler " * ((MAX_BODY_BYTES - 2000) // 7)}
+    just_under = raw(message("fits", evidence=[*message()["evidence"], padding]))
+    assert len(just_under) <= MAX_BODY_BYTES
+    assert service.post("/v1/verify", content=just_under).status_code == 200
+
+
+def test_bad_batches_and_routes(service):
+    assert service.post("/v1/verify/batch", content=b"[1,").json()["error"] == "malformed_json"
+    reply = service.post("/v1/verify/batch", json=[message()])
+    assert (reply.status_code, reply.json()["error"]) == (422, "invalid_fields")
+    too_many = {"responses": [message(f"m-{i}") for i in range(MAX_BATCH_ITEMS + 1)]}
+    reply = service.post("/v1/verify/batch", json=too_many)
+    assert (reply.status_code, reply.json()["error"]) == (413, "too_many_items")
+    assert service.get("/v1/verify").status_code == 405
+    assert service.get("/nowhere").status_code == 404
+
+
+def test_health_and_openapi(service):
+    health = service.get("/healthz").json()
+    assert health["status"] == "ok" and health["verifier"] == "heuristic"
+    document = service.get("/openapi.json").json()
+    assert document["openapi"].startswith("3.1")
+    assert set(document["paths"]) == {"/v1/verify", "/v1/verify/batch", "/healthz"}
+    schemas = document["components"]["schemas"]
+    assert {"LoggedResponse", "VerifyResult", "BatchResult", "ErrorBody"} <= set(schemas)
+    assert "evidence" in schemas["LoggedResponse"]["required"]
+
+
+def test_concurrent_requests_each_get_their_own_answer(service):
+    kinds = ["fully_grounded", "contradicted", "ungrounded"] * 8
+
+    def call(i):
+        return service.post("/v1/verify", json=verdict_message(kinds[i], f"c-{i}")).json()
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(call, range(len(kinds))))
+    assert [r["response_id"] for r in results] == [f"c-{i}" for i in range(len(kinds))]
+    assert [r["report"]["sentences"][0]["attribution_verdict"] for r in results] == kinds
+
+
+def test_the_api_key_is_required_when_set():
+    with running_service(ServeConfig(), api_key="s3cret-key") as base_url, httpx.Client(base_url=base_url) as client:
+        missing = client.post("/v1/verify", json=message())
+        assert (missing.status_code, missing.json()["error"]) == (401, "missing_api_key")
+        wrong = client.post("/v1/verify", json=message(), headers={"authorization": "Bearer s3cret-kez"})
+        assert (wrong.status_code, wrong.json()["error"]) == (403, "invalid_api_key")
+        assert client.post("/v1/verify", json=message(), headers={"x-api-key": "wrong"}).status_code == 403
+        right = client.post("/v1/verify", json=message(), headers={"authorization": "Bearer s3cret-key"})
+        assert right.status_code == 200
+        assert client.post("/v1/verify/batch", json={"responses": []}, headers={"x-api-key": "s3cret-key"}).is_success
+        assert client.get("/healthz").status_code == 200  # liveness stays open for load balancers
+        assert "s3cret-key" not in client.get("/openapi.json").text
+
+
+def _cascade(server: OpenAIServer, timeout_s: float) -> ServeConfig:
+    judge = {"base_url": server.base_url, "model": "judge-model", "band": "0,1", "num_retries": 0, "timeout_s": 5}
+    return ServeConfig(verifier="cascade", verifier_config=judge, judge_timeout_s=timeout_s)
+
+
+def test_a_judge_that_answers_in_time_decides():
+    with OpenAIServer() as judge, running_service(_cascade(judge, 10.0)) as base_url:
+        result = httpx.post(f"{base_url}/v1/verify", json=verdict_message("fully_grounded"), timeout=30).json()
+    assert result["status"] == "determined"
+    assert result["decided_by"] == ["openai"] and result["judge_status"] == "judged"
+
+
+def test_a_judge_timeout_is_undetermined_and_needs_review_never_a_pass():
+    with OpenAIServer() as judge, running_service(_cascade(judge, 0.5)) as base_url:
+        judge.script(Scripted(delay_s=3.0))
+        reply = httpx.post(f"{base_url}/v1/verify", json=verdict_message("fully_grounded"), timeout=30)
+        assert reply.status_code == 200
+        result = reply.json()
+        assert result["status"] == "undetermined" and result["judge_status"] == "judge_timeout"
+        assert result["verifier"] == "heuristic" and result["decided_by"] == ["heuristic"]
+        # the offline verdict is grounded, yet the response goes to review, with the reason first
+        assert result["report"]["sentences"][0]["attribution_verdict"] == "fully_grounded"
+        assert result["review"]["needs_review"] is True
+        first_reason = result["review"]["reasons"][0]
+        assert first_reason.startswith("judge_timeout: the cascade judge gave no verdict within 0.5 s")
+        assert httpx.get(f"{base_url}/healthz").json()["undetermined"] == 1
+        assert len(judge.requests) == 1
+
+
+def _judge_refusing_the_cafeteria(request) -> str:
+    """Valid verdicts, except for answers about the cafeteria: those get a reply that fails validation."""
+    document = data_document(request)
+    if any("cafeteria" in s["sentence_text"] for a in document["answers"] for s in a.get("sentences", [])):
+        return "not json"
+    return grounded_reply(request)
+
+
+def test_concurrent_judged_requests_do_not_mix_their_verdicts():
+    # Half the answers are settled by the judge, half fall back to the heuristic after failed validation:
+    # a verifier shared by the pool's threads would hand one request's decided_by or status to another.
+    kinds = ["fully_grounded", "ungrounded"] * 6
+    with (
+        OpenAIServer(_judge_refusing_the_cafeteria, latency_s=0.02) as judge,
+        running_service(_cascade(judge, 30.0)) as base_url,
+        httpx.Client(base_url=base_url, timeout=60) as client,
+        ThreadPoolExecutor(8) as pool,
+    ):
+        results = list(
+            pool.map(lambda i: client.post("/v1/verify", json=verdict_message(kinds[i], f"j-{i}")).json(), range(12))
+        )
+    assert [r["response_id"] for r in results] == [f"j-{i}" for i in range(12)]
+    texts = [r["report"]["sentences"][0]["sentence_text"] for r in results]
+    assert texts == [verdict_message(k)["answer"] for k in kinds]
+    expected = [
+        ("judged", ["openai"]) if k == "fully_grounded" else ("judge_validation_failed", ["heuristic"]) for k in kinds
+    ]
+    assert [(r["judge_status"], r["decided_by"]) for r in results] == expected
+    assert all(r["status"] == "determined" for r in results)
+
+
+def test_verified_responses_are_published_to_a_jsonl_file(tmp_path):
+    out = tmp_path / "verified.jsonl"
+    with running_service(ServeConfig(publish_jsonl=str(out))) as base_url, httpx.Client(base_url=base_url) as client:
+        pretty = json.dumps(message("p-1"), indent=2).encode()  # several lines in, one line out
+        assert client.post("/v1/verify", content=pretty).status_code == 200
+        assert client.post("/v1/verify", content=BAD_MESSAGES["missing_field"]).status_code == 422
+        client.post("/v1/verify/batch", json={"responses": [message("p-2"), {"bad": 1}, message("p-3")]})
+        assert client.get("/healthz").json()["published"] == 3
+    lines = out.read_bytes().splitlines()
+    assert [parse_message(line).response_id for line in lines] == ["p-1", "p-2", "p-3"]
+
+
+@pytest.mark.kafka
+def test_verified_responses_are_published_to_kafka(kafka_bootstrap, new_topic):
+    from tests.support.kafka_fixtures import consume_all
+
+    topic = new_topic()
+    config = ServeConfig(publish_kafka_topic=topic, kafka_bootstrap=kafka_bootstrap)
+    with running_service(config) as base_url, httpx.Client(base_url=base_url) as client:
+        for kind in ("fully_grounded", "contradicted"):
+            assert client.post("/v1/verify", json=verdict_message(kind)).status_code == 200
+    records = consume_all(kafka_bootstrap, topic)
+    assert sorted(r.key for r in records) == [b"resp-contradicted", b"resp-fully_grounded"]
+    assert {parse_message(r.value).response_id for r in records} == {"resp-contradicted", "resp-fully_grounded"}
+
+
+def test_the_command_serves_on_two_workers_and_never_logs_the_key(tmp_path):
+    port = free_port()
+    env = {**os.environ, API_KEY_ENV: "topsecret-123", "PYTHONPATH": os.getcwd()}
+    command = [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--workers", "2"]
+    command += ["--require-api-key", "--access-log", "--publish-jsonl", str(tmp_path / "out.jsonl")]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        base_url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        headers = {"authorization": "Bearer topsecret-123"}
+        for i in range(6):
+            reply = httpx.post(f"{base_url}/v1/verify", json=message(f"w-{i}"), headers=headers, timeout=30)
+            assert reply.status_code == 200
+        assert httpx.post(f"{base_url}/v1/verify", json=message(), headers={"x-api-key": "nope"}).status_code == 403
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=60)[0].decode()
+    assert "2 worker(s), API key required" in output
+    assert "topsecret" not in output
+    assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == 6
+
+
+def test_the_command_refuses_bad_usage():
+    from pipelines.cli import main
+
+    assert main(["serve", "--verifier", "nope"]) == 2
+    assert main(["serve", "--workers", "0"]) == 2
+    assert main(["serve", "--publish-jsonl", "a.jsonl", "--publish-kafka-topic", "t"]) == 2
+    assert main(["serve", "--verifier", "cascade"]) == 2  # the judge needs an endpoint and a model
