@@ -45,6 +45,13 @@ from pipelines.options.judge import (
     judge_argv,
     judge_verifier_config,
 )
+from pipelines.options.model import (
+    add_model_arguments,
+    add_model_pipeline_options,
+    model_argv,
+    model_verifier_config,
+    validate_model_options,
+)
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.runner.passes import MAX_RECORDS_PER_RUN, JsonlPlan, plan_jsonl_passes, read_ranges
 from pipelines.runner.worker_pool import separate_environment
@@ -133,6 +140,7 @@ class AuditOptions(PipelineOptions):
             f"most this many messages, each a run of its own (bounds memory). Default {MAX_RECORDS_PER_RUN}.",
         )
         add_judge_pipeline_options(parser)
+        add_model_pipeline_options(parser)
 
 
 def audit_steps(options: AuditOptions) -> list[tuple[str, str, AuditStep]]:
@@ -232,7 +240,7 @@ def build_pipeline(
 def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform):
     """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`.
     Returns the audited responses and the dead letters of each stage."""
-    config = judge_verifier_config(opts)
+    config = {**judge_verifier_config(opts), **model_verifier_config(opts)}
     verified = parsed | f"VerifySentences{label}" >> place(
         VerifySentences(opts.verifier, threshold=opts.confidence_threshold, verifier_config=config)
     )
@@ -271,6 +279,7 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
         raise ValueError(f"--max-records-per-run must be >= 1, got {opts.max_records_per_run}")
     if opts.verifier not in available_verifiers():
         raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
+    validate_model_options(opts)
 
 
 def pipeline_options(argv: list[str]) -> PipelineOptions:
@@ -451,12 +460,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(bounds memory on the local runner). Default {MAX_RECORDS_PER_RUN}.",
     )
     add_judge_arguments(parser)
+    add_model_arguments(parser)
 
 
 def to_argv(args: argparse.Namespace) -> list[str]:
     """The pipeline argv for parsed CLI arguments plus the Beam options passed through."""
     argv = [f"--{flag.replace('-', '_')}={getattr(args, flag.replace('-', '_'))}" for flag in _FLAGS]
-    return argv + judge_argv(args) + list(getattr(args, "extra_args", []) or [])
+    return argv + judge_argv(args) + model_argv(args) + list(getattr(args, "extra_args", []) or [])
 
 
 def exit_code(command: str, run_pipeline: Callable[[list[str]], AuditCounts | None], argv: list[str]) -> int:
