@@ -34,7 +34,7 @@ FORMAT = "groundwatch-calibration/1"
 
 def grounded_score(verdict: SentenceVerdict) -> float:
     """A verifier's belief that the sentence is fully grounded: its confidence if it said so, else the complement."""
-    if verdict.attribution_verdict == AttributionVerdict.FULLY_GROUNDED:
+    if verdict.attribution_verdict == AttributionVerdict.fully_grounded:
         return verdict.confidence
     return 1.0 - verdict.confidence
 
@@ -43,7 +43,7 @@ def calibrated_verdict(verdict: SentenceVerdict, stage: StageCalibration) -> Sen
     """The verdict with its confidence calibrated: P(fully grounded) for a fully grounded verdict, else its
     complement, so `confidence` keeps meaning "how sure of this verdict" and the threshold reads it as before."""
     p = stage.probability(grounded_score(verdict))
-    confidence = p if verdict.attribution_verdict == AttributionVerdict.FULLY_GROUNDED else 1.0 - p
+    confidence = p if verdict.attribution_verdict == AttributionVerdict.fully_grounded else 1.0 - p
     return verdict.model_copy(update={"confidence": round(confidence, 6)})
 
 

@@ -116,7 +116,7 @@ def merge_verdicts(
     judged = {}
     if outcome is not None and outcome.status == "judged":
         judged = {v.sentence_index: v for v in outcome.sentence_verdicts}
-    verdicts, decided_by = [], []
+    verdicts = []
     before = list(decided_by) if decided_by is not None else [FALLBACK_NAME] * len(heuristic)
     decided_by = []
     for h, stage in zip(heuristic, before, strict=True):

@@ -10,7 +10,7 @@ so a paraphrase still gets a look.
 Verdicts, from the pair with the highest entailment probability (`best`) and the one with the highest
 contradiction probability:
 
-- fully_grounded when entailment is the largest of `best`'s three probabilities; supporting evidence = that
+- fully_grounded when entailment is strictly the largest of `best`'s three probabilities; supporting evidence = that
   sentence;
 - contradicted when, otherwise, a pair's contradiction probability is its largest and at least
   `contradiction_threshold` (default 0.5); contradicting evidence = that sentence (a binary head, which has no
@@ -116,7 +116,7 @@ def model_verdict(
         "supporting_evidence_ids": [work.candidates[best].doc_id],
         "supporting_evidence_excerpts": [work.candidates[best].excerpt],
     }
-    if p >= max(b.neutral, b.contradiction):
+    if p > max(b.neutral, b.contradiction):  # a tie is not "entailment wins"
         return SentenceVerdict(
             **base, **support, attribution_verdict=AttributionVerdict.fully_grounded, confidence=round(p, 6),
             provenance_notes=note,
