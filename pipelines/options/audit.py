@@ -16,6 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.options.flags import DEFAULT_LAKE, Flag, add_pipeline_options
 from pipelines.options.judge import add_judge_pipeline_options
+from pipelines.options.model import add_model_pipeline_options, validate_model_options
 from pipelines.runner.passes import MAX_RECORDS_PER_RUN
 from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
@@ -85,6 +86,7 @@ class AuditOptions(PipelineOptions):
     def _add_argparse_args(cls, parser):
         add_pipeline_options(parser, AUDIT_FLAGS)
         add_judge_pipeline_options(parser)
+        add_model_pipeline_options(parser)
 
 
 def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
@@ -106,6 +108,7 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
         raise ValueError(f"--max-records-per-run must be >= 1, got {opts.max_records_per_run}")
     if opts.verifier not in available_verifiers():
         raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
+    validate_model_options(opts)
     if opts.calibration:
         load_calibration(opts)
 

@@ -26,6 +26,7 @@ VERIFIERS: dict[str, str | Callable[..., Verifier]] = {
     "heuristic": "transforms.verify.heuristic.verifier:HeuristicVerifier",
     "openai": "transforms.verify.judge.verifier:JudgeVerifier",
     "cascade": "transforms.verify.judge.verifier:CascadeVerifier",
+    "model": "transforms.verify.model.verifier:ModelVerifier",
 }
 
 

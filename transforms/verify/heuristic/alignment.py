@@ -82,6 +82,9 @@ class SentenceAnalysis:
     grounded_probability: float = 0.0
     notes: list = field(default_factory=list)
     features: dict = field(default_factory=dict)
+    ranked: list = field(default_factory=list)
+    """Evidence sentence ids (`EvidenceIndex.sentences`) by the claim weight each supports alone, best first (at
+    most 12): the candidates a model stage scores."""
 
     def provenance_notes(self) -> str:
         """Which part came from which passage, and how derived values were computed."""
@@ -314,6 +317,7 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         out.grounded_probability = 0.5
         return out
     picked, covered, gain_of = _greedy_cover(items, total)
+    out.ranked = sorted(gain_of, key=gain_of.get, reverse=True)[:12]
     best_single = max(gain_of.values(), default=0.0) / total
     # A derived value needs both of its evidence sentences among the sources.
     for k, it in enumerate(items):

@@ -5,9 +5,11 @@
 
 The steps, each labelled:
 
-1. `PlanJudgeWork`: split each response, run the heuristic verifier, and pick
-   the sentences the judge should see (all, or the cascade's uncertain ones,
-   for responses in the judge sample). Responses are keyed by response id.
+1. `PlanJudgeWork`: split each response, run the heuristic verifier (and, in a
+   cascade given a model, the model stage on the heuristic's uncertain sentences,
+   in the DoFn with the model loaded once per worker process), and pick the
+   sentences the judge should see (all, or those the cascade's stages left
+   uncertain, for responses in the judge sample). Responses are keyed by response id.
 2. `RunJudge`: `RunInference(JudgeModelHandler)` over the judge items; Beam
    batches several answers into one call, retries 429/5xx with backoff and
    throttles. Its dead-letter output (`FailedJudgeCalls`) is turned into
@@ -43,7 +45,13 @@ from transforms.verify.judge.handler import JudgeModelHandler
 from transforms.verify.judge.prompts import prompt_version
 from transforms.verify.judge.redact import redact_text
 from transforms.verify.judge.schema import JudgeOutcome, Task
-from transforms.verify.judge.verifier import DEFAULT_BAND, merge_verdicts, sentence_item, sentences_to_judge
+from transforms.verify.judge.verifier import (
+    DEFAULT_BAND,
+    judge_sample_point,
+    merge_verdicts,
+    sentence_item,
+    sentences_to_judge,
+)
 
 __all__ = ["AUDITED", "JUDGE_NAMESPACE", "JUDGE_VERIFIERS", "JudgeSentences", "failed_outcomes", "judge_sentences"]
 
@@ -60,11 +68,12 @@ class _Plan(NamedTuple):
     window_start: datetime
     window_end: datetime
     now: datetime
+    decided_by: tuple[str, ...] | None = None  # the stage of each verdict before the judge; None: all heuristic
 
 
 class _PlanDoFn(beam.DoFn):
-    def __init__(self, band, sample_rate: float, clock):
-        self._band, self._rate, self._clock = band, sample_rate, clock
+    def __init__(self, band, sample_rate: float, clock, stages=None):
+        self._band, self._rate, self._clock, self._stages = band, sample_rate, clock, stages
         self._sent = Metrics.counter(JUDGE_NAMESPACE, "sentences_to_judge")
         self._kept = Metrics.counter(JUDGE_NAMESPACE, "sentences_kept_heuristic")
 
@@ -72,6 +81,8 @@ class _PlanDoFn(beam.DoFn):
         from transforms.verify.heuristic.verifier import HeuristicVerifier
 
         self._heuristic = HeuristicVerifier()
+        if self._stages is not None and self._stages.model is not None:
+            self._stages.model.scorer()  # loaded here, once per worker process (the loader is cached)
 
     def process(self, parsed: ParsedResponse, window=beam.DoFn.WindowParam):
         r, now = parsed.response, self._clock()
@@ -80,8 +91,15 @@ class _PlanDoFn(beam.DoFn):
             has_evidence = any(p.content.strip() for p in r.evidence)
             sentences = split_sentences(r.answer) if has_evidence else []
             heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
-            indexes = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
-        except Exception as e:  # one bad response must not stop the run
+            decided_by = None
+            if self._stages is None:
+                indexes = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
+            else:  # the cascade: heuristic, then the model if configured, then what is left for the judge
+                staged = self._stages.run(heuristic, sentences, r.evidence)
+                heuristic, decided_by = staged.verdicts, staged.decided_by
+                sampled = judge_sample_point(r.response_id) < self._rate
+                indexes = list(staged.undecided) if sampled else []
+        except Exception as e:  # one bad response (or a model failing on it) must not stop the run
             Metrics.counter(DEAD_LETTER_NAMESPACE, "verify_failed").inc()
             raw = parsed.raw if parsed.raw is not None else r.model_dump_json().encode()
             error = f"verify_failed: {type(e).__name__}: {e}"[:300]
@@ -91,7 +109,7 @@ class _PlanDoFn(beam.DoFn):
             return
         self._sent.inc(len(indexes))
         self._kept.inc(len(heuristic) - len(indexes))
-        yield r.response_id, _Plan(parsed, heuristic, has_evidence, start, end, now)
+        yield r.response_id, _Plan(parsed, heuristic, has_evidence, start, end, now, decided_by)
         if indexes:
             yield beam.pvalue.TaggedOutput(
                 _ITEMS, sentence_item(r.response_id, r.answer, r.query, sentences, indexes, r.evidence)
@@ -133,8 +151,8 @@ def failed_outcomes(failure, config: JudgeConfig, now: datetime) -> list[tuple[s
 
 
 class _MergeDoFn(beam.DoFn):
-    def __init__(self, verifier_name: str, threshold: float):
-        self._name, self._threshold = verifier_name, threshold
+    def __init__(self, verifier_name: str, threshold: float, version: str):
+        self._name, self._threshold, self._version = verifier_name, threshold, version
         self._statuses = {s: Metrics.counter(JUDGE_NAMESPACE, s) for s in ("judged", "judge_validation_failed")}
 
     def process(self, element):
@@ -143,7 +161,7 @@ class _MergeDoFn(beam.DoFn):
         if outcome is not None and outcome.status in self._statuses:
             self._statuses[outcome.status].inc()
         for plan in grouped["plan"]:
-            result = merge_verdicts(plan.heuristic, outcome)
+            result = merge_verdicts(plan.heuristic, outcome, plan.decided_by)
             report = build_report(
                 plan.parsed.response.response_id,
                 result.verdicts,
@@ -156,7 +174,7 @@ class _MergeDoFn(beam.DoFn):
                 window_start=plan.window_start,
                 window_end=plan.window_end,
                 verifier=self._name,
-                verifier_version=prompt_version(Task.sentences),
+                verifier_version=self._version,
                 report=report,
                 decided_by=list(result.decided_by) if plan.has_evidence else [],
                 audited_at=plan.now,
@@ -179,6 +197,7 @@ class JudgeSentences(beam.PTransform):
         *,
         threshold: float,
         band: tuple[float, float] = DEFAULT_BAND,
+        stages=None,
         clock: Callable[[], datetime] = utc_now,
     ):
         super().__init__()
@@ -188,11 +207,18 @@ class JudgeSentences(beam.PTransform):
             raise ValueError(f"confidence threshold must be in [0, 1], got {threshold}")
         self._verifier, self._config, self._threshold, self._clock = verifier, config, threshold, clock
         self._band = band if verifier == "cascade" else None
+        # The cascade's offline stages (`CascadeStages`: heuristic gate, optional model stage); "openai" has none.
+        self._stages = stages if verifier == "cascade" else None
+        self._version = prompt_version(Task.sentences)
+        if self._stages is not None and self._stages.model is not None:
+            from transforms.verify.model.verifier import model_digest
+
+            self._version += f"+model-{model_digest(self._stages.model.model_path)}"
 
     def expand(self, responses):
         config, clock = self._config, self._clock
         planned = responses | "PlanJudgeWork" >> beam.ParDo(
-            _PlanDoFn(self._band, config.sample_rate, clock)
+            _PlanDoFn(self._band, config.sample_rate, clock, self._stages)
         ).with_outputs(_ITEMS, DEAD_LETTERS, main="plans")
         judged, failed = (
             planned[_ITEMS] | "RunJudge" >> RunInference(JudgeModelHandler(config)).with_exception_handling()
@@ -205,7 +231,7 @@ class JudgeSentences(beam.PTransform):
         audited = (
             {"plan": planned["plans"], "outcome": outcomes}
             | "JoinJudgeOutcomes" >> beam.CoGroupByKey()
-            | "MergeVerdicts" >> beam.ParDo(_MergeDoFn(self._verifier, self._threshold))
+            | "MergeVerdicts" >> beam.ParDo(_MergeDoFn(self._verifier, self._threshold, self._version))
         )
         return {AUDITED: audited, DEAD_LETTERS: planned[DEAD_LETTERS]}
 
@@ -213,10 +239,17 @@ class JudgeSentences(beam.PTransform):
 def judge_sentences(
     verifier: str, verifier_config: dict, *, threshold: float, clock: Callable[[], datetime] = utc_now
 ) -> JudgeSentences:
-    """`JudgeSentences` from the verifier options `VerifySentences` carries (base_url, model, band, ...)."""
-    from transforms.verify.judge.verifier import judge_config_from, parse_band
+    """`JudgeSentences` from the verifier options `VerifySentences` carries (base_url, model, band, model_path,
+    calibration, ...); a model folder given is loaded now, so a bad one fails before the run."""
+    from transforms.verify.judge.verifier import cascade_stages, judge_config_from, parse_band
 
     options = dict(verifier_config)
     band = parse_band(options.pop("band", None) or DEFAULT_BAND)
+    stage_options = [options.pop(k, None) for k in _STAGE_OPTIONS]
+    stages = cascade_stages(band, *stage_options) if verifier == "cascade" else None
     config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
-    return JudgeSentences(verifier, config, threshold=threshold, band=band, clock=clock)
+    return JudgeSentences(verifier, config, threshold=threshold, band=band, stages=stages, clock=clock)
+
+
+_STAGE_OPTIONS = ("calibration", "model_path", "model_top_k", "model_max_length", "model_batch_size", "model_band")
+"""The cascade's stage options, in `cascade_stages`' order after the band."""

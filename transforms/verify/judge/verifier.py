@@ -3,7 +3,9 @@
 Both start from the offline heuristic verdicts. "openai" sends every sentence
 of a sampled response to the judge; "cascade" sends only the sentences whose
 heuristic confidence falls inside the uncertain band (default 0.5 to 0.8), so
-confident verdicts cost nothing. A sentence the judge could not settle
+confident verdicts cost nothing; given a model folder (`model_path`), the cascade runs the model stage on
+those first and sends the judge only what the model is unsure of (`transforms.verify.model.cascade`, bands
+from a calibration file when one is given). A sentence the judge could not settle
 (validation failed three times, or the endpoint failed) keeps its heuristic
 verdict, and the response is marked for review; nothing undetermined becomes
 a pass. The `VerificationResult` names, per sentence, who decided it
@@ -36,6 +38,7 @@ from transforms.verify.judge.schema import IndexedSentence, JudgeItem, JudgeOutc
 __all__ = [
     "DEFAULT_BAND",
     "CascadeVerifier",
+    "cascade_stages",
     "JudgeVerifier",
     "is_retryable",
     "judge_config_from",
@@ -57,11 +60,14 @@ def is_retryable(error: Exception) -> bool:
     return bool(getattr(error, "retryable", False))
 
 
-def parse_band(value: str | Sequence[float]) -> tuple[float, float]:
-    """`"LOW,HIGH"` (or a pair) as a checked band within [0, 1]."""
-    parts = [float(v) for v in (value.split(",") if isinstance(value, str) else value)]
+def parse_band(value: str | Sequence[float], flag: str = "--cascade-band") -> tuple[float, float]:
+    """`"LOW,HIGH"` (or a pair) as a checked band within [0, 1]; errors name `flag`."""
+    try:
+        parts = [float(v) for v in (value.split(",") if isinstance(value, str) else value)]
+    except (TypeError, ValueError):
+        parts = []
     if len(parts) != 2 or not 0.0 <= parts[0] <= parts[1] <= 1.0:
-        raise ValueError(f"--cascade-band must be LOW,HIGH with 0 <= LOW <= HIGH <= 1, got {value!r}")
+        raise ValueError(f"{flag} must be LOW,HIGH with 0 <= LOW <= HIGH <= 1, got {value!r}")
     return parts[0], parts[1]
 
 
@@ -101,18 +107,23 @@ def sentence_item(
     )
 
 
-def merge_verdicts(heuristic: Sequence[SentenceVerdict], outcome: JudgeOutcome | None) -> VerificationResult:
-    """Judge verdicts where the judge settled a sentence, heuristic ones elsewhere; who decided each; and
-    the judge's status and call log (None and none when no sentence went to the judge)."""
+def merge_verdicts(
+    heuristic: Sequence[SentenceVerdict], outcome: JudgeOutcome | None, decided_by: Sequence[str] | None = None
+) -> VerificationResult:
+    """Judge verdicts where the judge settled a sentence, the earlier stages' elsewhere; who decided each
+    (`decided_by` names the stage of each verdict before the judge, "heuristic" by default); and the judge's
+    status and call log (None and none when no sentence went to the judge)."""
     judged = {}
     if outcome is not None and outcome.status == "judged":
         judged = {v.sentence_index: v for v in outcome.sentence_verdicts}
-    verdicts, decided_by = [], []
-    for h in heuristic:
+    verdicts = []
+    before = list(decided_by) if decided_by is not None else [FALLBACK_NAME] * len(heuristic)
+    decided_by = []
+    for h, stage in zip(heuristic, before, strict=True):
         j = judged.get(h.sentence_index)
         if j is None:
             verdicts.append(h)
-            decided_by.append(FALLBACK_NAME)
+            decided_by.append(stage)
         else:  # the judge's copy of the text was only checked modulo white space; keep the original
             verdicts.append(j.model_copy(update={"sentence_text": h.sentence_text}))
             decided_by.append(JUDGE_NAME)
@@ -182,7 +193,8 @@ class JudgeVerifier(Verifier):
 
 
 class CascadeVerifier(JudgeVerifier):
-    """The heuristic first; the judge only for sentences whose heuristic confidence is in the uncertain band."""
+    """The heuristic first; then, with `model_path`, the model on what the heuristic left uncertain; the judge
+    only on what is still uncertain (bands from `calibration` when given: `transforms.verify.model.cascade`)."""
 
     name = "cascade"
 
@@ -191,7 +203,52 @@ class CascadeVerifier(JudgeVerifier):
         base_url: str | None = None,
         model: str | None = None,
         band: str | Sequence[float] = DEFAULT_BAND,
+        *,
+        model_path: str | None = None,
+        model_top_k: int | None = None,
+        model_max_length: int | None = None,
+        model_batch_size: int | None = None,
+        model_band: str | Sequence[float] | None = None,
+        calibration=None,
         **options,
     ):
         super().__init__(base_url, model, **options)
         self.band = parse_band(band)
+        self.stages = cascade_stages(
+            self.band, calibration, model_path, model_top_k, model_max_length, model_batch_size, model_band
+        )
+        if self.stages.model is not None:
+            from transforms.verify.model.verifier import model_digest
+
+            self.version = f"{self.version}+model-{model_digest(model_path)}"
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
+        heuristic = self._fallback.verify(sentences, evidence).verdicts
+        staged = self.stages.run(heuristic, sentences, evidence)
+        answer = " ".join(sentences)
+        response_id = "answer-" + hashlib.sha256(answer.encode()).hexdigest()[:12]
+        outcome = None
+        if staged.undecided and judge_sample_point(response_id) < self.config.sample_rate:
+            outcome = self._judge(sentence_item(response_id, answer, "", sentences, staged.undecided, evidence))
+        return merge_verdicts(staged.verdicts, outcome, staged.decided_by)
+
+
+def cascade_stages(
+    band: tuple[float, float],
+    calibration=None,
+    model_path: str | None = None,
+    model_top_k: int | None = None,
+    model_max_length: int | None = None,
+    model_batch_size: int | None = None,
+    model_band: str | Sequence[float] | None = None,
+):
+    """The cascade's offline stages (`CascadeStages`) from its options; the model, if any, is loaded now."""
+    from transforms.verify.model.cascade import DEFAULT_MODEL_BAND, CascadeStages, StageGate, load_calibration
+    from transforms.verify.model.verifier import model_stage_from
+
+    calibration = load_calibration(calibration)
+    model_stage = model_stage_from(model_path, model_top_k, model_max_length, model_batch_size)
+    fallback = DEFAULT_MODEL_BAND if model_band is None else parse_band(model_band, "--model-band")
+    return CascadeStages(
+        StageGate.of(calibration, "heuristic", band=band), model_stage, StageGate.of(calibration, "model", fallback)
+    )

@@ -1,0 +1,103 @@
+"""The model stage's flags, shared by the commands that can run it (`audit`, `monitor`), in the judge table's style.
+
+    groundwatch audit --input traffic.jsonl --verifier model --model-path ./nli-onnx [--model-top-k 3]
+    groundwatch audit --input traffic.jsonl --verifier cascade --model-path ./nli-onnx \\
+        --judge-base-url http://127.0.0.1:8000/v1 --judge-model qwen2.5-7b-instruct
+
+The folder holds model.onnx, tokenizer.json and labels.json (docs/model-stage.md). `add_model_arguments` adds
+the dashed CLI flags, `add_model_pipeline_options` the same flags with underscores to a `PipelineOptions`
+class, `model_argv` turns parsed CLI flags into pipeline argv, `model_verifier_config` gives them as verifier
+configuration, and `validate_model_options` loads the model once so a bad folder fails before the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = [
+    "add_model_arguments",
+    "add_model_pipeline_options",
+    "model_argv",
+    "model_verifier_config",
+    "validate_model_options",
+]
+
+# (flag, verifier option, type, default, help); None defaults leave the model stage's default in force.
+_FLAGS: list[tuple[str, str, Any, Any, str]] = [
+    (
+        "model-path",
+        "model_path",
+        str,
+        None,
+        "Folder with model.onnx, tokenizer.json and labels.json (a local ONNX cross-encoder; never a hub id). "
+        "Needed by --verifier model; makes the cascade heuristic, model, then judge.",
+    ),
+    ("model-top-k", "model_top_k", int, None, "Evidence sentences scored per claim, best aligned first. Default 3."),
+    (
+        "model-max-length",
+        "model_max_length",
+        int,
+        None,
+        "Tokens per (evidence, claim) pair; longer pairs are cut. Default labels.json's max_length, else 512.",
+    ),
+    ("model-batch-size", "model_batch_size", int, None, "Pairs per ONNX Runtime call. Default 32."),
+    (
+        "model-band",
+        "model_band",
+        str,
+        None,
+        "LOW,HIGH model confidences the cascade sends on to the judge when the calibration file has no model "
+        "stage. Default 0,0.8.",
+    ),
+]
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The dashed `--model-*` CLI flags."""
+    group = parser.add_argument_group("model stage (with --verifier model or cascade)")
+    for flag, _, kind, default, help_text in _FLAGS:
+        group.add_argument(f"--{flag}", type=kind, default=default, help=help_text)
+
+
+def add_model_pipeline_options(parser) -> None:
+    """The same flags, underscored, for a `PipelineOptions._add_argparse_args`."""
+    for flag, _, kind, default, help_text in _FLAGS:
+        parser.add_argument(f"--{flag.replace('-', '_')}", type=kind, default=default, help=help_text)
+
+
+def model_argv(args: argparse.Namespace) -> list[str]:
+    """Pipeline argv for the model flags that were given."""
+    argv = []
+    for flag, _, _, _, _ in _FLAGS:
+        value = getattr(args, flag.replace("-", "_"), None)
+        if value is not None:
+            argv.append(f"--{flag.replace('-', '_')}={value}")
+    return argv
+
+
+def model_verifier_config(opts: Any) -> dict[str, Any]:
+    """The model options as `make_verifier` / `VerifySentences` configuration (unset ones left out)."""
+    config = {}
+    for flag, option, _, _, _ in _FLAGS:
+        value = getattr(opts, flag.replace("-", "_"), None)
+        if value is not None:
+            config[option] = value
+    return config
+
+
+def validate_model_options(opts: Any) -> None:
+    """Raise ValueError naming the flag: `--verifier model` without `--model-path`, a folder that does not load
+    (missing files, a bad ONNX file, a label map that does not fit), or a bad `--model-*` value."""
+    config = model_verifier_config(opts)
+    verifier = getattr(opts, "verifier", None)
+    if verifier == "model" and not config.get("model_path"):
+        raise ValueError("--verifier model needs --model-path: a folder with model.onnx, tokenizer.json, labels.json")
+    if verifier not in ("model", "cascade") or not config.get("model_path"):
+        return
+    from transforms.verify.judge.verifier import parse_band
+    from transforms.verify.model.verifier import model_stage_from
+
+    if "model_band" in config:
+        parse_band(config["model_band"], "--model-band")
+    model_stage_from(*(config.get(k) for k in ("model_path", "model_top_k", "model_max_length", "model_batch_size")))

@@ -1,0 +1,91 @@
+"""`ModelVerifier` ("model"): every sentence judged by the cross-encoder, the heuristic only picking candidates.
+
+    verifier = make_verifier("model", model_path="/models/nli", model_top_k=3)
+    result = verifier.verify(sentences, passages)       # result.decided_by == ("model", ...)
+
+The model is loaded when the verifier is built (a bad folder fails there, naming `--model-path`) and once per
+process whatever the number of verifiers (`load_scorer`). A model that fails on an answer raises
+`ModelRunError` (not retryable): the audit's verify stage turns that response into a dead letter with the
+reason, and the run goes on. With a calibration file that has a "model" stage, confidences are calibrated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from schemas import EvidencePassage
+from transforms.verify.base import VerificationResult, Verifier
+from transforms.verify.calibration import Calibration
+from transforms.verify.model.cascade import MODEL, ModelStage, StageGate, load_calibration
+from transforms.verify.model.files import ModelFiles
+from transforms.verify.model.stage import DEFAULT_BATCH_SIZE, DEFAULT_CONTRADICTION_THRESHOLD, DEFAULT_TOP_K
+
+__all__ = ["ModelVerifier", "model_digest", "model_stage_from"]
+
+
+def model_digest(folder: str) -> str:
+    """The first 12 hex digits of the SHA-256 of model.onnx, labels.json and tokenizer.json: the model's identity
+    in the lake's verifier version."""
+    files = ModelFiles.of(folder)
+    h = hashlib.sha256()
+    for path in (files.model, files.labels, files.tokenizer):
+        with open(path, "rb") as f:
+            for block in iter(lambda f=f: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:12]
+
+
+def model_stage_from(
+    model_path: str | None,
+    model_top_k: int | None = None,
+    model_max_length: int | None = None,
+    model_batch_size: int | None = None,
+    contradiction_threshold: float | None = None,
+) -> ModelStage | None:
+    """The model stage from the `--model-*` options, its model loaded (so a bad folder fails now); None without a
+    path."""
+    if not model_path:
+        return None
+    stage = ModelStage(
+        model_path,
+        top_k=DEFAULT_TOP_K if model_top_k is None else model_top_k,
+        max_length=model_max_length,
+        batch_size=DEFAULT_BATCH_SIZE if model_batch_size is None else model_batch_size,
+        contradiction_threshold=DEFAULT_CONTRADICTION_THRESHOLD
+        if contradiction_threshold is None
+        else contradiction_threshold,
+    )
+    stage.scorer()
+    return stage
+
+
+class ModelVerifier(Verifier):
+    """The cross-encoder alone, on the few evidence sentences the heuristic's alignment ranks best per claim."""
+
+    name = MODEL
+    version = "model-1"
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        model_top_k: int | None = None,
+        model_max_length: int | None = None,
+        model_batch_size: int | None = None,
+        contradiction_threshold: float | None = None,
+        calibration: Calibration | str | None = None,
+    ):
+        if not model_path:
+            raise ValueError("--verifier model needs --model-path: a folder with model.onnx, tokenizer.json ...")
+        self.stage = model_stage_from(
+            model_path, model_top_k, model_max_length, model_batch_size, contradiction_threshold
+        )
+        self._gate = StageGate.of(load_calibration(calibration), MODEL)
+        self.version = f"model-1+{model_digest(model_path)}"
+
+    def __repr__(self) -> str:
+        return f"ModelVerifier({self.stage.model_path!r}, top_k={self.stage.top_k})"
+
+    def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
+        scored = self.stage.verdicts(sentences, evidence)
+        return VerificationResult.decided(self.name, [self._gate.decided(scored[i]) for i in range(len(sentences))])
