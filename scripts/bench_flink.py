@@ -79,7 +79,7 @@ def _flink_cpu(flink: LocalFlink | None) -> float:
 def _runners(flink: LocalFlink, *, bounded: bool) -> list[tuple[str, list[str]]]:
     def on_flink(parallelism: int) -> list[str]:
         return ["--runner=FlinkRunner", f"--job_endpoint={flink.endpoint}", "--environment_type=LOOPBACK",
-                f"--parallelism={parallelism}"]  # fmt: skip
+                f"--parallelism={parallelism}", f"--flink_master={flink.rest_url.removeprefix('http://')}"]  # fmt: skip
 
     prism = ["--runner=PrismRunner", f"--prism_location={find_prism()}"]
     local = [("FnApiRunner", [])] if bounded else []
