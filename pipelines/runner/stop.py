@@ -1,0 +1,160 @@
+"""Stop a running job cleanly on Ctrl-C or SIGTERM: cancel it on its runner and wait until the runner says so.
+
+    result = pipeline.run()
+    wait_or_cancel(result, flink_rest=flink_rest_url(options))  # on Ctrl-C/SIGTERM: cancel, wait, re-raise
+
+A stream never ends by itself, so stopping it is how it ends. Left to the defaults, SIGTERM kills the launching
+process at once; with `--environment_type=LOOPBACK` that process is the SDK worker, so Flink loses its SDK harness
+and the job ends FAILED. Here both signals cancel the job first and the process stays (serving its worker) until
+the runner reports a terminal state: on Flink the job then ends CANCELED.
+
+On Flink the job is cancelled through the JobManager's REST API (`--flink_master=HOST:PORT` names it): Beam's
+Flink job server 2.62 marks its invocation CANCELLED without cancelling the Flink job it submitted, which then
+fails once the LOOPBACK worker goes (seen: RUNNING -> FAILING, "SDK Harness connection lost").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import signal
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+
+from apache_beam.runners.runner import PipelineState
+
+__all__ = [
+    "CANCEL_TIMEOUT_S",
+    "StopRequested",
+    "cancel_and_wait",
+    "cancel_flink_job",
+    "flink_rest_url",
+    "sigterm_interrupts",
+    "wait_or_cancel",
+]
+
+CANCEL_TIMEOUT_S = 120.0
+"""How long a cancelled job may take to reach a terminal state before the process gives up waiting."""
+
+TERMINAL_STATES = frozenset(
+    {PipelineState.DONE, PipelineState.FAILED, PipelineState.CANCELLED, PipelineState.UPDATED, PipelineState.DRAINED}
+)
+
+
+class StopRequested(KeyboardInterrupt):
+    """SIGTERM arrived: handled as Ctrl-C is (a KeyboardInterrupt), so the command exits as interrupted."""
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises `StopRequested` in the main thread instead of killing the process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set signal handlers
+        return
+
+    def interrupt(signum, _frame):
+        raise StopRequested(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """A second Ctrl-C or SIGTERM while cancelling must not cut the wait short (the worker would die with it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def flink_rest_url(options) -> str | None:
+    """`http://HOST:PORT` of the JobManager `--flink_master` names, when it names one (not `[local]`/`[auto]`)."""
+    from apache_beam.options.pipeline_options import FlinkRunnerOptions
+
+    master = options.view_as(FlinkRunnerOptions).flink_master or ""
+    if not re.fullmatch(r"(https?://)?[\w.\-]+:\d+", master):
+        return None
+    return master if master.startswith("http") else f"http://{master}"
+
+
+def _rest(url: str, method: str = "GET") -> dict:
+    with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as reply:
+        body = reply.read()
+    return json.loads(body) if body else {}
+
+
+def cancel_flink_job(rest_url: str, beam_job_id: str, timeout_s: float = CANCEL_TIMEOUT_S) -> str | None:
+    """Cancel the running Flink job a Beam job id names and wait until Flink ends it; return its final state
+    (`CANCELED`), or None when no such job runs or it did not end within `timeout_s`."""
+    name = beam_job_id.rsplit("_", 1)[0]  # the job server names the Flink job after the invocation, less its uuid
+    jobs = [j["jid"] for j in _rest(f"{rest_url}/jobs/overview")["jobs"] if j["name"] == name and j["state"] in
+            ("CREATED", "INITIALIZING", "RUNNING", "RESTARTING")]  # fmt: skip
+    if not jobs:
+        return None
+    state = None
+    for jid in jobs:
+        _rest(f"{rest_url}/jobs/{jid}?mode=cancel", method="PATCH")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        states = {_rest(f"{rest_url}/jobs/{jid}")["state"] for jid in jobs}
+        if states <= {"CANCELED", "FAILED", "FINISHED"}:
+            return "CANCELED" if states == {"CANCELED"} else ",".join(sorted(states))
+        time.sleep(0.5)
+    return state
+
+
+def cancel_and_wait(result, timeout_s: float = CANCEL_TIMEOUT_S, *, flink_rest: str | None = None) -> str | None:
+    """Cancel the job of `result` and wait until its runner reports a terminal state; return that state (None when
+    it did not come within `timeout_s`). `flink_rest`: the JobManager's REST API, to cancel a Flink job there."""
+    job_service, job_id = getattr(result, "_job_service", None), getattr(result, "_job_id", None)
+    with _signals_ignored():
+        if job_service is not None and job_id is not None:
+            # A portable result's cancel() also stops its LOOPBACK worker pool at once, in this process, while the
+            # runner still cancels the tasks that worker serves: they fail on the lost harness and so does the job.
+            # Cancel through the runner, wait, and clean up only once the job has ended.
+            from apache_beam.portability.api import beam_job_api_pb2
+
+            try:
+                state = cancel_flink_job(flink_rest, job_id, timeout_s) if flink_rest else None
+                job_service.Cancel(beam_job_api_pb2.CancelJobRequest(job_id=job_id))
+                return state or _wait_terminal(result, timeout_s)
+            finally:
+                with contextlib.suppress(Exception):  # best effort: the process is ending anyway
+                    result._cleanup()
+        result.cancel()
+        return _wait_terminal(result, timeout_s)
+
+
+def _wait_terminal(result, timeout_s: float) -> str | None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = result.state
+        except Exception:  # noqa: BLE001 - a runner that went away with its job has nothing more to say
+            return None
+        if state in TERMINAL_STATES:
+            return state
+        time.sleep(0.5)
+    return None
+
+
+def wait_or_cancel(result, timeout_s: float = CANCEL_TIMEOUT_S, *, flink_rest: str | None = None) -> str:
+    """Wait for the job to finish; on Ctrl-C or SIGTERM cancel it, wait for the runner to confirm, and re-raise."""
+    try:
+        with sigterm_interrupts():
+            return result.wait_until_finish()
+    except KeyboardInterrupt:
+        cancel_and_wait(result, timeout_s, flink_rest=flink_rest)
+        raise

@@ -1,0 +1,467 @@
+"""Beam's Flink job server on 127.0.0.1, alone (embedded mini-cluster) or before a local standalone Flink cluster.
+
+`scripts/flink.sh start|stop|status [--cluster]` calls this module; pytest fixtures import `LocalFlink`. Maven
+serves no `beam-runners-flink-*-job-server` jar, so the jars of `beam-runners-flink-1.19` (which holds
+`FlinkJobServerDriver` and brings Flink 1.19.0) are resolved once with `mvn dependency:copy-dependencies` from
+`scripts/flink/pom.xml` into `~/.cache/groundwatch/flink/<version>/lib`. State, config and logs live in a home
+folder (default `~/.cache/groundwatch/flink/run`).
+
+    python3 scripts/flink_cluster.py start [--cluster] [--slots 2]  # prints localhost:PORT once it answers
+    python3 scripts/flink_cluster.py status   # prints the endpoint, exit 0 when it answers
+    python3 scripts/flink_cluster.py stop     # SIGTERM each process started, SIGKILL if it lingers
+
+With `--cluster` it runs a JobManager (`StandaloneSessionClusterEntrypoint`) and one TaskManager
+(`TaskManagerRunner`, with the memory and CPU settings Flink's `BashJavaUtils GET_TM_RESOURCE_PARAMS` computes, as
+`taskmanager.sh` would: flink-dist is not on Maven) and points the job server at its REST port. Every process
+listens on 127.0.0.1 only. Starting is idempotent: a running set just prints its endpoint, and a process that died
+(a TaskManager killed by a test) is started again. Ports come from the environment (GROUNDWATCH_FLINK_JOB_PORT,
+default 38099; GROUNDWATCH_FLINK_REST_PORT, default 38081) and stay away from Flink's and Beam's defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+__all__ = ["FlinkError", "LocalFlink", "beam_version", "ensure_libs", "find_java"]
+
+POM = Path(__file__).resolve().parent / "flink" / "pom.xml"
+CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
+DEFAULT_HOME = CACHE / "flink" / "run"
+# Beam's defaults are 8099/8098/8097 and Flink's 8081/6123: a developer's own servers keep theirs.
+DEFAULT_JOB_PORT = 38099
+DEFAULT_REST_PORT = 38081
+DEFAULT_SLOTS = 2
+START_TIMEOUT_S = 180.0
+STOP_GRACE_S = 20.0
+JOB_SERVER = "org.apache.beam.runners.flink.FlinkJobServerDriver"
+JOB_MANAGER = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
+TASK_MANAGER = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
+BASH_JAVA_UTILS = "org.apache.flink.runtime.util.bash.BashJavaUtils"
+
+
+class FlinkError(RuntimeError):
+    """The job server or the local cluster could not be provisioned, started or stopped."""
+
+
+def beam_version() -> str:
+    """The Beam job server version the pom pins."""
+    match = re.search(r"<beam.version>([^<]+)</beam.version>", POM.read_text())
+    if not match:
+        raise FlinkError(f"no <beam.version> in {POM}")
+    return match.group(1)
+
+
+def _java_major(java: str) -> int | None:
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 else major
+
+
+def find_java() -> str:
+    """A Java 11 or 17 runtime (Flink 1.19 supports 8, 11 and 17; 21 and later fail in its serializers):
+    `$GROUNDWATCH_FLINK_JAVA`, `$JAVA_HOME`, `java` on PATH, or one under /usr/lib/jvm."""
+    candidates = [os.environ.get("GROUNDWATCH_FLINK_JAVA")]
+    if home := os.environ.get("JAVA_HOME"):
+        candidates.append(os.path.join(home, "bin", "java"))
+    candidates.append(shutil.which("java"))
+    candidates += sorted(glob.glob("/usr/lib/jvm/*17*/bin/java")) + sorted(glob.glob("/usr/lib/jvm/*11*/bin/java"))
+    for java in filter(None, candidates):
+        if os.access(java, os.X_OK) and _java_major(java) in (11, 17):
+            return os.path.realpath(java)
+    raise FlinkError("no Java 11 or 17 runtime found (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)")
+
+
+def ensure_libs(version: str | None = None) -> Path:
+    """Resolve the job server's jars with mvn into the cache once; return the folder holding them."""
+    version = version or beam_version()
+    lib = CACHE / "flink" / version / "lib"
+    if (lib / ".complete").exists():
+        return lib
+    if shutil.which("mvn") is None:
+        raise FlinkError("mvn is not on PATH; install Maven (apt-get install maven) and a Java 17 runtime")
+    staging = lib.with_name(f"lib.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    command = [
+        "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise FlinkError(f"mvn could not resolve Beam {version}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
+    (staging / ".complete").write_text(version)
+    shutil.rmtree(lib, ignore_errors=True)
+    staging.rename(lib)
+    return lib
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError):  # a zombie child of ours is dead: reap it
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def _flink_conf(ports: dict[str, int], slots: int) -> str:
+    return f"""\
+jobmanager.rpc.address: 127.0.0.1
+jobmanager.bind-host: 127.0.0.1
+jobmanager.rpc.port: {ports["rpc"]}
+jobmanager.memory.process.size: 1024m
+rest.address: 127.0.0.1
+rest.bind-address: 127.0.0.1
+rest.port: {ports["rest"]}
+blob.server.port: {ports["blob"]}
+taskmanager.host: 127.0.0.1
+taskmanager.bind-host: 127.0.0.1
+taskmanager.rpc.port: {ports["tm_rpc"]}
+taskmanager.data.port: {ports["tm_data"]}
+taskmanager.numberOfTaskSlots: {slots}
+taskmanager.memory.process.size: 1728m
+parallelism.default: 1
+# A killed TaskManager is noticed in seconds, not the default 50: tests and a laptop want a quick failure.
+heartbeat.interval: 2000
+heartbeat.timeout: 10000
+"""
+
+
+class LocalFlink:
+    """Beam's Flink job server (and, with `cluster`, a JobManager and a TaskManager) whose state lives in `home`."""
+
+    def __init__(
+        self,
+        home: Path | str = DEFAULT_HOME,
+        *,
+        job_port: int = DEFAULT_JOB_PORT,
+        rest_port: int = DEFAULT_REST_PORT,
+        slots: int = DEFAULT_SLOTS,
+        heap: str = "768m",
+    ):
+        if slots < 1:
+            raise FlinkError(f"slots must be at least 1, got {slots}")
+        self.home = Path(home)
+        self._wanted = {"job": job_port, "rest": rest_port}
+        self._slots = slots
+        self._heap = heap
+
+    # -- state ----------------------------------------------------------------------------------------------------
+    @property
+    def _state_file(self) -> Path:
+        return self.home / "flink.json"
+
+    def _state(self) -> dict:
+        try:
+            return json.loads(self._state_file.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    def _write_state(self, state: dict) -> None:
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        os.replace(tmp, self._state_file)
+
+    @contextlib.contextmanager
+    def _locked(self):
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self.home / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    @property
+    def endpoint(self) -> str | None:
+        """`localhost:PORT` of the job server, for `--job_endpoint`."""
+        port = self._state().get("ports", {}).get("job")
+        return f"localhost:{port}" if port else None
+
+    @property
+    def rest_url(self) -> str | None:
+        """The JobManager's REST API (`http://127.0.0.1:PORT`) when a cluster runs, else None."""
+        state = self._state()
+        return f"http://127.0.0.1:{state['ports']['rest']}" if state.get("cluster") else None
+
+    def pid(self, role: str) -> int | None:
+        """The process id of `job_server`, `job_manager` or `task_manager`, when it runs."""
+        pid = self._state().get("pids", {}).get(role)
+        return pid if _pid_alive(pid) else None
+
+    def log_file(self, role: str) -> Path:
+        return self.home / "logs" / f"{role}.log"
+
+    def running(self) -> bool:
+        state = self._state()
+        roles = ("job_manager", "task_manager", "job_server") if state.get("cluster") else ("job_server",)
+        return bool(state) and all(self.pid(role) for role in roles)
+
+    def answers(self, timeout_s: float = 5.0) -> bool:
+        """Whether the job server answers a GetJobs call (and, with a cluster, a TaskManager is registered)."""
+        if not self.endpoint or not _job_service_answers(self.endpoint, timeout_s):
+            return False
+        return self.rest_url is None or self.task_managers(timeout_s) > 0
+
+    def rest(self, path: str, timeout_s: float = 5.0) -> dict:
+        """GET `path` of the JobManager's REST API as JSON."""
+        if not self.rest_url:
+            raise FlinkError("no local cluster runs (start it with --cluster)")
+        with urllib.request.urlopen(self.rest_url + path, timeout=timeout_s) as reply:
+            return json.loads(reply.read())
+
+    def task_managers(self, timeout_s: float = 5.0) -> int:
+        try:
+            return int(self.rest("/overview", timeout_s).get("taskmanagers", 0))
+        except (OSError, ValueError, FlinkError):
+            return 0
+
+    # -- lifecycle ------------------------------------------------------------------------------------------------
+    def start(self, *, cluster: bool = False, master: str | None = None, timeout_s: float = START_TIMEOUT_S) -> str:
+        """Start what is not running yet and return the job endpoint once it answers. `master` (`HOST:REST_PORT`
+        of an existing Flink cluster) starts only the job server, submitting there. A running job server in
+        another mode (mini-cluster, local cluster, another master) is stopped first."""
+        if cluster and master:
+            raise FlinkError("--cluster starts a local cluster; --flink-master names another one: choose one")
+        with self._locked():
+            state = self._state()
+            mode_changed = state.get("cluster", False) != cluster or state.get("master") != master
+            if state and mode_changed and _pid_alive(state.get("pids", {}).get("job_server")):
+                self._stop_all(state)
+                state = self._state()
+            lib, java = ensure_libs(), find_java()
+            state = self._configure(state, cluster)
+            state["master"] = master
+            self._write_state(state)
+            (self.home / "logs").mkdir(parents=True, exist_ok=True)
+            if cluster:
+                if not self.pid("job_manager"):
+                    self._spawn(state, "job_manager", [java, f"-Xmx{self._heap}", *self._logging("job_manager"),
+                                "-cp", f"{lib}/*", JOB_MANAGER, "--configDir", str(self._conf_dir),
+                                "--executionMode", "cluster"])  # fmt: skip
+                if not self.pid("task_manager"):
+                    jvm, dynamic = self._tm_resources(java, lib)
+                    self._spawn(state, "task_manager", [java, *jvm, *self._logging("task_manager"),
+                                "-cp", f"{lib}/*", TASK_MANAGER, "--configDir", str(self._conf_dir),
+                                *dynamic])  # fmt: skip
+            if not self.pid("job_server"):
+                ports = state["ports"]
+                master = f"127.0.0.1:{ports['rest']}" if cluster else (master or "[local]")
+                self._spawn(state, "job_server", [java, f"-Xmx{self._heap}", *self._logging("job_server"),
+                            "-cp", f"{lib}/*", JOB_SERVER, f"--flink-master={master}",
+                            "--job-host=127.0.0.1", f"--job-port={ports['job']}",
+                            f"--artifact-port={ports['artifact']}", f"--expansion-port={ports['expansion']}",
+                            f"--flink-conf-dir={self._conf_dir}"])  # fmt: skip
+            self._wait_ready(timeout_s)
+            return self.endpoint
+
+    @property
+    def _conf_dir(self) -> Path:
+        return self.home / "conf"
+
+    def _logging(self, role: str) -> list[str]:
+        # slf4j-simple writes to stderr (our log file); Flink's own code also asks for log.file when it serves logs.
+        return [
+            "-Djava.awt.headless=true",
+            f"-Dlog.file={self.log_file(role)}",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+        ]
+
+    def _configure(self, state: dict, cluster: bool) -> dict:
+        """Ports kept across restarts when still free; a fresh Flink config for the cluster's processes."""
+        ports = dict(state.get("ports", {}))
+        alive = any(_pid_alive(pid) for pid in state.get("pids", {}).values())
+        if not alive:
+            job = self._wanted["job"]  # 0: any free port, for the artifact and expansion services too
+            wanted = {**self._wanted, "artifact": job and job - 1, "expansion": job and job - 2}
+            taken: set[int] = set()
+            for name in ("job", "artifact", "expansion", "rest", "rpc", "blob", "tm_rpc", "tm_data"):
+                port = wanted.get(name) or ports.get(name) or _free_port()
+                while port in taken or not _port_free(port):
+                    port = _free_port()
+                ports[name] = port
+                taken.add(port)
+        self._conf_dir.mkdir(parents=True, exist_ok=True)
+        (self._conf_dir / "flink-conf.yaml").write_text(_flink_conf(ports, self._slots))
+        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "pids": state.get("pids", {})}
+        self._write_state(state)
+        return state
+
+    def _tm_resources(self, java: str, lib: Path) -> tuple[list[str], list[str]]:
+        """The JVM flags and `-D key=value` settings `taskmanager.sh` would pass (BashJavaUtils computes them)."""
+        command = [java, "-Xmx128m", "-cp", f"{lib}/*", BASH_JAVA_UTILS, "GET_TM_RESOURCE_PARAMS",
+                   "--configDir", str(self._conf_dir)]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        lines = [line.split(":", 1)[1] for line in result.stdout.splitlines() if line.startswith("BASH_JAVA_UTILS_")]
+        if result.returncode != 0 or len(lines) < 2:
+            raise FlinkError(f"BashJavaUtils GET_TM_RESOURCE_PARAMS failed:\n{result.stdout}{result.stderr}")
+        return lines[-2].split(), lines[-1].split()
+
+    def _spawn(self, state: dict, role: str, command: list[str]) -> None:
+        with open(self.log_file(role), "ab") as log:
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        state["pids"][role] = process.pid
+        self._write_state(state)
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        roles = list(self._state().get("pids", {}))
+        while time.monotonic() < deadline:
+            if dead := [role for role in roles if not self.pid(role)]:
+                raise FlinkError(f"{', '.join(dead)} exited during start-up:\n{self._log_tail(dead)}")
+            if self.answers():
+                return
+            time.sleep(0.5)
+        raise FlinkError(f"the Flink job server did not answer within {timeout_s:.0f}s; logs in {self.home / 'logs'}")
+
+    def _log_tail(self, roles: list[str], lines: int = 30) -> str:
+        text = ""
+        for role in roles:
+            with contextlib.suppress(FileNotFoundError):
+                tail = self.log_file(role).read_text(errors="replace").splitlines(True)[-lines:]
+                text += f"--- {self.log_file(role)}\n" + "".join(tail)
+        return text
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
+        """Stop every process this home started; return whether any was running. Ports are kept."""
+        with self._locked():
+            return self._stop_all(self._state(), grace_s)
+
+    def _stop_all(self, state: dict, grace_s: float = STOP_GRACE_S) -> bool:
+        pids = state.get("pids", {})
+        # The job server first (it cancels nothing, but must not submit to a cluster going away), then the workers.
+        order = [role for role in ("job_server", "task_manager", "job_manager") if _pid_alive(pids.get(role))]
+        for role in order:
+            _terminate(pids[role], grace_s)
+        if state:
+            state["pids"] = {}
+            self._write_state(state)
+        return bool(order)
+
+    def kill(self, role: str) -> int:
+        """SIGKILL one process (a test's crash); return its pid. `start()` brings it back."""
+        pid = self.pid(role)
+        if not pid:
+            raise FlinkError(f"{role} is not running")
+        os.kill(pid, signal.SIGKILL)
+        while _pid_alive(pid):
+            time.sleep(0.05)
+        return pid
+
+
+def _terminate(pid: int, grace_s: float) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while _pid_alive(pid):
+            time.sleep(0.1)
+
+
+def _job_service_answers(endpoint: str, timeout_s: float) -> bool:
+    """Whether a Beam job service answers GetJobs at `endpoint` (a bare TCP accept says less: the JVM opens the
+    port before the service is ready)."""
+    try:
+        import grpc
+        from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc
+    except ImportError:  # no Beam here: an open port is the best sign there is
+        host, port = endpoint.rsplit(":", 1)
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=timeout_s):
+            return True
+        return False
+    with grpc.insecure_channel(endpoint) as channel:
+        try:
+            beam_job_api_pb2_grpc.JobServiceStub(channel).GetJobs(beam_job_api_pb2.GetJobsRequest(), timeout=timeout_s)
+        except grpc.RpcError:
+            return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=["start", "stop", "status"])
+    parser.add_argument("--cluster", action="store_true", help="a local JobManager and TaskManager, not a mini-cluster")
+    env = os.environ.get
+    parser.add_argument("--home", default=env("GROUNDWATCH_FLINK_HOME", str(DEFAULT_HOME)), help="state and logs")
+    parser.add_argument("--slots", type=int, default=int(env("GROUNDWATCH_FLINK_SLOTS", DEFAULT_SLOTS)),
+                        help="TaskManager slots (default %(default)s; GROUNDWATCH_FLINK_SLOTS)")  # fmt: skip
+    parser.add_argument("--job-port", type=int, default=int(env("GROUNDWATCH_FLINK_JOB_PORT", DEFAULT_JOB_PORT)),
+                        help="job server port (default %(default)s; GROUNDWATCH_FLINK_JOB_PORT)")  # fmt: skip
+    parser.add_argument("--rest-port", type=int, default=int(env("GROUNDWATCH_FLINK_REST_PORT", DEFAULT_REST_PORT)),
+                        help="JobManager REST port (default %(default)s; GROUNDWATCH_FLINK_REST_PORT)")  # fmt: skip
+    parser.add_argument("--flink-master", default=env("GROUNDWATCH_FLINK_MASTER"),
+                        help="HOST:PORT of an existing cluster (REST): start only the job server")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="status: print the state (ports, pids) as JSON")
+    args = parser.parse_args(argv)
+    flink = LocalFlink(args.home, job_port=args.job_port, rest_port=args.rest_port, slots=args.slots)
+    try:
+        if args.action == "start":
+            print(flink.start(cluster=args.cluster, master=args.flink_master))
+        elif args.action == "stop":
+            print("stopped" if flink.stop() else "not running", file=sys.stderr)
+        else:
+            up = flink.running() and flink.answers()
+            if args.json:
+                print(json.dumps({**flink._state(), "answers": up}, indent=2))
+            elif up:
+                print(flink.endpoint)
+            else:
+                print("running, not answering" if flink.running() else "not running", file=sys.stderr)
+            return 0 if up else 1
+    except FlinkError as error:
+        print(f"flink: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
