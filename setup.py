@@ -21,6 +21,7 @@ setup(
         # (about 0.12 us a byte: a quarter of a millisecond for each 2 KB message read or produced).
         "kafka-python[crc32c]>=3.0,<4",
         "pydantic>=2.7,<3",
+        "pydantic-core>=2.14,<3",  # PydanticCustomError: the contract's own error codes (schemas.responses)
         "openai>=1.50,<3",
         "pyarrow>=17,<26",
         "duckdb>=1.1,<3",
@@ -34,7 +35,19 @@ setup(
         "uvicorn>=0.30,<1",  # the ASGI server of `groundwatch serve` (uses httptools and uvloop when installed)
     ],
     extras_require={
-        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "ruff>=0.6", "mypy>=1.11,<3"],
+        # the model stage (--verifier model, the three-stage cascade): a local ONNX cross-encoder on CPU
+        "model": ["onnxruntime>=1.18,<2", "tokenizers>=0.19,<1", "numpy>=1.26"],
+        "test": [
+            "pytest>=8,<10",
+            "pytest-timeout>=2.3,<3",
+            "ruff>=0.6",
+            "mypy>=1.11,<3",
+            # the model stage's tests build a tiny ONNX model and a WordPiece tokenizer themselves
+            "onnxruntime>=1.18,<2",
+            "tokenizers>=0.19,<1",
+            "onnx>=1.16,<2",
+            "numpy>=1.26",
+        ],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:main"]},
 )
