@@ -10,7 +10,8 @@ from pipelines.cli import main
 from pipelines.runner.inline import InlineAuditor
 from tests.support.audit_messages import BAD_MESSAGES, message
 from tests.support.serve_fixtures import verdict_message
-from transforms.io.lake.writer import to_lake_rows, write_table
+from transforms.io.lake.rows import to_lake_rows
+from transforms.io.lake.writer import write_table
 
 
 def _jsonl(path, *messages) -> str:

@@ -27,6 +27,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from schemas import EvidencePassage, SentenceVerdict
 from transforms.verify.base import VerificationResult, Verifier
@@ -34,6 +35,9 @@ from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.prompts import prompt_version
 from transforms.verify.judge.schema import IndexedSentence, JudgeItem, JudgeOutcome, Passage, Task
+
+if TYPE_CHECKING:  # imported where used: the client is built on the first judge call
+    from transforms.verify.judge.client import JudgeClient
 
 __all__ = [
     "DEFAULT_BAND",
@@ -156,7 +160,7 @@ class JudgeVerifier(Verifier):
     def __init__(self, base_url: str | None = None, model: str | None = None, **options):
         self.config = judge_config_from(base_url, model, **options)
         self._fallback = HeuristicVerifier()
-        self._client = None  # built on the first judge call, once, whichever thread makes it
+        self._client: JudgeClient | None = None  # built on the first judge call, once, whichever thread makes it
         self._client_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -220,7 +224,7 @@ class CascadeVerifier(JudgeVerifier):
         if self.stages.model is not None:
             from transforms.verify.model.verifier import model_digest
 
-            self.version = f"{self.version}+model-{model_digest(model_path)}"
+            self.version = f"{self.version}+model-{model_digest(self.stages.model.model_path)}"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         heuristic = self._fallback.verify(sentences, evidence).verdicts
