@@ -70,7 +70,8 @@ def audit_file(path: str, auditor) -> list[LineOutcome]:
     """Every non-blank line of `path` audited (or the reason it could not be), in order; lines count from 1."""
     from transforms.ingest.parse import ParseError
 
-    outcomes, seen = [], {}
+    outcomes: list[LineOutcome] = []
+    seen: dict[str, int] = {}  # response id -> the line that first held it
     with open(path, "rb") as lines:
         for number, line in enumerate(lines, start=1):
             line = line.rstrip(b"\r\n")

@@ -133,7 +133,7 @@ def _epoch_ms(value: Any) -> Any:
 
 
 def _zoned_utc(value: Any, handler: ValidatorFunctionWrapHandler) -> datetime:
-    parsed = handler(_epoch_ms(value))
+    parsed: datetime = handler(_epoch_ms(value))  # the handler is pydantic's datetime validator
     if parsed.tzinfo is None:
         seen = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
         raise PydanticCustomError(
@@ -170,6 +170,7 @@ class InputModel(BaseModel):
         found = dict(self.__pydantic_extra__ or {})
         for name in _shape(type(self))[1]:
             value = getattr(self, name)
+            nested: dict[str, Any] | list[dict[str, Any] | None] | None
             if isinstance(value, InputModel):
                 nested = value.unknown_fields()
             elif isinstance(value, list):

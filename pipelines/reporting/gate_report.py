@@ -95,7 +95,9 @@ def _fabricated(a: AuditedResponse) -> bool:
 
 def gate_figures(outcomes: list[LineOutcome]) -> GateFigures:
     """The figures of a gate run (or of a baseline file audited the same way)."""
-    figures, confidences, faithfulness = GateFigures(), [], []
+    figures = GateFigures()
+    confidences: list[float] = []
+    faithfulness: list[float] = []
     for o in outcomes:
         a = o.audited
         if a is None:

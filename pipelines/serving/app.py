@@ -227,10 +227,10 @@ class VerifyApp:
 
     async def _audit_all(self, parsed: list) -> list[VerifyResult | ItemError]:
         """Audit each response (judge-backed ones in the pool, all within one deadline) and publish the results."""
-        if self._pool is None:
+        if self._pool is None or self._offline is None:  # both are set together, for a judge-backed verifier
             outcomes = [self._timed(self.auditor.audit, p) for p in parsed]
         else:
-            outcomes = await self._audit_with_deadline(parsed)
+            outcomes = await self._audit_with_deadline(parsed, self._offline)
         for p, outcome in zip(parsed, outcomes, strict=True):
             if isinstance(outcome, VerifyResult):
                 self.counts["verified"] += 1
@@ -247,7 +247,7 @@ class VerifyApp:
             return ItemError(index=0, error="audit_failed", message=" ".join(f"{type(e).__name__}: {e}".split())[:300])
         return verify_result(audited, status="determined", elapsed_ms=(time.perf_counter() - started) * 1000)
 
-    async def _audit_with_deadline(self, parsed: list) -> list[VerifyResult | ItemError]:
+    async def _audit_with_deadline(self, parsed: list, offline: InlineAuditor) -> list[VerifyResult | ItemError]:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         futures = [loop.run_in_executor(self._pool, self._timed, self.auditor.audit, p) for p in parsed]
@@ -261,7 +261,7 @@ class VerifyApp:
                 continue
             future.cancel()  # a call already running finishes in its thread; its verdict is not used
             try:
-                audited = undetermined(self._offline.audit(p), verifier=self.auditor.verifier_name, timeout_s=timeout)
+                audited = undetermined(offline.audit(p), verifier=self.auditor.verifier_name, timeout_s=timeout)
             except Exception as e:
                 message = " ".join(f"{type(e).__name__}: {e}".split())[:300]
                 outcomes.append(ItemError(index=0, error="audit_failed", message=message))

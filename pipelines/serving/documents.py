@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, Field
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from schemas import (
     AuditedResponse,
@@ -136,7 +136,7 @@ def _error_responses(*codes: int) -> dict:
 
 def openapi_document(*, api_key: bool = False, version: str = "1") -> dict:
     """The OpenAPI 3.1 document of the service, its schemas generated from the same pydantic models."""
-    models = [
+    models: list[tuple[type[BaseModel], JsonSchemaMode]] = [
         (LoggedResponse, "validation"),
         (BatchRequest, "validation"),
         (VerifyResult, "serialization"),
@@ -144,7 +144,7 @@ def openapi_document(*, api_key: bool = False, version: str = "1") -> dict:
         (ErrorBody, "serialization"),
     ]
     _, schema = models_json_schema(models, ref_template="#/components/schemas/{model}")
-    security = [{"bearer": []}, {"apiKey": []}] if api_key else []
+    security: list[dict[str, list[str]]] = [{"bearer": []}, {"apiKey": []}] if api_key else []
 
     def schema_of(name: str) -> dict:
         return {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}

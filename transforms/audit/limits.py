@@ -156,7 +156,7 @@ def bound_response(response: LoggedResponse) -> tuple[LoggedResponse, list[str]]
     exceeded: list[str] = []
     answer = _bound_answer(response.answer, exceeded)
     evidence = _bound_evidence(response.evidence, exceeded)
-    update = {}
+    update: dict[str, object] = {}  # field name -> its bounded value, for model_copy
     if answer is not response.answer:
         update["answer"] = answer
     if any(a is not b for a, b in zip(evidence, response.evidence, strict=False)) or len(evidence) != len(

@@ -26,8 +26,9 @@ SummEdits have several sentences per source document; Factcheck-GPT claims of on
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from transforms.evaluation.metrics import (
     balanced_accuracy,
@@ -286,7 +287,7 @@ def stage_figures(
 
 
 def fit_calibration(
-    scores: dict[str, Sequence[float]],
+    scores: Mapping[str, Sequence[float]],
     positive: Sequence[bool],
     sources: Sequence[str],
     groups: Sequence[str],
@@ -298,7 +299,8 @@ def fit_calibration(
 ) -> tuple[Calibration, dict]:
     """Per named score (a verifier's, a stage's): its band fitted on all records and its cross-validated
     figures; and the calibration file of the `stages` among them, its `fitted_on` saying on what."""
-    report, fitted = {}, {}
+    report: dict[str, dict[str, Any]] = {}
+    fitted: dict[str, StageCalibration] = {}
     for name, values in scores.items():
         stage, _ = fit_stage(values, positive, groups, target=target, folds=folds)
         cv = cross_validate(values, positive, groups, target=target, folds=folds)

@@ -84,7 +84,7 @@ def confusion_matrix(gold: Sequence[str], predicted: Sequence[str], labels: Sequ
     return matrix
 
 
-def accuracy(gold: Sequence[str], predicted: Sequence[str]) -> float | None:
+def accuracy(gold: Sequence[object], predicted: Sequence[object]) -> float | None:
     """Fraction of exact agreements; None on an empty set."""
     if not gold:
         return None
@@ -328,13 +328,13 @@ def recommend_threshold(
 
     None when no threshold in the sweep reaches the target.
     """
-    if (target_precision is None) == (target_recall is None):
-        raise ValueError("give exactly one of target_precision and target_recall")
-    if target_precision is not None:
+    if target_precision is not None and target_recall is None:
         ok = [p for p in points if p.precision is not None and p.precision >= target_precision]
         return max(ok, key=lambda p: (p.recall or 0.0, -p.threshold), default=None)
-    ok = [p for p in points if p.recall is not None and p.recall >= target_recall]
-    return min(ok, key=lambda p: (p.flagged, p.threshold), default=None)
+    if target_recall is not None and target_precision is None:
+        ok = [p for p in points if p.recall is not None and p.recall >= target_recall]
+        return min(ok, key=lambda p: (p.flagged, p.threshold), default=None)
+    raise ValueError("give exactly one of target_precision and target_recall")
 
 
 def bootstrap_intervals(
@@ -351,12 +351,12 @@ def bootstrap_intervals(
     for _ in range(resamples if n else 0):
         sample = [items[rng.randrange(n)] for _ in range(n)]
         gold_pos = [it.gold == positive for it in sample]
-        values = {
+        drawn = {
             "accuracy": accuracy([it.gold for it in sample], [it.predicted for it in sample]),
             "binary_balanced_accuracy": balanced_accuracy(gold_pos, [it.predicted == positive for it in sample]),
             "roc_auc": roc_auc(gold_pos, [it.score for it in sample]),
         }
-        for name, value in values.items():
+        for name, value in drawn.items():
             if value is not None:
                 draws[name].append(value)
     tail = (1.0 - level) / 2.0

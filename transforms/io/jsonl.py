@@ -28,12 +28,15 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import apache_beam as beam
+from apache_beam import PCollection
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.pvalue import PBegin
 
 from schemas import Origin
 from schemas.records import METRICS_NAMESPACE
@@ -41,6 +44,7 @@ from schemas.records import METRICS_NAMESPACE
 __all__ = [
     "SKIPPED_BLANK_COUNTER",
     "LineRange",
+    "LineStream",
     "ReadJsonlMessages",
     "UnreadableInputError",
     "absolute_pattern",
@@ -57,11 +61,18 @@ SKIPPED_BLANK_COUNTER = "skipped_blank"
 _BOM = b"\xef\xbb\xbf"
 
 # Beam's own decompressing reader ends quietly where a truncated file ends; Python's raise EOFError there.
-_DECOMPRESSORS = {
+# Each takes the raw stream Beam's file systems open (their types are not checked here).
+_DECOMPRESSORS: dict[str, Callable[[Any], gzip.GzipFile | bz2.BZ2File]] = {
     CompressionTypes.GZIP: lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
     CompressionTypes.BZIP2: lambda raw: bz2.BZ2File(raw, mode="rb"),
 }
 _SUFFIX = {CompressionTypes.GZIP: "gz", CompressionTypes.BZIP2: "bz2"}
+
+
+class LineStream(Protocol):
+    """A binary stream read line by line: a file, a decompressor, or Beam's decompressing stream."""
+
+    def readline(self) -> bytes: ...
 
 
 class UnreadableInputError(ValueError):
@@ -77,7 +88,9 @@ class LineRange:
     stop: int | None = None
 
 
-def iter_jsonl_lines(stream, first: int = 1, stop: int | None = None, *, blank: Callable[[int], None] | None = None):
+def iter_jsonl_lines(
+    stream: LineStream, first: int = 1, stop: int | None = None, *, blank: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, bytes]]:
     """`(line number, bytes)` for every non-blank line of a binary stream, from line `first` up to `stop`;
     `blank(line number)` is called for each blank line in that range."""
     number = 0
@@ -94,15 +107,20 @@ def iter_jsonl_lines(stream, first: int = 1, stop: int | None = None, *, blank: 
 
 
 def iter_jsonl_messages(
-    stream, source: str, first: int = 1, stop: int | None = None, *, blank: Callable[[int], None] | None = None
-):
+    stream: LineStream,
+    source: str,
+    first: int = 1,
+    stop: int | None = None,
+    *,
+    blank: Callable[[int], None] | None = None,
+) -> Iterator[tuple[bytes, Origin]]:
     """`(bytes, Origin)` for every non-blank line of a binary stream (from line `first` up to `stop`)."""
     for number, line in iter_jsonl_lines(stream, first, stop, blank=blank):
         yield line, Origin(source=source, offset=number)
 
 
 @contextmanager
-def open_jsonl(path: str):
+def open_jsonl(path: str) -> Iterator[LineStream]:
     """A binary stream of the file's lines, decompressed by its extension (see the module docstring)."""
     decompressor = _DECOMPRESSORS.get(CompressionTypes.detect_compression_type(path))
     if decompressor is None:
@@ -142,10 +160,10 @@ def _why_unreadable(path: str, kind: str, error: Exception, last: int) -> str:
 
 
 class _ReadLineRangeDoFn(beam.DoFn):
-    def __init__(self):
+    def __init__(self) -> None:
         self._blank = Metrics.counter(METRICS_NAMESPACE, SKIPPED_BLANK_COUNTER)
 
-    def process(self, lines: LineRange):
+    def process(self, lines: LineRange) -> Iterator[tuple[bytes, Origin]]:
         source = f"file:{lines.path}"
         for number, line in read_jsonl_lines(lines.path, lines.first, lines.stop, blank=lambda _: self._blank.inc()):
             yield line, Origin(source=source, offset=number)
@@ -161,10 +179,10 @@ def split_line_ranges(ranges: Sequence[LineRange], pieces: int) -> list[LineRang
     `stop` stays whole)."""
     sizes = [lines.stop - lines.first if lines.stop is not None else 0 for lines in ranges]
     total = sum(sizes)
-    out = []
+    out: list[LineRange] = []
     for lines, size in zip(ranges, sizes, strict=True):
         parts = max(1, round(pieces * size / total)) if total else 1
-        if parts == 1:
+        if parts == 1 or lines.stop is None:  # a range without a stop has size 0, so one part
             out.append(lines)
             continue
         step = -(-size // parts)  # ceiling
@@ -188,7 +206,7 @@ class ReadJsonlMessages(beam.PTransform):
         self._pattern = absolute_pattern(pattern) if pattern else None
         self._ranges = None if ranges is None else split_line_ranges(ranges, pieces)
 
-    def expand(self, pbegin):
+    def expand(self, pbegin: PBegin) -> PCollection:
         if self._ranges is not None:
             # Create shuffles its elements (the parts) over the workers; the read is fused with what follows.
             return pbegin | "LineRanges" >> beam.Create(self._ranges) | "ReadLines" >> beam.ParDo(_ReadLineRangeDoFn())

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # kafka-python is imported where a client is built, so importing this module stays cheap
+    from kafka import KafkaConsumer, KafkaProducer
 
 __all__ = [
     "CLIENT_SETTINGS",
@@ -98,7 +101,7 @@ def resolve_start_offset(committed: int | None, earliest: int, latest: int, star
     return latest if start_from == "latest" else earliest
 
 
-def producer(connection: Mapping[str, Any], **extra):
+def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:
     """A producer that waits for every in-sync replica (acks=all), retries, and batches (`PRODUCER_LINGER_MS`)."""
     from kafka import KafkaProducer
 
@@ -106,7 +109,7 @@ def producer(connection: Mapping[str, Any], **extra):
     return KafkaProducer(**client_config(connection), **settings)
 
 
-def consumer(connection: Mapping[str, Any], group_id: str | None, **extra):
+def consumer(connection: Mapping[str, Any], group_id: str | None, **extra: Any) -> KafkaConsumer:
     """A consumer that never commits by itself and reads committed transactions only."""
     from kafka import KafkaConsumer
 

@@ -22,23 +22,28 @@ the ledger lives in Beam state, keyed per partition.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+from apache_beam import PCollection
 from apache_beam.coders import PickleCoder
 from apache_beam.metrics import Metrics
 from apache_beam.transforms import window as beam_window
-from apache_beam.transforms.userstate import ReadModifyWriteStateSpec
+from apache_beam.transforms.userstate import ReadModifyWriteRuntimeState, ReadModifyWriteStateSpec
 from apache_beam.typehints import KV, Tuple
 
 from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config
 from transforms.io.kafka.source import ReadProgress
 
+if TYPE_CHECKING:  # kafka-python is imported where the committer is built
+    from kafka import KafkaConsumer
+
 __all__ = [
     "OFFSET_TABLES",
     "CommitOffsetsAfterLake",
+    "Ledger",
     "committable_position",
     "lake_file_offsets",
     "new_ledger",
@@ -50,25 +55,38 @@ OFFSET_TABLES = ("responses", "dead_letters")
 """Lake tables whose rows carry the Kafka origin of the message they came from."""
 
 
-def new_ledger() -> dict[str, Any]:
+class Ledger(TypedDict):
+    """One partition's offset ledger (a plain dict, kept in Beam state)."""
+
+    chunks: dict[int, tuple[int, frozenset[int]]]
+    """Chunks read and not yet committed past: start -> (next offset, the offsets that must reach the lake)."""
+    durable: set[int]
+    """Offsets at or past `position` whose rows are in the lake."""
+    position: int | None
+    """How far it is safe to commit; None until the first chunk."""
+    committed: int | None
+    """The offset last committed; None before the first commit."""
+
+
+def new_ledger() -> Ledger:
     """An empty ledger for one partition: chunks read, offsets durable, how far it is safe to commit."""
     return {"chunks": {}, "durable": set(), "position": None, "committed": None}
 
 
-def record_chunk(ledger: dict[str, Any], progress: ReadProgress) -> None:
+def record_chunk(ledger: Ledger, progress: ReadProgress) -> None:
     """Note a chunk read: offsets [start, next), of which `progress.offsets` must reach the lake."""
     if ledger["position"] is not None and progress.start < ledger["position"]:
         return  # already accounted (a retried bundle re-sent it)
     ledger["chunks"][progress.start] = (progress.next, frozenset(progress.offsets))
 
 
-def record_durable(ledger: dict[str, Any], offsets: Iterable[int]) -> None:
+def record_durable(ledger: Ledger, offsets: Iterable[int]) -> None:
     """Note offsets whose rows are in the lake."""
     position = ledger["position"]
     ledger["durable"].update(o for o in offsets if position is None or o >= position)
 
 
-def committable_position(ledger: dict[str, Any]) -> int | None:
+def committable_position(ledger: Ledger) -> int | None:
     """Advance over consecutive chunks whose lake-bound offsets are all durable; return the offset to commit."""
     chunks, durable = ledger["chunks"], ledger["durable"]
     position = ledger["position"]
@@ -95,7 +113,7 @@ def lake_file_offsets(path: str) -> list[tuple[str, int, int]]:
     if len(parts) < 4 or parts[-4] not in OFFSET_TABLES:
         return []
     table = pq.read_table(path, columns=["origin_source", "origin_partition", "origin_offset"]).to_pydict()
-    found = []
+    found: list[tuple[str, int, int]] = []
     for source, partition, offset in zip(
         table["origin_source"], table["origin_partition"], table["origin_offset"], strict=True
     ):
@@ -105,7 +123,9 @@ def lake_file_offsets(path: str) -> list[tuple[str, int, int]]:
 
 
 class _ReadBackOffsetsFn(beam.DoFn):
-    def process(self, element):
+    def process(
+        self, element: tuple[str, Iterable[str]]
+    ) -> Iterator[tuple[tuple[str, int], tuple[str, tuple[int, ...]]]]:
         _, paths = element
         by_partition: dict[tuple[str, int], list[int]] = {}
         for path in paths:
@@ -120,14 +140,14 @@ _LEDGER_STATE = beam.DoFn.StateParam(_LEDGER)
 
 
 class _CommitFn(beam.DoFn):
-    def __init__(self, connection: Mapping[str, Any], group_id: str):
+    def __init__(self, connection: Mapping[str, Any], group_id: str) -> None:
         self._connection = dict(connection)
         self._group_id = group_id
-        self._committer = None
+        self._committer: KafkaConsumer | None = None
         self._commits = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commits")
         self._failures = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commit_failures")
 
-    def teardown(self):
+    def teardown(self) -> None:
         if self._committer is not None:
             self._committer.close()
             self._committer = None
@@ -150,9 +170,14 @@ class _CommitFn(beam.DoFn):
         self._commits.inc()
         return True
 
-    def process(self, element, ledger_state=_LEDGER_STATE):
+    def process(
+        self,
+        element: tuple[tuple[str, int], tuple[str, Any]],
+        ledger_state: ReadModifyWriteRuntimeState = _LEDGER_STATE,
+    ) -> Iterator[tuple[str, int, int]]:
+        """One ledger event of a partition (a chunk read, or offsets made durable); yields the commits made."""
         (topic, partition), (kind, payload) = element
-        ledger = ledger_state.read() or new_ledger()
+        ledger: Ledger = ledger_state.read() or new_ledger()
         if kind == "chunk":
             record_chunk(ledger, payload)
         else:
@@ -172,7 +197,7 @@ class CommitOffsetsAfterLake(beam.PTransform):
     `(topic, partition, offset)`.
     """
 
-    def __init__(self, connection: Mapping[str, Any], group_id: str):
+    def __init__(self, connection: Mapping[str, Any], group_id: str) -> None:
         super().__init__()
         client_config(connection)
         if not group_id:
@@ -180,7 +205,7 @@ class CommitOffsetsAfterLake(beam.PTransform):
         self._connection = dict(connection)
         self._group_id = group_id
 
-    def expand(self, inputs):
+    def expand(self, inputs: Mapping[str, PCollection]) -> PCollection:
         progress, lake_files = inputs["progress"], inputs["lake_files"]
         durable = (
             lake_files

@@ -21,7 +21,7 @@ holds back the watermark of the records read downstream, which comes from the re
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import closing
 from typing import Any, NamedTuple
 
@@ -84,12 +84,12 @@ def topic_partitions(connection: Mapping[str, Any], topic: str) -> list[int] | N
 class ListPartitionsFn(beam.DoFn):
     """Every partition of the topics, listed once (a bounded read's end offsets are snapshotted at start too)."""
 
-    def __init__(self, connection: Mapping[str, Any], topics: list[str], start_from: str):
+    def __init__(self, connection: Mapping[str, Any], topics: list[str], start_from: str) -> None:
         self._connection = dict(connection)
         self._topics = list(topics)
         self._start_from = start_from
 
-    def process(self, _):
+    def process(self, _: object) -> Iterator[PartitionToRead]:
         for topic in self._topics:
             partitions = topic_partitions(self._connection, topic)
             if partitions is None:
@@ -107,10 +107,11 @@ class CheckpointOnlyTracker(OffsetRestrictionTracker):
     Parallelism comes from partitions instead.
     """
 
-    def try_split(self, fraction_of_remainder):
+    def try_split(self, fraction_of_remainder: float) -> tuple[OffsetRange, OffsetRange] | None:
         if fraction_of_remainder != 0:
             return None
-        return super().try_split(fraction_of_remainder)
+        split: tuple[OffsetRange, OffsetRange] | None = super().try_split(fraction_of_remainder)  # (primary, residual)
+        return split
 
 
 # Parameters of an SDF that is its own restriction provider (RestrictionParam without one) and sets its
@@ -122,7 +123,9 @@ MANUAL_WATERMARK = beam.DoFn.WatermarkEstimatorParam(ManualWatermarkEstimator.de
 class WatchPartitionsFn(beam.DoFn, RestrictionProvider):
     """Each partition of a topic once: those present at start, then every one added while the stream runs."""
 
-    def __init__(self, connection: Mapping[str, Any], start_from: str, interval_s: float = DISCOVERY_INTERVAL_SECONDS):
+    def __init__(
+        self, connection: Mapping[str, Any], start_from: str, interval_s: float = DISCOVERY_INTERVAL_SECONDS
+    ) -> None:
         if interval_s <= 0:
             raise ValueError(f"the partition discovery interval must be > 0 seconds, got {interval_s}")
         self._connection = dict(connection)
@@ -130,20 +133,26 @@ class WatchPartitionsFn(beam.DoFn, RestrictionProvider):
         self._interval_s = interval_s
         self._discovered = Metrics.counter(KAFKA_METRICS_NAMESPACE, "partitions_discovered")
 
-    def initial_restriction(self, topic):
+    def initial_restriction(self, topic: str) -> OffsetRange:
         return OffsetRange(0, UNBOUNDED_STOP)
 
-    def create_tracker(self, restriction):
+    def create_tracker(self, restriction: OffsetRange) -> CheckpointOnlyTracker:
         return CheckpointOnlyTracker(restriction)
 
-    def restriction_size(self, topic, restriction):
+    def restriction_size(self, topic: str, restriction: OffsetRange) -> int:
         return 0
 
-    def truncate(self, topic, restriction):
+    def truncate(self, topic: str, restriction: OffsetRange) -> None:
         return None  # on drain, look for nothing more
 
-    @beam.DoFn.unbounded_per_element()
-    def process(self, topic, tracker=OWN_RESTRICTIONS, watermark=MANUAL_WATERMARK):
+    # Beam is read as Any (pyproject.toml), so mypy sees an untyped decorator; it marks `process` and returns it.
+    @beam.DoFn.unbounded_per_element()  # type: ignore[untyped-decorator]
+    def process(
+        self,
+        topic: str,
+        tracker: CheckpointOnlyTracker = OWN_RESTRICTIONS,
+        watermark: ManualWatermarkEstimator = MANUAL_WATERMARK,
+    ) -> Iterator[PartitionToRead]:
         first = tracker.current_restriction().start
         try:
             partitions = topic_partitions(self._connection, topic)

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
+from apache_beam import PCollection
 from apache_beam.metrics import Metrics
 
 from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
 from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config, producer
+
+if TYPE_CHECKING:
+    from kafka import KafkaProducer
 
 __all__ = [
     "PublishDeadLetters",
@@ -104,16 +108,16 @@ def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]
 
 
 class _ProduceFn(beam.DoFn):
-    def __init__(self, connection: Mapping[str, Any], topic: str):
+    def __init__(self, connection: Mapping[str, Any], topic: str) -> None:
         self._connection = dict(connection)
         self._topic = topic
-        self._producer = None
+        self._producer: KafkaProducer | None = None
         self._sent = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"published_{topic}")
 
-    def setup(self):
+    def setup(self) -> None:
         self._producer = producer(self._connection)
 
-    def process(self, message: KafkaMessage):
+    def process(self, message: KafkaMessage) -> None:
         key, value, headers = message
         if self._producer is None or getattr(self._producer, "_closed", False):
             # A runner may reuse this DoFn after a failed bundle tore its producer down.
@@ -121,11 +125,13 @@ class _ProduceFn(beam.DoFn):
         self._producer.send(self._topic, value=value, key=key, headers=headers)
         self._sent.inc()
 
-    def finish_bundle(self):
-        # Raises if a send failed, so the runner retries the bundle instead of losing the message.
-        self._producer.flush()
+    def finish_bundle(self) -> None:
+        # Raises if a send failed, so the runner retries the bundle instead of losing the message. Without a
+        # producer nothing was sent (process() makes one before every send).
+        if self._producer is not None:
+            self._producer.flush()
 
-    def teardown(self):
+    def teardown(self) -> None:
         if self._producer is not None:
             self._producer.close()
             self._producer = None
@@ -142,7 +148,7 @@ class WriteToKafka(beam.PTransform):
         self._connection = dict(connection)
         self._topic = topic
 
-    def expand(self, messages):
+    def expand(self, messages: PCollection) -> PCollection:
         return messages | "Produce" >> beam.ParDo(_ProduceFn(self._connection, self._topic))
 
 
@@ -154,7 +160,7 @@ class PublishReviewQueue(beam.PTransform):
         self._write = WriteToKafka(connection, topic)
         self._threshold = threshold
 
-    def expand(self, audited):
+    def expand(self, audited: PCollection) -> PCollection:
         threshold = self._threshold
         return (
             audited
@@ -170,7 +176,7 @@ class PublishDeadLetters(beam.PTransform):
         super().__init__()
         self._write = WriteToKafka(connection, topic)
 
-    def expand(self, dead_letters):
+    def expand(self, dead_letters: PCollection) -> PCollection:
         return (
             dead_letters | "DeadLetterMessages" >> beam.Map(dead_letter_message) | "WriteDeadLetterTopic" >> self._write
         )

@@ -39,13 +39,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import apache_beam as beam
 from apache_beam.io.restriction_trackers import OffsetRange
+from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.metrics import Metrics
+from apache_beam.pvalue import PBegin
 from apache_beam.transforms.core import RestrictionProvider
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Duration, Timestamp
@@ -71,6 +73,9 @@ from transforms.io.kafka.partitions import (
     WatchPartitionsFn,
 )
 
+if TYPE_CHECKING:  # kafka-python is imported where a client is built
+    from kafka import KafkaConsumer, TopicPartition
+
 __all__ = ["BOUNDED_STALL_SECONDS", "LATE", "MESSAGES", "PROGRESS", "ReadKafkaMessages", "ReadProgress"]
 
 MESSAGES = "messages"
@@ -94,6 +99,24 @@ class ReadProgress:
     offsets: tuple[int, ...] = field(default=())
 
 
+class _ReadArgs(TypedDict):
+    """How a partition reader reads (`ReadKafkaMessages`' arguments, checked there)."""
+
+    bounded: bool
+    max_records: int
+    max_seconds: float
+    event_time: str
+    out_of_order_s: float
+    lake_bound: Callable[[bytes], bool] | None
+    stall_seconds: float
+    late: Callable[[bytes, float], str | None] | None
+    reader_id: str
+
+
+_Read = Generator[Any, None, None]
+"""What a partition read yields: `TimestampedValue`s of `(bytes, Origin)`, and tagged progress and late records."""
+
+
 class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     """Read one partition's restriction: emit records, a progress record per chunk, and advance the watermark.
 
@@ -101,8 +124,21 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
     made, or unbounded); the bounded and unbounded subclasses differ only in how `process` is declared.
     """
 
-    def __init__(self, connection, *, group_id, bounded, max_records, max_seconds, event_time,
-                 out_of_order_s, lake_bound, stall_seconds, late=None, reader_id=""):  # fmt: skip
+    def __init__(
+        self,
+        connection: Mapping[str, Any],
+        *,
+        group_id: str | None,
+        bounded: bool,
+        max_records: int,
+        max_seconds: float,
+        event_time: str,
+        out_of_order_s: float,
+        lake_bound: Callable[[bytes], bool] | None,
+        stall_seconds: float,
+        late: Callable[[bytes, float], str | None] | None = None,
+        reader_id: str = "",
+    ) -> None:
         self._connection = dict(connection)
         self._group_id = group_id
         self._bounded = bounded
@@ -114,15 +150,15 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         self._stall_seconds = stall_seconds
         self._late = late if not bounded else None  # a bounded (batch) run drops no late data
         self._reader_id = reader_id
-        self._reader = None
-        self._offsets_client = None
+        self._reader: KafkaConsumer | None = None
+        self._offsets_client: KafkaConsumer | None = None
         self._read = Metrics.counter(KAFKA_METRICS_NAMESPACE, "records_read")
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_reader": None, "_offsets_client": None}
 
     # -- restrictions -----------------------------------------------------------------------------------------
-    def initial_restriction(self, element: PartitionToRead):
+    def initial_restriction(self, element: PartitionToRead) -> OffsetRange:
         from kafka import TopicPartition
 
         if element.start is not None:
@@ -138,30 +174,33 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         start = resolve_start_offset(committed, earliest, latest, element.start_from)
         return OffsetRange(start, latest if self._bounded else UNBOUNDED_STOP)
 
-    def create_tracker(self, restriction):
+    def create_tracker(self, restriction: OffsetRange) -> CheckpointOnlyTracker:
         return CheckpointOnlyTracker(restriction)
 
-    def restriction_size(self, element, restriction):
-        return 0 if restriction.stop == UNBOUNDED_STOP else restriction.size()
+    def restriction_size(self, element: PartitionToRead, restriction: OffsetRange) -> int:
+        size: int = 0 if restriction.stop == UNBOUNDED_STOP else restriction.size()
+        return size
 
-    def truncate(self, element, restriction):
+    def truncate(self, element: PartitionToRead, restriction: OffsetRange) -> None:
         return None  # on drain, read nothing more
 
     # -- reading ----------------------------------------------------------------------------------------------
-    def teardown(self):
+    def teardown(self) -> None:
         for client in (self._reader, self._offsets_client):
             if client is not None:
                 client.close()
         self._reader = self._offsets_client = None
 
-    def _position_reader(self, tp, offset):
+    def _position_reader(self, tp: TopicPartition, offset: int) -> KafkaConsumer:
         if self._reader is None:
             self._reader = consumer(self._connection, None, max_poll_records=min(self._max_records, 500))
         self._reader.assign([tp])
         self._reader.seek(tp, offset)
         return self._reader
 
-    def read(self, element, tracker, watermark):
+    def read(
+        self, element: PartitionToRead, tracker: CheckpointOnlyTracker, watermark: ManualWatermarkEstimator
+    ) -> _Read:
         from kafka import TopicPartition
 
         tp = TopicPartition(element.topic, element.partition)
@@ -180,7 +219,14 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         while not finished:
             finished, _, start = yield from self._read_chunk(tp, reader, tracker, watermark, start)
 
-    def _read_chunk(self, tp, reader, tracker, watermark, start: int):
+    def _read_chunk(
+        self,
+        tp: TopicPartition,
+        reader: KafkaConsumer,
+        tracker: CheckpointOnlyTracker,
+        watermark: ManualWatermarkEstimator,
+        start: int,
+    ) -> Generator[Any, None, tuple[bool, int, int]]:
         """Read one chunk from `start`: yield its records and its `ReadProgress`; return (finished, records, next).
 
         Unbounded chunks end after `max_records` records or `max_seconds` seconds, or when the log is idle;
@@ -189,8 +235,12 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         """
         topic, partition = tp.topic, tp.partition
         source, stop = kafka_source(topic), tracker.current_restriction().stop
-        started, records, lake_offsets, latest_event = time.monotonic(), 0, [], None
-        last, finished, caught_up, stalled_since = start - 1, False, False, None
+        started, records = time.monotonic(), 0
+        lake_offsets: list[int] = []
+        latest_event: float | None = None
+        last, finished = start - 1, False
+        caught_up: bool | None = False  # None: the broker did not answer
+        stalled_since: float | None = None
         while records < self._max_records and (self._bounded or time.monotonic() - started < self._max_seconds):
             batch = reader.poll(timeout_ms=200, max_records=self._max_records - records).get(tp, [])
             for record in batch:
@@ -242,7 +292,7 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         self._advance_watermark(watermark, topic, latest_event, idle=caught_up is True and records == 0)
         return finished, records, next_offset
 
-    def _check_stall(self, tp, position: int, stop: int, stalled_s: float) -> None:
+    def _check_stall(self, tp: TopicPartition, position: int, stop: int, stalled_s: float) -> None:
         """Fail a bounded read that has made no progress for `stall_seconds`, rather than spin silently."""
         if stalled_s < self._stall_seconds:
             return
@@ -254,16 +304,19 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
         )
 
     @staticmethod
-    def _caught_up(reader, tp, position: int) -> bool | None:
+    def _caught_up(reader: KafkaConsumer, tp: TopicPartition, position: int) -> bool | None:
         """Whether the reader is at the end of the partition; None when the broker does not answer."""
         from kafka.errors import KafkaError
 
         try:
-            return position >= reader.end_offsets([tp], timeout_ms=5000)[tp]
+            end: int = reader.end_offsets([tp], timeout_ms=5000)[tp]
+            return position >= end
         except KafkaError:
             return None  # a broker restart: the consumer reconnects by itself, try again after a checkpoint
 
-    def _advance_watermark(self, watermark, topic: str, latest_event: float | None, *, idle: bool) -> None:
+    def _advance_watermark(
+        self, watermark: ManualWatermarkEstimator, topic: str, latest_event: float | None, *, idle: bool
+    ) -> None:
         if self._bounded:
             return
         candidates = [time.time() - self._out_of_order_s] if idle else []
@@ -296,21 +349,22 @@ def _highest_watermark(reader_id: str, topic: str) -> float:
 class _BoundedReadFn(_ReadPartitionFn):
     def process(
         self,
-        element,
-        tracker=OWN_RESTRICTIONS,
-        watermark=MANUAL_WATERMARK,
-    ):
+        element: PartitionToRead,
+        tracker: CheckpointOnlyTracker = OWN_RESTRICTIONS,
+        watermark: ManualWatermarkEstimator = MANUAL_WATERMARK,
+    ) -> _Read:
         yield from self.read(element, tracker, watermark)
 
 
 class _UnboundedReadFn(_ReadPartitionFn):
-    @beam.DoFn.unbounded_per_element()
+    # Beam is read as Any (pyproject.toml), so mypy sees an untyped decorator; it marks `process` and returns it.
+    @beam.DoFn.unbounded_per_element()  # type: ignore[untyped-decorator]
     def process(
         self,
-        element,
-        tracker=OWN_RESTRICTIONS,
-        watermark=MANUAL_WATERMARK,
-    ):
+        element: PartitionToRead,
+        tracker: CheckpointOnlyTracker = OWN_RESTRICTIONS,
+        watermark: ManualWatermarkEstimator = MANUAL_WATERMARK,
+    ) -> _Read:
         yield from self.read(element, tracker, watermark)
 
 
@@ -341,7 +395,7 @@ class ReadKafkaMessages(beam.PTransform):
         late: Callable[[bytes, float], str | None] | None = None,
         discovery_interval_s: float = DISCOVERY_INTERVAL_SECONDS,
         offset_ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None,
-    ):
+    ) -> None:
         super().__init__()
         client_config(connection)
         if not topics:
@@ -367,7 +421,7 @@ class ReadKafkaMessages(beam.PTransform):
         self._start_from = start_from
         self._discovery_interval_s = discovery_interval_s
         self._offset_ranges = dict(offset_ranges) if offset_ranges is not None else None
-        self._read_args = dict(
+        self._read_args = _ReadArgs(
             bounded=bounded,
             max_records=max_records,
             max_seconds=max_seconds,
@@ -379,7 +433,7 @@ class ReadKafkaMessages(beam.PTransform):
             reader_id=uuid.uuid4().hex,
         )
 
-    def expand(self, pbegin):
+    def expand(self, pbegin: PBegin) -> Any:  # a tagged result: [MESSAGES], [PROGRESS], [LATE]
         fn_class = _BoundedReadFn if self._bounded else _UnboundedReadFn
         read_fn = fn_class(self._connection, group_id=self._group_id, **self._read_args)
         if self._offset_ranges is not None:

@@ -27,7 +27,7 @@ __all__ = ["ChatReply", "JudgeClient", "JudgeUnavailable", "resolve_api_key"]
 
 _LOG = logging.getLogger(__name__)
 _NO_KEY = "no-key"  # local servers (vLLM, Ollama, LM Studio) ignore the key, but the SDK insists on one
-_FALLBACK = {"json_schema": "json_object", "json_object": "text"}
+_FALLBACK: dict[ResponseFormat, ResponseFormat] = {"json_schema": "json_object", "json_object": "text"}
 
 
 class JudgeUnavailable(RuntimeError):

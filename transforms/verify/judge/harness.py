@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
 from transforms.verify.judge.client import JudgeClient
@@ -106,10 +108,18 @@ class _Log:
 
 
 def _judge_chunk(
-    client: JudgeClient, task: Task, items: Sequence[JudgeItem], *, max_attempts: int, redact: bool, clock
+    client: JudgeClient,
+    task: Task,
+    items: Sequence[JudgeItem],
+    *,
+    max_attempts: int,
+    redact: bool,
+    clock: Callable[[], datetime],
 ) -> list[JudgeOutcome]:
     log = _Log(client, task, redact, clock)
-    schema, accepted, last_errors = reply_json_schema(task), {}, {}
+    schema = reply_json_schema(task)
+    accepted: dict[str, list[BaseModel]] = {}
+    last_errors: dict[str, list[str]] = {}
     pending = list(items)
     for attempt in range(1, max_attempts + 1):
         messages = build_messages(task, pending, errors=last_errors or None)
@@ -167,7 +177,7 @@ def judge_items(
     else:
         with ThreadPoolExecutor(max_workers=min(config.max_concurrency, len(chunks))) as pool:
             futures = [pool.submit(run, chunk) for chunk in chunks]
-            errors = [f.exception() for f in futures if f.exception() is not None]
+            errors = [e for f in futures if (e := f.exception()) is not None]
         if errors:
             raise errors[0]
     return [done[item_key(i)] for i in items]

@@ -25,11 +25,12 @@ audit and monitor pipelines use either by the `--verifier` flag.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import apache_beam as beam
+from apache_beam import PCollection
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import RunInference
 
@@ -44,7 +45,7 @@ from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.handler import JudgeModelHandler
 from transforms.verify.judge.prompts import prompt_version
 from transforms.verify.judge.redact import redact_text
-from transforms.verify.judge.schema import JudgeOutcome, Task
+from transforms.verify.judge.schema import JudgeItem, JudgeOutcome, Task
 from transforms.verify.judge.verifier import (
     DEFAULT_BAND,
     judge_sample_point,
@@ -52,6 +53,9 @@ from transforms.verify.judge.verifier import (
     sentence_item,
     sentences_to_judge,
 )
+
+if TYPE_CHECKING:  # the model stage's modules load only for a cascade given a model
+    from transforms.verify.model.cascade import CascadeStages
 
 __all__ = ["AUDITED", "JUDGE_NAMESPACE", "JUDGE_VERIFIERS", "JudgeSentences", "failed_outcomes", "judge_sentences"]
 
@@ -72,26 +76,33 @@ class _Plan(NamedTuple):
 
 
 class _PlanDoFn(beam.DoFn):
-    def __init__(self, band, sample_rate: float, clock, stages=None):
+    def __init__(
+        self,
+        band: tuple[float, float] | None,
+        sample_rate: float,
+        clock: Callable[[], datetime],
+        stages: CascadeStages | None = None,
+    ) -> None:
         self._band, self._rate, self._clock, self._stages = band, sample_rate, clock, stages
         self._sent = Metrics.counter(JUDGE_NAMESPACE, "sentences_to_judge")
         self._kept = Metrics.counter(JUDGE_NAMESPACE, "sentences_kept_heuristic")
 
-    def setup(self):
+    def setup(self) -> None:
         from transforms.verify.heuristic.verifier import HeuristicVerifier
 
         self._heuristic = HeuristicVerifier()
         if self._stages is not None and self._stages.model is not None:
             self._stages.model.scorer()  # loaded here, once per worker process (the loader is cached)
 
-    def process(self, parsed: ParsedResponse, window=beam.DoFn.WindowParam):
+    def process(self, parsed: ParsedResponse, window: Any = beam.DoFn.WindowParam) -> Iterator[Any]:
+        """Yields (response id, `_Plan`) and, tagged, the judge item and dead letters."""
         r, now = parsed.response, self._clock()
         start, end = window_bounds(window, r.timestamp)
         try:
             has_evidence = any(p.content.strip() for p in r.evidence)
             sentences = split_sentences(r.answer) if has_evidence else []
             heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
-            decided_by = None
+            decided_by: tuple[str, ...] | None = None
             if self._stages is None:
                 indexes = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
             else:  # the cascade: heuristic, then the model if configured, then what is left for the judge
@@ -116,12 +127,14 @@ class _PlanDoFn(beam.DoFn):
             )
 
 
-def failed_outcomes(failure, config: JudgeConfig, now: datetime) -> list[tuple[str, JudgeOutcome]]:
+def failed_outcomes(
+    failure: tuple[Sequence[JudgeItem], tuple[object, object, object]], config: JudgeConfig, now: datetime
+) -> list[tuple[str, JudgeOutcome]]:
     """Turn one dead-lettered batch `(items, (type, repr, traceback))` into `judge_error` outcomes, logged."""
-    batch, (_, error, _) = failure
+    batch, (_, reason, _) = failure
     Metrics.counter(JUDGE_NAMESPACE, "judge_errors").inc(len(batch))
-    error = " ".join(str(error).split())[:500]
-    outcomes = []
+    error = " ".join(str(reason).split())[:500]
+    outcomes: list[tuple[str, JudgeOutcome]] = []
     for item in batch:
         request = item.model_dump_json()
         row = JudgeCallRow(
@@ -151,16 +164,19 @@ def failed_outcomes(failure, config: JudgeConfig, now: datetime) -> list[tuple[s
 
 
 class _MergeDoFn(beam.DoFn):
-    def __init__(self, verifier_name: str, threshold: float, version: str):
+    def __init__(self, verifier_name: str, threshold: float, version: str) -> None:
         self._name, self._threshold, self._version = verifier_name, threshold, version
         self._statuses = {s: Metrics.counter(JUDGE_NAMESPACE, s) for s in ("judged", "judge_validation_failed")}
 
-    def process(self, element):
+    def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[AuditedResponse]:
+        """One response id's plans (one per duplicate) and judge outcomes, as audited responses."""
         _, grouped = element
-        outcome = next((o for o in grouped["outcome"] if o.task is Task.sentences), None)
+        outcomes: Iterable[JudgeOutcome] = grouped["outcome"]
+        plans: Iterable[_Plan] = grouped["plan"]
+        outcome = next((o for o in outcomes if o.task is Task.sentences), None)
         if outcome is not None and outcome.status in self._statuses:
             self._statuses[outcome.status].inc()
-        for plan in grouped["plan"]:
+        for plan in plans:
             result = merge_verdicts(plan.heuristic, outcome, plan.decided_by)
             report = build_report(
                 plan.parsed.response.response_id,
@@ -197,9 +213,9 @@ class JudgeSentences(beam.PTransform):
         *,
         threshold: float,
         band: tuple[float, float] = DEFAULT_BAND,
-        stages=None,
+        stages: CascadeStages | None = None,
         clock: Callable[[], datetime] = utc_now,
-    ):
+    ) -> None:
         super().__init__()
         if verifier not in JUDGE_VERIFIERS:
             raise ValueError(f"JudgeSentences runs {' or '.join(JUDGE_VERIFIERS)}, not {verifier!r}")
@@ -215,7 +231,7 @@ class JudgeSentences(beam.PTransform):
 
             self._version += f"+model-{model_digest(self._stages.model.model_path)}"
 
-    def expand(self, responses):
+    def expand(self, responses: PCollection) -> dict[str, PCollection]:
         config, clock = self._config, self._clock
         planned = responses | "PlanJudgeWork" >> beam.ParDo(
             _PlanDoFn(self._band, config.sample_rate, clock, self._stages)
@@ -237,7 +253,7 @@ class JudgeSentences(beam.PTransform):
 
 
 def judge_sentences(
-    verifier: str, verifier_config: dict, *, threshold: float, clock: Callable[[], datetime] = utc_now
+    verifier: str, verifier_config: Mapping[str, Any], *, threshold: float, clock: Callable[[], datetime] = utc_now
 ) -> JudgeSentences:
     """`JudgeSentences` from the verifier options `VerifySentences` carries (base_url, model, band, model_path,
     calibration, ...); a model folder given is loaded now, so a bad one fails before the run."""

@@ -18,9 +18,12 @@ over the response's tasks) sends the response to review.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
 import apache_beam as beam
+from apache_beam import PCollection
 from apache_beam.ml.inference.base import RunInference
 
 from schemas import (
@@ -139,10 +142,11 @@ def merge_claims(report: ClaimAttributionReport, outcome: JudgeOutcome, judge: s
 
 
 class _PlanDoFn(beam.DoFn):
-    def __init__(self, tasks, sample_rate: float):
+    def __init__(self, tasks: Sequence[Task], sample_rate: float) -> None:
         self._tasks, self._rate = tasks, sample_rate
 
-    def process(self, audited: AuditedResponse):
+    def process(self, audited: AuditedResponse) -> Iterator[Any]:
+        """Yields (response id, the response) and, tagged "items", its judge items if it is in the sample."""
         rid = audited.parsed.response.response_id
         yield rid, audited
         if judge_sample_point(rid) < self._rate:
@@ -151,14 +155,17 @@ class _PlanDoFn(beam.DoFn):
 
 
 class _MergeDoFn(beam.DoFn):
-    def __init__(self, judge: str):
+    def __init__(self, judge: str) -> None:
         self._judge = judge
 
-    def process(self, element):
+    def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[AuditedResponse]:
+        """One response id's audited responses with the judge's outcomes merged in."""
         _, grouped = element
-        outcomes = {o.task: o for o in grouped["outcome"]}
-        for audited in grouped["audited"]:
-            update = {}
+        judged: Iterable[JudgeOutcome] = grouped["outcome"]
+        responses: Iterable[AuditedResponse] = grouped["audited"]
+        outcomes = {o.task: o for o in judged}
+        for audited in responses:
+            update: dict[str, object] = {}  # field name -> merged value, for model_copy
             citations, claims = outcomes.get(Task.citations), outcomes.get(Task.claims)
             if citations is not None and citations.status == "judged" and audited.citations is not None:
                 update["citations"] = merge_citations(audited.citations, citations, self._judge)
@@ -174,14 +181,16 @@ class _MergeDoFn(beam.DoFn):
 class JudgeReports(beam.PTransform):
     """Let the judge audit citations and/or check claims of already audited responses; returns them updated."""
 
-    def __init__(self, tasks: Sequence[Task], config: JudgeConfig, *, clock=None):
+    def __init__(
+        self, tasks: Sequence[Task | str], config: JudgeConfig, *, clock: Callable[[], datetime] | None = None
+    ) -> None:
         super().__init__()
-        tasks = [Task(t) for t in tasks]
-        if not tasks or Task.sentences in tasks:
+        checked = [Task(t) for t in tasks]
+        if not checked or Task.sentences in checked:
             raise ValueError("JudgeReports judges citations and claims; sentences go through JudgeSentences")
-        self._tasks, self._config, self._clock = tasks, config, clock or utc_now
+        self._tasks, self._config, self._clock = checked, config, clock or utc_now
 
-    def expand(self, audited):
+    def expand(self, audited: PCollection) -> PCollection:
         config, clock = self._config, self._clock
         planned = audited | "PlanReportJudging" >> beam.ParDo(_PlanDoFn(self._tasks, config.sample_rate)).with_outputs(
             "items", main="audited"

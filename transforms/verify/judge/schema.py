@@ -221,7 +221,8 @@ def _strict(node: Any) -> Any:
 
 @cache
 def _schema(task: Task) -> dict[str, Any]:
-    return _strict(reply_model(task).model_json_schema())
+    schema: dict[str, Any] = _strict(reply_model(task).model_json_schema())  # a dict in, a dict out
+    return schema
 
 
 def reply_json_schema(task: Task) -> dict[str, Any]:

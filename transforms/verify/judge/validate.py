@@ -117,7 +117,7 @@ def _check_sentence(item: JudgeItem, v: SentenceVerdict, texts: dict[int, str]) 
 def _check_citation(item: JudgeItem, j: CitationJudgment, cited: dict[str, str]) -> list[str]:
     where, passages = f"citation {j.citation_id}", item.passages
     doc_id = cited.get(j.citation_id)
-    problems = []
+    problems: list[str] = []
     if doc_id is None:
         return problems
     if doc_id not in passages:
@@ -196,7 +196,7 @@ def _check_answer(task: Task, item: JudgeItem, entry: Any) -> tuple[list[BaseMod
             problems += _check_sentence(item, v, texts)
         elif isinstance(v, CitationJudgment):
             problems += _check_citation(item, v, cited)
-        else:
+        elif isinstance(v, ClaimJudgment):
             problems += _check_claim(item, v)
     order = {key: i for i, key in enumerate(expected)}
     verdicts.sort(key=lambda v: order.get(getattr(v, key_field), len(order)))

@@ -27,6 +27,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from schemas import EvidencePassage, SentenceVerdict
 from transforms.verify.base import VerificationResult, Verifier
@@ -34,6 +35,11 @@ from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.prompts import prompt_version
 from transforms.verify.judge.schema import IndexedSentence, JudgeItem, JudgeOutcome, Passage, Task
+
+if TYPE_CHECKING:  # imported where used: the client is built on the first call, the model stage only if asked
+    from transforms.verify.calibration import Calibration
+    from transforms.verify.judge.client import JudgeClient
+    from transforms.verify.model.cascade import CascadeStages
 
 __all__ = [
     "DEFAULT_BAND",
@@ -94,7 +100,12 @@ def sentences_to_judge(
 
 
 def sentence_item(
-    response_id: str, answer: str, query: str, sentences: Sequence[str], indexes: Sequence[int], evidence
+    response_id: str,
+    answer: str,
+    query: str,
+    sentences: Sequence[str],
+    indexes: Sequence[int],
+    evidence: Sequence[EvidencePassage],
 ) -> JudgeItem:
     """The judge's view of one answer: the chosen sentences with their indexes, all passages, full answer."""
     return JudgeItem(
@@ -135,7 +146,7 @@ def merge_verdicts(
 def judge_config_from(
     base_url: str | None = None,
     model: str | None = None,
-    **options,
+    **options: Any,
 ) -> JudgeConfig:
     """A `JudgeConfig` from verifier options, with GROUNDWATCH_JUDGE_BASE_URL / _MODEL as defaults."""
     base_url = base_url or os.environ.get("GROUNDWATCH_JUDGE_BASE_URL")
@@ -153,10 +164,10 @@ class JudgeVerifier(Verifier):
     version = prompt_version(Task.sentences)
     band: tuple[float, float] | None = None
 
-    def __init__(self, base_url: str | None = None, model: str | None = None, **options):
+    def __init__(self, base_url: str | None = None, model: str | None = None, **options: Any):
         self.config = judge_config_from(base_url, model, **options)
         self._fallback = HeuristicVerifier()
-        self._client = None  # built on the first judge call, once, whichever thread makes it
+        self._client: JudgeClient | None = None  # built on the first judge call, once, whichever thread makes it
         self._client_lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -175,7 +186,8 @@ class JudgeVerifier(Verifier):
             judge_items
         )
         try:
-            return call(self._client, Task.sentences, [item])[0]
+            outcomes: list[JudgeOutcome] = call(self._client, Task.sentences, [item])  # Beam's wrapper is untyped
+            return outcomes[0]
         except JudgeUnavailable as err:
             return JudgeOutcome(
                 response_id=item.response_id, task=Task.sentences, status="judge_error", attempts=0, errors=[str(err)]
@@ -209,8 +221,8 @@ class CascadeVerifier(JudgeVerifier):
         model_max_length: int | None = None,
         model_batch_size: int | None = None,
         model_band: str | Sequence[float] | None = None,
-        calibration=None,
-        **options,
+        calibration: Calibration | str | None = None,
+        **options: Any,
     ):
         super().__init__(base_url, model, **options)
         self.band = parse_band(band)
@@ -220,7 +232,7 @@ class CascadeVerifier(JudgeVerifier):
         if self.stages.model is not None:
             from transforms.verify.model.verifier import model_digest
 
-            self.version = f"{self.version}+model-{model_digest(model_path)}"
+            self.version = f"{self.version}+model-{model_digest(self.stages.model.model_path)}"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         heuristic = self._fallback.verify(sentences, evidence).verdicts
@@ -235,13 +247,13 @@ class CascadeVerifier(JudgeVerifier):
 
 def cascade_stages(
     band: tuple[float, float],
-    calibration=None,
+    calibration: Calibration | str | None = None,
     model_path: str | None = None,
     model_top_k: int | None = None,
     model_max_length: int | None = None,
     model_batch_size: int | None = None,
     model_band: str | Sequence[float] | None = None,
-):
+) -> CascadeStages:
     """The cascade's offline stages (`CascadeStages`) from its options; the model, if any, is loaded now."""
     from transforms.verify.model.cascade import DEFAULT_MODEL_BAND, CascadeStages, StageGate, load_calibration
     from transforms.verify.model.verifier import model_stage_from

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from schemas import EvidencePassage, SentenceVerdict
 from transforms.verify.calibration import Calibration, StageCalibration, calibrated_verdict, grounded_score
+from transforms.verify.model.scorer import PairScorer
 from transforms.verify.model.stage import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CONTRADICTION_THRESHOLD,
@@ -76,7 +77,7 @@ class ModelStage:
     batch_size: int = DEFAULT_BATCH_SIZE
     contradiction_threshold: float = DEFAULT_CONTRADICTION_THRESHOLD
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.top_k < 1:
             raise ValueError(f"--model-top-k must be >= 1, got {self.top_k}")
         if self.batch_size < 1:
@@ -84,7 +85,7 @@ class ModelStage:
         if self.max_length is not None and self.max_length < 8:
             raise ValueError(f"--model-max-length must be >= 8, got {self.max_length}")
 
-    def scorer(self):
+    def scorer(self) -> PairScorer:
         from transforms.verify.model.scorer import load_scorer
 
         return load_scorer(self.model_path, max_length=self.max_length)

@@ -108,6 +108,8 @@ class PairScorer:
 
     def _probabilities(self, row: Sequence[float]) -> PairScores:
         activation = self.labels.activation
+        probs: Sequence[float]
+        roles: Sequence[str]
         if activation == "sigmoid":
             p = 1.0 / (1.0 + math.exp(-row[0]))
             probs, roles = [p, 1.0 - p], [self.labels.roles[0], "neutral"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
 from transforms.verify.heuristic.alignment import SentenceAnalysis, analyse_sentence, index_evidence
@@ -48,6 +49,20 @@ __all__ = [
 DEFAULT_TOP_K = 3
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_CONTRADICTION_THRESHOLD = 0.5
+
+
+class _Claim(TypedDict):
+    """The fields every verdict on a claim starts from."""
+
+    sentence_index: int
+    sentence_text: str
+
+
+class _Support(TypedDict, total=False):
+    """The supporting evidence of a verdict, when it has some."""
+
+    supporting_evidence_ids: list[str]
+    supporting_evidence_excerpts: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +113,7 @@ def model_verdict(
 ) -> SentenceVerdict:
     """The verdict on one claim from the scores of its candidate pairs (rules in the module docstring)."""
     a = work.analysis
-    base = {"sentence_index": work.index, "sentence_text": work.sentence}
+    base = _Claim(sentence_index=work.index, sentence_text=work.sentence)
     if not scores:
         return SentenceVerdict(
             **base, attribution_verdict=AttributionVerdict.ungrounded, confidence=1.0,
@@ -112,10 +127,10 @@ def model_verdict(
         f"contradiction {w.contradiction:.2f} with {work.candidates[worst].doc_id} ({len(scores)} scored)"
     )
     p = b.entailment
-    support = {
-        "supporting_evidence_ids": [work.candidates[best].doc_id],
-        "supporting_evidence_excerpts": [work.candidates[best].excerpt],
-    }
+    support = _Support(
+        supporting_evidence_ids=[work.candidates[best].doc_id],
+        supporting_evidence_excerpts=[work.candidates[best].excerpt],
+    )
     if p > max(b.neutral, b.contradiction):  # a tie is not "entailment wins"
         return SentenceVerdict(
             **base, **support, attribution_verdict=AttributionVerdict.fully_grounded, confidence=round(p, 6),
@@ -132,7 +147,7 @@ def model_verdict(
         )  # fmt: skip
     partial = a.coverage >= UNGROUNDED_COVERAGE and bool(a.sources)
     return SentenceVerdict(
-        **base, **(support if partial else {}),
+        **base, **(support if partial else _Support()),
         attribution_verdict=AttributionVerdict.partially_grounded if partial else AttributionVerdict.ungrounded,
         confidence=round(1.0 - p, 6), unsupported_spans=list(a.unsupported_spans) or [work.sentence],
         provenance_notes=note,

@@ -11,6 +11,7 @@ reason, and the run goes on. With a calibration file that has a "model" stage, c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 
@@ -31,7 +32,7 @@ def model_digest(folder: str) -> str:
     h = hashlib.sha256()
     for path in (files.model, files.labels, files.tokenizer):
         with open(path, "rb") as f:
-            for block in iter(lambda f=f: f.read(1 << 20), b""):
+            for block in iter(functools.partial(f.read, 1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:12]
 
@@ -47,6 +48,17 @@ def model_stage_from(
     path."""
     if not model_path:
         return None
+    return _loaded_stage(model_path, model_top_k, model_max_length, model_batch_size, contradiction_threshold)
+
+
+def _loaded_stage(
+    model_path: str,
+    model_top_k: int | None,
+    model_max_length: int | None,
+    model_batch_size: int | None,
+    contradiction_threshold: float | None,
+) -> ModelStage:
+    """`model_stage_from` for a path that is known to be there."""
     stage = ModelStage(
         model_path,
         top_k=DEFAULT_TOP_K if model_top_k is None else model_top_k,
@@ -77,9 +89,7 @@ class ModelVerifier(Verifier):
     ):
         if not model_path:
             raise ValueError("--verifier model needs --model-path: a folder with model.onnx, tokenizer.json ...")
-        self.stage = model_stage_from(
-            model_path, model_top_k, model_max_length, model_batch_size, contradiction_threshold
-        )
+        self.stage = _loaded_stage(model_path, model_top_k, model_max_length, model_batch_size, contradiction_threshold)
         self._gate = StageGate.of(load_calibration(calibration), MODEL)
         self.version = f"model-1+{model_digest(model_path)}"
 
