@@ -15,7 +15,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pipelines.options.flags import Flag, add_flags, add_pipeline_options, flags_argv
+
 __all__ = [
+    "MODEL_FLAGS",
     "add_model_arguments",
     "add_model_pipeline_options",
     "model_argv",
@@ -23,67 +26,48 @@ __all__ = [
     "validate_model_options",
 ]
 
-# (flag, verifier option, type, default, help); None defaults leave the model stage's default in force.
-_FLAGS: list[tuple[str, str, Any, Any, str]] = [
-    (
+# Each default is None: the model stage's own default is in force, and the help states it.
+MODEL_FLAGS: list[Flag] = [
+    Flag(
         "model-path",
-        "model_path",
-        str,
-        None,
         "Folder with model.onnx, tokenizer.json and labels.json (a local ONNX cross-encoder; never a hub id). "
         "Needed by --verifier model; makes the cascade heuristic, model, then judge.",
     ),
-    ("model-top-k", "model_top_k", int, None, "Evidence sentences scored per claim, best aligned first. Default 3."),
-    (
+    Flag("model-top-k", "Evidence sentences scored per claim, best aligned first.", int, shown=3),
+    Flag(
         "model-max-length",
-        "model_max_length",
+        "Tokens per (evidence, claim) pair; longer pairs are cut.",
         int,
-        None,
-        "Tokens per (evidence, claim) pair; longer pairs are cut. Default labels.json's max_length, else 512.",
+        shown="labels.json's max_length, else 512",
     ),
-    ("model-batch-size", "model_batch_size", int, None, "Pairs per ONNX Runtime call. Default 32."),
-    (
+    Flag("model-batch-size", "Pairs per ONNX Runtime call.", int, shown=32),
+    Flag(
         "model-band",
-        "model_band",
-        str,
-        None,
-        "LOW,HIGH model confidences the cascade sends on to the judge when the calibration file has no model "
-        "stage. Default 0,0.8.",
+        "LOW,HIGH model confidences the cascade sends on to the judge when the calibration file has no model stage.",
+        shown="0,0.8",
     ),
 ]
+"""The model stage's flags; each flag's `attr` (`model_path`, ...) is also its verifier option."""
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """The dashed `--model-*` CLI flags."""
-    group = parser.add_argument_group("model stage (with --verifier model or cascade)")
-    for flag, _, kind, default, help_text in _FLAGS:
-        group.add_argument(f"--{flag}", type=kind, default=default, help=help_text)
+    """The `--model-*` CLI flags (`--model_path` and the like work too)."""
+    add_flags(parser, MODEL_FLAGS, title="model stage (with --verifier model or cascade)")
 
 
 def add_model_pipeline_options(parser) -> None:
     """The same flags, underscored, for a `PipelineOptions._add_argparse_args`."""
-    for flag, _, kind, default, help_text in _FLAGS:
-        parser.add_argument(f"--{flag.replace('-', '_')}", type=kind, default=default, help=help_text)
+    add_pipeline_options(parser, MODEL_FLAGS)
 
 
 def model_argv(args: argparse.Namespace) -> list[str]:
     """Pipeline argv for the model flags that were given."""
-    argv = []
-    for flag, _, _, _, _ in _FLAGS:
-        value = getattr(args, flag.replace("-", "_"), None)
-        if value is not None:
-            argv.append(f"--{flag.replace('-', '_')}={value}")
-    return argv
+    return flags_argv(args, MODEL_FLAGS)
 
 
 def model_verifier_config(opts: Any) -> dict[str, Any]:
     """The model options as `make_verifier` / `VerifySentences` configuration (unset ones left out)."""
-    config = {}
-    for flag, option, _, _, _ in _FLAGS:
-        value = getattr(opts, flag.replace("-", "_"), None)
-        if value is not None:
-            config[option] = value
-    return config
+    return {flag.attr: value for flag in MODEL_FLAGS if (value := getattr(opts, flag.attr, None)) is not None}
 
 
 def validate_model_options(opts: Any) -> None:

@@ -317,7 +317,7 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
         out.grounded_probability = 0.5
         return out
     picked, covered, gain_of = _greedy_cover(items, total)
-    out.ranked = sorted(gain_of, key=gain_of.get, reverse=True)[:12]
+    out.ranked = sorted(gain_of, key=lambda sid: gain_of[sid], reverse=True)[:12]
     best_single = max(gain_of.values(), default=0.0) / total
     # A derived value needs both of its evidence sentences among the sources.
     for k, it in enumerate(items):
