@@ -23,6 +23,7 @@ setup(
         "pydantic>=2.7,<3",
         "openai>=1.50,<3",
         "pyarrow>=17,<26",
+        "fsspec>=2024.9",  # DuckDB reads a lake in object storage through fsspec's wrapper of pyarrow's filesystem
         "duckdb>=1.1,<3",
         "evidently>=0.7.20,<0.8",
         # evidently 0.7 does not import with pandas 3
@@ -34,7 +35,7 @@ setup(
         "uvicorn>=0.30,<1",  # the ASGI server of `groundwatch serve` (uses httptools and uvloop when installed)
     ],
     extras_require={
-        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "ruff>=0.6", "mypy>=1.11,<3"],
+        "test": ["pytest>=8,<10", "pytest-timeout>=2.3,<3", "ruff>=0.6", "mypy>=1.11,<3", "moto[server]>=5,<6"],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:main"]},
 )
