@@ -160,9 +160,15 @@ def summary(outcome: DriftOutcome, lake_dir: str) -> str:
         f"alerts cleared   {sum(1 for a in outcome.changes if a.status == AlertStatus.cleared)}",
         f"still firing     {len(outcome.firing)}"
         + "".join(f"\n  - {a.check} [{_where(a)}] since {a.started_at:%H:%M}" for a in outcome.firing),
-        f"lake             {lake_dir} (drift_checks, alerts; Evidently {os.path.join(lake_dir, 'evidently')})",
+        f"lake             {lake_dir} (drift_checks, alerts; {_workspace_note(lake_dir)})",
     ]
     return "\n".join(lines)
+
+
+def _workspace_note(lake_dir: str) -> str:
+    if lakefs.is_remote(lake_dir):
+        return "no Evidently workspace in object storage"
+    return f"Evidently {os.path.join(lake_dir, 'evidently')}"
 
 
 def _where(alert: AlertRow) -> str:
