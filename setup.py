@@ -24,6 +24,7 @@ setup(
         "pydantic-core>=2.14,<3",  # PydanticCustomError: the contract's own error codes (schemas.responses)
         "openai>=1.50,<3",
         "pyarrow>=17,<26",
+        "fsspec>=2024.9",  # DuckDB reads a lake in object storage through fsspec's wrapper of pyarrow's filesystem
         "duckdb>=1.1,<3",
         "evidently>=0.7.20,<0.8",
         # evidently 0.7 does not import with pandas 3
@@ -47,6 +48,8 @@ setup(
             "tokenizers>=0.19,<1",
             "onnx>=1.16,<2",
             "numpy>=1.26",
+            # a real S3-protocol server on 127.0.0.1 for the object-storage tests
+            "moto[server]>=5,<6",
         ],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:main"]},

@@ -16,7 +16,10 @@ copy), so two guards work together:
   `lock_configuration = true`, after which no SET, RESET, PRAGMA or
   `enable_logging()` can change a setting. No file outside the lake can be
   read or written (`read_csv('/etc/passwd')` is a Permission Error); spill
-  files go to a private folder that is removed on close.
+  files go to a private folder that is removed on close. A lake in object
+  storage (`s3://bucket/lake`) is read through a filesystem registered on the
+  connection before access is turned off, and its prefix is the one allowed
+  directory (`transforms.io.lake.filesystem.attach_duckdb`).
 - The parser. DuckDB can still write inside its allowed directories, so
   `check_read_only` lets through only what reads: exactly one statement (a
   second one could only matter for what it changes, and only the last result
@@ -40,6 +43,7 @@ from collections.abc import Iterator
 import duckdb
 
 from dashboards.views import create_views
+from transforms.io.lake import filesystem as lakefs
 
 __all__ = ["LakeNotFound", "Refused", "check_read_only", "open_readonly"]
 
@@ -86,10 +90,16 @@ def _literal(text: str) -> str:
 @contextlib.contextmanager
 def open_readonly(lake_dir: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory connection with the lake's views that can read the lake's files and nothing else."""
-    lake = os.path.abspath(lake_dir)
-    if not os.path.exists(lake):
-        raise LakeNotFound(f"the lake {lake_dir} does not exist (give the folder an audit wrote with --lake)")
-    if not os.path.isdir(lake):
+    try:
+        lake = lakefs.normalize(lake_dir)
+        found = lakefs.is_dir(lake)
+    except (ValueError, OSError) as e:
+        raise LakeNotFound(f"the lake {lake_dir}: {e}") from None
+    if not found:
+        if lakefs.is_remote(lake):
+            raise LakeNotFound(f"the lake {lake} holds no files (give the prefix an audit wrote with --lake)")
+        if not os.path.exists(lake):
+            raise LakeNotFound(f"the lake {lake_dir} does not exist (give the folder an audit wrote with --lake)")
         raise LakeNotFound(f"the lake {lake_dir} is not a folder")
     # DuckDB creates the spill folder only when a query outgrows memory; it is allowed implicitly.
     spill = os.path.join(tempfile.gettempdir(), f"groundwatch-query-{uuid.uuid4().hex}")
@@ -98,7 +108,11 @@ def open_readonly(lake_dir: str) -> Iterator[duckdb.DuckDBPyConnection]:
         con.execute(f"SET temp_directory = {_literal(spill)}")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")
-        con.execute(f"SET allowed_directories = [{_literal(lake)}]")
+        # A remote lake is read through a filesystem registered now, while registering is still allowed; its
+        # prefix, with the separator, is the one allowed directory (so `s3://bucket/lake2` is not).
+        lakefs.attach_duckdb(con, lake)
+        allowed = lake + "/" if lakefs.is_remote(lake) else lake
+        con.execute(f"SET allowed_directories = [{_literal(allowed)}]")
         con.execute("SET enable_external_access = false")
         create_views(con, lake)
         con.execute("SET lock_configuration = true")

@@ -9,7 +9,8 @@ before (see `transforms.monitoring.drift`), and writes what it found back to the
 per check, slice and window, and one `alerts` row per alert episode (rewritten when it clears).
 Alerts also go to the log, to the console and, when Kafka is configured (`--kafka-bootstrap` or
 GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic. Each checked window adds one snapshot to the
-Evidently workspace in `<lake>/evidently` (`groundwatch ui` shows it).
+Evidently workspace in `<lake>/evidently` (`groundwatch ui` shows it); a lake in object storage keeps no
+workspace (Evidently's is a local folder), its checks and alerts are written all the same.
 
 Exit codes: 0 done; 1 with `--fail-on-alert` when an alert fired in this run or is still firing;
 2 bad usage.
@@ -21,7 +22,6 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -31,6 +31,7 @@ from typing import Any
 
 from pipelines.cli import iso_time
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow
+from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.alerts import AlertTracker, format_alert
 from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
@@ -103,7 +104,7 @@ def run_drift(
     if recompute:
         # Start over: earlier conclusions (and their snapshots) would otherwise sit beside the new ones.
         for folder in ("drift_checks", "alerts", "evidently"):
-            shutil.rmtree(os.path.join(lake_dir, folder), ignore_errors=True)
+            lakefs.remove_tree(lakefs.join(lake_dir, folder))
     frames = load_lake_frames(lake_dir)
     checked = set() if recompute or not len(frames.drift_checks) else set(frames.drift_checks["window_start"])
     history = {} if recompute else eligible_history(frames, config)
@@ -112,6 +113,10 @@ def run_drift(
     else:
         tracker = AlertTracker.from_lake_rows(frames.alerts, config.clear_after)
     board = None
+    if workspace and workspace_dir is None and lakefs.is_remote(lake_dir):
+        # Evidently's workspace (and `groundwatch ui`) is a local folder; the checks and alerts still go to the lake.
+        out(f"no Evidently workspace for a lake in object storage ({lake_dir}): snapshots are not kept")
+        workspace = False
     if workspace:
         from dashboards.workspace import GroundwatchWorkspace
 
@@ -155,9 +160,15 @@ def summary(outcome: DriftOutcome, lake_dir: str) -> str:
         f"alerts cleared   {sum(1 for a in outcome.changes if a.status == AlertStatus.cleared)}",
         f"still firing     {len(outcome.firing)}"
         + "".join(f"\n  - {a.check} [{_where(a)}] since {a.started_at:%H:%M}" for a in outcome.firing),
-        f"lake             {lake_dir} (drift_checks, alerts; Evidently {os.path.join(lake_dir, 'evidently')})",
+        f"lake             {lake_dir} (drift_checks, alerts; {_workspace_note(lake_dir)})",
     ]
     return "\n".join(lines)
+
+
+def _workspace_note(lake_dir: str) -> str:
+    if lakefs.is_remote(lake_dir):
+        return "no Evidently workspace in object storage"
+    return f"Evidently {os.path.join(lake_dir, 'evidently')}"
 
 
 def _where(alert: AlertRow) -> str:
@@ -219,7 +230,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     _log_alerts_to_stderr()
-    if not os.path.isdir(args.lake):
+    try:
+        found = lakefs.is_dir(args.lake)
+    except (ValueError, OSError) as error:
+        print(f"groundwatch drift: --lake: {error}", file=sys.stderr)
+        return 2
+    if not found:
         print(f"groundwatch drift: --lake {args.lake!r} is not a folder", file=sys.stderr)
         return 2
     try:

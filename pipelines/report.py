@@ -12,11 +12,11 @@ Exit codes: 0 written, 2 bad usage or a lake without window metrics.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from dashboards.report import build_report
 from pipelines.cli import iso_time
+from transforms.io.lake import filesystem as lakefs
 
 __all__ = ["add_arguments", "main"]
 
@@ -33,7 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if not os.path.isdir(args.lake):
+    try:
+        found = lakefs.is_dir(args.lake)
+    except (ValueError, OSError) as error:
+        print(f"groundwatch report: --lake: {error}", file=sys.stderr)
+        return 2
+    if not found:
         print(f"groundwatch report: --lake {args.lake!r} is not a folder", file=sys.stderr)
         return 2
     if args.start and args.end and args.start >= args.end:

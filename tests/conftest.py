@@ -1,6 +1,7 @@
-"""Shared test set-up: the Kafka fixtures (`kafka_bootstrap`, `new_topic`) are available to every test module.
+"""Shared test set-up: the Kafka fixtures (`kafka_bootstrap`, `new_topic`) and the S3 ones (`s3_server`,
+`s3_lake`) are available to every test module.
 
 Helpers and fixture modules live in `tests/support/`; test modules import them as `tests.support.<name>`.
 """
 
-pytest_plugins = ["tests.support.kafka_fixtures"]
+pytest_plugins = ["tests.support.kafka_fixtures", "tests.support.s3_fixtures"]

@@ -19,6 +19,7 @@ from pipelines.options.judge import add_judge_pipeline_options
 from pipelines.options.model import add_model_pipeline_options, validate_model_options
 from pipelines.runner.passes import MAX_RECORDS_PER_RUN
 from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS
+from transforms.io.lake import filesystem as lakefs
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.calibration import Calibration
 from transforms.verify.registry import available_verifiers
@@ -168,8 +169,13 @@ def _first_byte(path: str) -> bytes:
 
 
 def check_lake(lake: str) -> None:
-    """Raise ValueError when `--lake` cannot be a folder: it names a file, or a file stands in its path."""
-    if "://" in lake:
+    """Raise ValueError when `--lake` cannot be a folder: it names a file, or a file stands in its path; for
+    object storage (`s3://bucket/prefix`), when the URI holds credentials or the bucket is not there."""
+    if lakefs.is_remote(lake):
+        try:
+            lakefs.check_location(lake)
+        except ValueError as e:
+            raise ValueError(f"--lake: {e}") from None
         return
     path = os.path.abspath(lake)
     if os.path.exists(path) and not os.path.isdir(path):

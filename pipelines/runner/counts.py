@@ -8,7 +8,6 @@ the passes of a run in passes.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE, UNKNOWN_FIELDS_COUNTER
 from transforms.io.jsonl import SKIPPED_BLANK_COUNTER
 from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE
+from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import LAKE_METRICS_NAMESPACE
 
 __all__ = ["AuditCounts", "counts_from_result", "format_counts", "sum_counts"]
@@ -130,7 +130,7 @@ def format_counts(counts: AuditCounts, lake: str) -> str:
             if counts.dead_letter_reasons
             else ""
         ),
-        f"lake           {os.path.abspath(lake)}",
+        f"lake           {lakefs.normalize(lake)}",
     ]
     if counts.with_unknown_fields:
         lines.insert(

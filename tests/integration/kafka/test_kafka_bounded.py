@@ -1,8 +1,9 @@
 """Kafka in, lake out, bounded (`groundwatch monitor --until-caught-up`) against a real broker.
 
 Every message produced is accounted for exactly once (audited + sampled out + dead-lettered = produced,
-checked offset by offset with DuckDB over the lake); offsets are committed; a second run reads nothing;
-the review topic holds exactly the responses that need review; the dead-letter topic holds the original bytes.
+checked offset by offset with DuckDB over the lake, in a folder and in an S3 bucket); offsets are committed;
+a second run reads nothing; the review topic holds exactly the responses that need review; the dead-letter
+topic holds the original bytes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.kafka
 SAMPLE_RATE = 0.8
 
 
-def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new_topic, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
+def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new_topic, tmp_path, lake_in, request):
     topic = new_topic(partitions=3)
     messages = generated_messages(1000, seed=11, malformed_fraction=0.05, start=DEFAULT_START)
     assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages) == 1000
@@ -38,12 +40,18 @@ def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new
     fates = expected_fates(messages, SAMPLE_RATE)
     assert len(fates["dead"]) > 0 and len(fates["sampled_out"]) > 0
 
-    lake = tmp_path / "lake"
+    # In a bucket (tests.support.s3_fixtures), the offset commit reads the rows back from the bucket.
+    lake = request.getfixturevalue("s3_lake") if lake_in == "bucket" else tmp_path / "lake"
     # Chunks of 100 records: each partition's read reports its progress chunk by chunk.
     argv = monitor_argv(kafka_bootstrap, topic, lake, f"--sample_rate={SAMPLE_RATE}", "--checkpoint_records=100")
     counts = run(argv, out=lambda _: None)
     # Each offset in exactly one place, the place its content says, and nothing that was not produced.
     assert_accounted_once(str(lake), topic, produced, fates, counts)
+    if lake_in == "bucket":  # the rows are objects of the bucket, not files of some local folder
+        from tests.support.s3_fixtures import bucket_keys
+
+        tables = {key.split("/")[1] for key in bucket_keys(str(lake).removeprefix("s3://").split("/")[0])}
+        assert {"responses", "dead_letters", "window_metrics"} <= tables
 
     committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 3)
     assert committed == ends

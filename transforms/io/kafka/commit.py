@@ -10,7 +10,7 @@ At-least-once, by construction:
 2. Once every file of a window is written (a GroupByKey over the window's written paths fires only when the
    watermark has passed the window, i.e. after all of its writes), the `responses` and `dead_letters` files are
    read back and their `origin_partition` / `origin_offset` columns mark those offsets durable. Reading the
-   files back is the proof that the rows are on disk.
+   files back (from the folder or the bucket the lake is in) is the proof that the rows are stored.
 3. A stateful DoFn keyed by (topic, partition) keeps a ledger and commits `next` of the longest run of chunks,
    from the first, whose lake-bound offsets are all durable. A crash before the commit re-reads those records;
    the lake views keep one row per key, so a redelivered response counts once.
@@ -26,7 +26,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import apache_beam as beam
-import pyarrow.parquet as pq
 from apache_beam import PCollection
 from apache_beam.coders import PickleCoder
 from apache_beam.metrics import Metrics
@@ -36,6 +35,7 @@ from apache_beam.typehints import KV, Tuple
 
 from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config
 from transforms.io.kafka.source import ReadProgress
+from transforms.io.lake.filesystem import read_parquet
 
 if TYPE_CHECKING:  # kafka-python is imported where the committer is built
     from kafka import KafkaConsumer
@@ -112,7 +112,7 @@ def lake_file_offsets(path: str) -> list[tuple[str, int, int]]:
     parts = os.path.normpath(path).split(os.sep)
     if len(parts) < 4 or parts[-4] not in OFFSET_TABLES:
         return []
-    table = pq.read_table(path, columns=["origin_source", "origin_partition", "origin_offset"]).to_pydict()
+    table = read_parquet(path, columns=["origin_source", "origin_partition", "origin_offset"]).to_pydict()
     found: list[tuple[str, int, int]] = []
     for source, partition, offset in zip(
         table["origin_source"], table["origin_partition"], table["origin_offset"], strict=True

@@ -7,6 +7,9 @@ reader's glob), but it would stay forever. A run into the lake calls `remove_sta
 A temporary file is stale when it was last written more than `STALE_TEMP_SECONDS` before the run started: a
 live writer rewrites its temporary file continuously until the rename (a bundle's file takes well under a
 second), so one untouched for a minute belongs to no running writer, even when two runs share a lake.
+
+A lake in object storage has none: each file is one upload under its final name, which appears only once the
+upload completes (`transforms.io.lake.filesystem.write_parquet`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import os
 import re
 import time
+
+from transforms.io.lake import filesystem as lakefs
 
 __all__ = ["STALE_TEMP_SECONDS", "remove_stale_temporaries"]
 
@@ -26,8 +31,8 @@ _TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 def remove_stale_temporaries(lake_dir: str, *, started_at: float | None = None) -> int:
     """Remove the writer's temporary files under `lake_dir` untouched since `STALE_TEMP_SECONDS` before
     `started_at` (epoch seconds; default now); returns how many were removed. A lake that does not exist yet,
-    or a remote one, has none to remove here."""
-    if "://" in lake_dir or not os.path.isdir(lake_dir):
+    or one in object storage, has none."""
+    if lakefs.is_remote(lake_dir) or not os.path.isdir(lake_dir):
         return 0
     cutoff = (time.time() if started_at is None else started_at) - STALE_TEMP_SECONDS
     removed = 0

@@ -8,10 +8,11 @@ them `groundwatch query`, `metrics` and `replay`), the drift stage and the HTML 
     con.execute(f"CREATE VIEW window_metrics AS {table_sql(con, TABLES['window_metrics'], lake_dir)}")
     frame = read_table(con, lake_dir, "responses", "window_start >= ?", [since])
 
-A table reads `<lake>/<table>/**/*.parquet` with hive partitioning (adding `date` DATE and `hour` INTEGER)
-and union by name. Every column of the table's row model is there, NULL in files written before the column
-existed, so a query never depends on which files a lake happens to hold; a table without files is empty,
-with the same columns and types.
+A table reads `<lake>/<table>/**/*.parquet` (a folder, or a prefix in object storage: `s3://bucket/lake`, read
+through `transforms.io.lake.filesystem.attach_duckdb`) with hive partitioning (adding `date` DATE and `hour`
+INTEGER) and union by name. Every column of the table's row model is there, NULL in files written before the
+column existed, so a query never depends on which files a lake happens to hold; a table without files is
+empty, with the same columns and types.
 
 At-least-once delivery and re-runs can write a row twice: `latest_per_key` keeps one row per
 `TableSpec.key`, and is the only place that rule is written.
@@ -29,6 +30,7 @@ import duckdb
 import pandas as pd
 
 from schemas import TABLES, TableSpec
+from transforms.io.lake import filesystem as lakefs
 
 __all__ = ["PARTITION_COLUMNS", "has_files", "latest_per_key", "read_table", "table_glob", "table_sql"]
 
@@ -46,11 +48,13 @@ def _literal(text: str) -> str:
 
 def table_glob(lake_dir: str, table: str) -> str:
     """The glob of every Parquet file of one lake table."""
-    return os.path.join(os.path.abspath(lake_dir), table, "**", "*.parquet")
+    return lakefs.join(lakefs.normalize(lake_dir), table, "**", "*.parquet")
 
 
 def has_files(lake_dir: str, table: str) -> bool:
     """Whether the table has at least one published file."""
+    if lakefs.is_remote(lake_dir):
+        return bool(lakefs.list_files(lakefs.join(lakefs.normalize(lake_dir), table), ".parquet"))
     pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
     return next(glob.iglob(pattern, recursive=True), None) is not None
 
@@ -90,6 +94,7 @@ def table_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, lake_dir: str) ->
     column needs new SQL).
     """
     types = {**_column_types(spec), **PARTITION_COLUMNS}
+    lakefs.attach_duckdb(con, lake_dir)
     if not has_files(lake_dir, spec.name):
         nulls = ", ".join(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items())
         return f"SELECT {nulls} WHERE false"

@@ -6,10 +6,12 @@ written with the table's Arrow schema (`schemas.lake.TABLES[table].schema`):
     rows | "WriteAuditLake" >> WriteAuditLake("/data/lake")          # in a pipeline
     write_table("/data/lake", "alerts", rows, name="drift-2026-11-29")  # anywhere else
 
-Every file is written to a hidden temp file in its final folder and then
-`os.replace`d into place, so a reader never sees half a file (Beam's
-`fileio.WriteToFiles` silently fails to publish into hive folders that do not
-exist yet). File names are a hash of the table, the window and the sorted row
+Every file is published whole (`transforms.io.lake.filesystem.write_parquet`):
+in a local folder it is written to a hidden temp file and `os.replace`d into
+place (Beam's `fileio.WriteToFiles` silently fails to publish into hive
+folders that do not exist yet); in object storage (`s3://bucket/prefix`) it is
+one object upload under its final name, which no reader sees before it
+completes. File names are a hash of the table, the window and the sorted row
 keys, so re-running the same input overwrites its files instead of adding
 copies. A stream's rows are grouped per (table, partition, window), so files
 are not one-row-each; a bounded run's rows are written where they are made,
@@ -21,8 +23,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -30,12 +30,12 @@ from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.metrics import Metrics
 from apache_beam.transforms import window as beam_window
 from pydantic import BaseModel
 
 from schemas import TABLES
+from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.rows import row_dict
 
 __all__ = [
@@ -66,7 +66,7 @@ def partition_of(table: str, row: Mapping[str, Any]) -> tuple[str, str]:
 
 def table_path(lake_dir: str, table: str, date: str, hour: str) -> str:
     """The folder of one partition of one table."""
-    return os.path.join(lake_dir, table, f"date={date}", f"hour={hour}")
+    return lakefs.join(lake_dir, table, f"date={date}", f"hour={hour}")
 
 
 def _key_of(table: str, row: Mapping[str, Any]) -> str:
@@ -87,19 +87,10 @@ def _schema(table: str) -> pa.Schema:
 
 
 def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]]) -> str:
-    """Write rows as `<folder>/<file_stem>.parquet`: whole to a hidden temp file, then renamed into place."""
-    os.makedirs(folder, exist_ok=True)
-    final = os.path.join(folder, f"{file_stem}.parquet")
-    # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
-    temp = os.path.join(folder, f".{file_stem}.{uuid.uuid4().hex}.tmp")
+    """Write rows as `<folder>/<file_stem>.parquet`, published whole (a local folder or object storage)."""
+    lakefs.ensure_folder(folder)
     table_data = pa.Table.from_pylist(list(rows), schema=_schema(table))
-    try:
-        pq.write_table(table_data, temp, compression="zstd")
-        os.replace(temp, final)
-    finally:
-        if os.path.exists(temp):
-            os.remove(temp)
-    return final
+    return lakefs.write_parquet(lakefs.join(folder, f"{file_stem}.parquet"), table_data)
 
 
 def write_table(
@@ -223,10 +214,10 @@ class WriteAuditLake(beam.PTransform):
     def __init__(self, lake_dir: str, *, per_window: bool = True, flush_rows: int = BUNDLE_FLUSH_ROWS):
         super().__init__()
         if not lake_dir:
-            raise ValueError("lake directory must be a non-empty path")
+            raise ValueError("lake directory must be a non-empty path or URI")
         if flush_rows < 1:
             raise ValueError(f"flush_rows must be >= 1, got {flush_rows}")
-        self._lake_dir = os.path.abspath(lake_dir)
+        self._lake_dir = lakefs.normalize(lake_dir)
         self._per_window = per_window
         self._flush_rows = flush_rows
 
