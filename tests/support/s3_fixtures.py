@@ -2,8 +2,8 @@
 
 `s3_server` starts moto's standalone server (`moto_server`, from PyPI's `moto[server]`, the `test` extra) once
 per session as a process of its own, on a free port, and stops it at the end (without moto installed, the tests
-fail and name the extra to install: `pip install -e .[test]`). moto was chosen over MinIO because it is pure Python and installs in
-seconds, while MinIO is a large Go build; both speak the S3 protocol over HTTP, which is all the lake uses
+fail and name the extra to install: `pip install -e .[test]`). moto was chosen over MinIO because it is pure
+Python and installs in seconds, while MinIO is a large Go build; both speak the S3 protocol over HTTP, which is all the lake uses
 (PUT, GET, ranged GET, LIST, DELETE).
 
 `s3_env` points the process (and the pipelines and commands it starts) at the server through the documented
