@@ -3,8 +3,8 @@
 `s3_server` starts moto's standalone server (`moto_server`, from PyPI's `moto[server]`, the `test` extra) once
 per session as a process of its own, on a free port, and stops it at the end (without moto installed, the tests
 fail and name the extra to install: `pip install -e .[test]`). moto was chosen over MinIO because it is pure
-Python and installs in seconds, while MinIO is a large Go build; both speak the S3 protocol over HTTP, which is all the lake uses
-(PUT, GET, ranged GET, LIST, DELETE).
+Python and installs in seconds, while MinIO is a large Go build; both speak the S3 protocol over HTTP, which is
+all the lake uses (PUT, GET, ranged GET, LIST, DELETE).
 
 `s3_env` points the process (and the pipelines and commands it starts) at the server through the documented
 GROUNDWATCH_S3_ENDPOINT, with test credentials whose secret, `S3_SECRET`, a test can look for in logs, errors
