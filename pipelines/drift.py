@@ -30,11 +30,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipelines.cli import iso_time
-from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow
+from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.alerts import AlertTracker, format_alert
 from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
+from transforms.monitoring.incidents import IncidentTracker, format_incident
 from transforms.monitoring.lake_frames import load_lake_frames
 
 __all__ = ["DEFAULT_ALERTS_TOPIC", "DriftOutcome", "add_arguments", "main", "run_drift", "send_alerts_to_kafka"]
@@ -51,6 +52,8 @@ class DriftOutcome:
     checks: list[DriftCheckRow] = field(default_factory=list)
     changes: list[AlertRow] = field(default_factory=list)
     firing: list[AlertRow] = field(default_factory=list)
+    incident_changes: list[IncidentRow] = field(default_factory=list)
+    open_incidents: list[IncidentRow] = field(default_factory=list)
 
     @property
     def fired(self) -> list[AlertRow]:
@@ -58,9 +61,10 @@ class DriftOutcome:
 
 
 def send_alerts_to_kafka(
-    rows: list[AlertRow], connection: str | Mapping[str, Any], topic: str = DEFAULT_ALERTS_TOPIC
+    rows: list[AlertRow | IncidentRow], connection: str | Mapping[str, Any], topic: str = DEFAULT_ALERTS_TOPIC
 ) -> int:
-    """Publish alert rows as JSON to a Kafka topic, keyed by alert_id (the firing and the cleared row alike).
+    """Publish alert (and incident) rows as JSON to a Kafka topic, keyed by alert_id or incident_id (the firing
+    and the cleared row alike); an incident's JSON has `incident_id`, an alert's `alert_id`.
 
     `connection` is a bootstrap string or a connection dict as `transforms.io.kafka.client.client_config` takes
     (security settings included); the topic is created if the cluster does not auto-create it.
@@ -76,7 +80,8 @@ def send_alerts_to_kafka(
     producer = kafka_producer(settings)
     try:
         for row in rows:
-            producer.send(topic, key=row.alert_id.encode(), value=row.model_dump_json().encode())
+            key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
+            producer.send(topic, key=key.encode(), value=row.model_dump_json().encode())
         producer.flush(timeout=30)  # raises if a send failed: an alert is never dropped silently
     finally:
         producer.close(timeout=10)
@@ -103,7 +108,7 @@ def run_drift(
     now = now or datetime.now(UTC)
     if recompute:
         # Start over: earlier conclusions (and their snapshots) would otherwise sit beside the new ones.
-        for folder in ("drift_checks", "alerts", "evidently"):
+        for folder in ("drift_checks", "alerts", "incidents", "evidently"):
             lakefs.remove_tree(lakefs.join(lake_dir, folder))
     frames = load_lake_frames(lake_dir)
     checked = set() if recompute or not len(frames.drift_checks) else set(frames.drift_checks["window_start"])
@@ -112,6 +117,9 @@ def run_drift(
         tracker = AlertTracker(clear_after=config.clear_after)
     else:
         tracker = AlertTracker.from_lake_rows(frames.alerts, config.clear_after)
+    incidents = IncidentTracker(examples=config.examples)
+    if not recompute:
+        incidents = IncidentTracker.from_lake_rows(frames.incidents, config.examples)
     board = None
     if workspace and workspace_dir is None and lakefs.is_remote(lake_dir):
         # Evidently's workspace (and `groundwatch ui`) is a local folder; the checks and alerts still go to the lake.
@@ -136,15 +144,21 @@ def run_drift(
             # One file per alert, named by its id: the cleared row replaces the firing one.
             write_table(lake_dir, "alerts", [row], name=row.alert_id)
             (log.warning if row.status == AlertStatus.firing else log.info)(format_alert(row))
+        incident_changes = incidents.update(frames, window, changes, list(tracker.open.values()), now)
+        for incident in incident_changes:
+            write_table(lake_dir, "incidents", [incident], name=incident.incident_id)
+            (log.warning if incident.status == AlertStatus.firing else log.info)(format_incident(incident))
+        outcome.incident_changes.extend(incident_changes)
         if board is not None:
             board.add_window(frames, evaluation, list(tracker.open.values()), changes, config)
         outcome.windows.append(window[0])
         outcome.checks.extend(evaluation.checks)
         outcome.changes.extend(changes)
-    if kafka_bootstrap and outcome.changes:
-        sent = send_alerts_to_kafka(outcome.changes, kafka_bootstrap, alerts_topic)
+    if kafka_bootstrap and (outcome.changes or outcome.incident_changes):
+        sent = send_alerts_to_kafka([*outcome.incident_changes, *outcome.changes], kafka_bootstrap, alerts_topic)
         out(f"sent {sent} alert updates to Kafka topic {alerts_topic}")
     outcome.firing = list(tracker.open.values())
+    outcome.open_incidents = list(incidents.open.values())
     out(summary(outcome, lake_dir))
     return outcome
 
@@ -156,11 +170,13 @@ def summary(outcome: DriftOutcome, lake_dir: str) -> str:
         f"windows checked  {len(outcome.windows)}"
         + (f"   ({outcome.windows[0]:%Y-%m-%d %H:%M} .. {outcome.windows[-1]:%H:%M})" if outcome.windows else ""),
         "checks           " + (", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "none"),
+        f"open incidents   {len(outcome.open_incidents)}"
+        + "".join(f"\n  - {i.message}" for i in outcome.open_incidents),
         f"alerts fired     {len(outcome.fired)}",
         f"alerts cleared   {sum(1 for a in outcome.changes if a.status == AlertStatus.cleared)}",
         f"still firing     {len(outcome.firing)}"
         + "".join(f"\n  - {a.check} [{_where(a)}] since {a.started_at:%H:%M}" for a in outcome.firing),
-        f"lake             {lake_dir} (drift_checks, alerts; {_workspace_note(lake_dir)})",
+        f"lake             {lake_dir} (drift_checks, alerts, incidents; {_workspace_note(lake_dir)})",
     ]
     return "\n".join(lines)
 

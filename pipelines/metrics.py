@@ -32,6 +32,7 @@ from transforms.io.lake.writer import write_table
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 
 __all__ = [
+    "claims_only",
     "WINDOWS_PER_BATCH",
     "ReadRange",
     "add_arguments",
@@ -42,6 +43,15 @@ __all__ = [
 
 
 WINDOWS_PER_BATCH = 500
+
+
+def claims_only(con: duckdb.DuckDBPyConnection) -> str:
+    """A SQL condition on `sentences` keeping claims: non-claims (lead-ins, greetings, headers) state nothing.
+    Lakes written before the `claim_kind` column hold claims only as far as anyone knew then."""
+    columns = {row[0] for row in con.execute("DESCRIBE sentences").fetchall()}
+    return "coalesce(claim_kind, 'claim') = 'claim'" if "claim_kind" in columns else "TRUE"
+
+
 """Windows computed together: their rows are read and held at once (at 60 s windows, 500 is about 8 hours)."""
 
 
@@ -102,7 +112,7 @@ def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[date
     columns = [d[0] for d in con.description]
     sentences = con.execute(
         f"SELECT response_id, attribution_verdict, confidence FROM sentences WHERE {in_batch} "
-        "ORDER BY response_id, sentence_index",
+        f"AND {claims_only(con)} ORDER BY response_id, sentence_index",
         windows,
     ).fetchall()
     verdicts = defaultdict(list)

@@ -7,6 +7,8 @@
   the next run starts after the last window checked and keeps alerting windows out of the baseline.
 - `AlertRow` (`alerts`): one row per alert episode, rewritten (same `alert_id`) when it clears, so the
   lake views (latest row per key) show each alert once with its `started_at` and `cleared_at`.
+- `IncidentRow` (`incidents`): alerts that fire together for one cause, grouped under the slice that
+  explains them, with the drop, examples and why confidence fell; rewritten as alerts join and when it clears.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "AlertStatus",
     "CheckStatus",
     "DriftCheckRow",
+    "IncidentRow",
     "WindowMetricsRow",
 ]
 
@@ -144,6 +147,48 @@ class AlertRow(StrictModel):
     updated_at: datetime
 
 
+class IncidentRow(StrictModel):
+    """Alerts of one cause: the slice that explains them, the slices affected, the drop and its breakdown."""
+
+    incident_id: str
+    status: AlertStatus
+    """`firing` while any of its alerts fires; `cleared` once all have cleared."""
+    cause_dimension: str
+    cause_value: str
+    """The slice whose traffic explains the alerts: without it, the other slices' drops vanish."""
+    affected_slices: list[str] = Field(default_factory=list)
+    """The other slices with an alert of this incident (`generator_model=g2`, `all`)."""
+    alert_ids: list[str] = Field(default_factory=list)
+    window_start: datetime
+    """The window that opened the incident."""
+    started_at: datetime
+    cleared_at: datetime | None = None
+    current_value: float | None = None
+    """Mean attribution confidence of the cause slice in the opening window."""
+    reference_value: float | None = None
+    drop: float | None = None
+    """Relative drop of that mean against its reference (0.25 = 25% lower)."""
+    responses: int = Field(ge=0)
+    """Responses of the cause slice in the opening window."""
+    example_response_ids: list[str] = Field(default_factory=list)
+    cause: str
+    """The largest share of the breakdown: `retrieval`, `generation` or `citation_hygiene`."""
+    ungrounded_sentences: int = Field(ge=0)
+    uncited_claims: int = Field(ge=0)
+    contradicted_sentences: int = Field(ge=0)
+    misattributed_citations: int = Field(ge=0)
+    fabricated_citations: int = Field(ge=0)
+    inexact_quotes: int = Field(ge=0)
+    retrieval_share: float | None = None
+    """Share of the problems found in the cause slice that point at retrieval (ungrounded, uncited)."""
+    generation_share: float | None = None
+    """Share that points at generation (contradicted sentences, misattributed citations)."""
+    citation_hygiene_share: float | None = None
+    """Share that points at citation hygiene (fabricated ids, inexact quotes)."""
+    message: str
+    updated_at: datetime
+
+
 register_table(
     "window_metrics",
     WindowMetricsRow,
@@ -162,3 +207,4 @@ register_table(
     version_column="checked_at",
 )
 register_table("alerts", AlertRow, time_column="started_at", key=("alert_id",), version_column="updated_at")
+register_table("incidents", IncidentRow, time_column="started_at", key=("incident_id",), version_column="updated_at")

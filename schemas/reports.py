@@ -12,6 +12,7 @@ from __future__ import annotations
 from enum import Enum
 
 from pydantic import Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from schemas.base import Confidence, NonEmptyStr, StrictModel
 from schemas.responses import ConfidenceLabel
@@ -58,6 +59,16 @@ class SentenceVerdict(StrictModel):
     contradicting_evidence_excerpts: list[str] = Field(default_factory=list)
     multi_source_flag: bool = False
     provenance_notes: str = ""
+    claim_kind: SkipJsonSchema[str] = "claim"
+    """`claim` for a sentence that states a fact and was verified; otherwise what it is instead (`lead_in`,
+    `abstention`, `formatting`, `pleasantry`: `transforms.text.claims.ClaimKind`). A non-claim is not verified:
+    it carries `fully_grounded` with confidence 1 only so the four verdicts stay the claims' own, and it never
+    counts in scores, flags, metrics or review. Left out of the judge's reply schema: the judge sees claims only."""
+
+    @property
+    def is_claim(self) -> bool:
+        """Whether this sentence is a claim that was verified (not a lead-in, greeting, header or abstention)."""
+        return self.claim_kind == "claim"
 
 
 class SentenceAuditReport(StrictModel):
@@ -68,6 +79,8 @@ class SentenceAuditReport(StrictModel):
     sentences: list[SentenceVerdict]
     overall_faithfulness_score: Confidence
     critical_flags: list[str] = Field(default_factory=list)
+    abstention: bool = False
+    """The answer declines, or says the evidence does not tell, in at least one sentence."""
 
     @model_validator(mode="after")
     def _indexes_in_order(self) -> SentenceAuditReport:

@@ -25,6 +25,7 @@ from pipelines.traffic.scenarios import NEW_RETRIEVER, ScenarioSpec, change_time
 from pipelines.traffic.synthetic import DEFAULT_START, write_jsonl
 from transforms.monitoring.alerts import format_alert
 from transforms.monitoring.drift import DriftConfig
+from transforms.monitoring.incidents import format_incident
 
 __all__ = ["DEMO_PROJECT", "DEMO_SPEC", "demo_lake", "regression_demo"]
 
@@ -94,9 +95,11 @@ def regression_demo(
     # The new retriever's own alerts first, its confidence drop before the rest.
     named.sort(key=lambda a: (a.slice_value != NEW_RETRIEVER, a.check != "mean_confidence_drop", a.window_start))
     out(
-        f"{len(outcome.windows)} windows checked, {len(outcome.fired)} alerts fired, "
-        f"{len(outcome.firing)} firing at the end."
+        f"{len(outcome.windows)} windows checked, {len(outcome.open_incidents)} open incident(s), "
+        f"{len(outcome.fired)} alerts fired, {len(outcome.firing)} firing at the end."
     )
+    for incident in outcome.open_incidents:  # the incident first: one line per cause, then its raw alerts
+        out(format_incident(incident))
     for alert in (named or outcome.fired)[:4]:
         out(format_alert(alert))
     out(

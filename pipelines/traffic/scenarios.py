@@ -12,6 +12,9 @@
   out of date), so its answers lose support and the verifier's confidence falls. The canary
   retriever `r8` keeps serving its share unchanged, so the alert has to name the right version.
   With `recover_at`, `r7` comes back at that point (a rollback), so alerts can be seen clearing.
+- `two-causes`: the retriever regression, and later (`misquote_at`, default 0.8 of the run) a second,
+  independent cause: the generator model `gen-small-1` starts misquoting the numbers of its evidence
+  on every retriever, so its answers are contradicted where r9's are unsupported.
 
 Ordinary traffic logs claims as a healthy attributed-answer generator would (sourced, rarely
 low-confidence: inside spec 004's limits); the regressed retriever's answers keep the generic
@@ -46,8 +49,9 @@ __all__ = [
     "scenario_responses",
 ]
 
-SCENARIO_NAMES = ("stable", "retriever-regression")
+SCENARIO_NAMES = ("stable", "retriever-regression", "two-causes")
 OLD_RETRIEVER, CANARY_RETRIEVER, NEW_RETRIEVER = "r7", "r8", "r9"
+MISQUOTING_MODEL = "gen-small-1"
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,11 @@ class ScenarioSpec:
     damaged_share: float = 0.3
     """Share of passages the regressed retriever returns irrelevant or stale."""
     canary_share: float = 0.3
+    misquote_at: float | None = None
+    """Where `gen-small-1` starts misquoting numbers, as a fraction of the windows (None: 0.8 in `two-causes`,
+    never otherwise)."""
+    misquote_share: float = 0.6
+    """Share of that model's answers with a misquoted number from then on."""
     seed: int = 7
     start: datetime = traffic.DEFAULT_START
 
@@ -80,14 +89,14 @@ class ScenarioSpec:
 
 def recovery_time(spec: ScenarioSpec) -> datetime | None:
     """When the old retriever is back (a window boundary), or None."""
-    if spec.name != "retriever-regression" or spec.recover_at is None:
+    if spec.name == "stable" or spec.recover_at is None:
         return None
     return spec.start + timedelta(seconds=round(spec.windows * spec.recover_at) * spec.window_seconds)
 
 
 def change_time(spec: ScenarioSpec) -> datetime | None:
     """When the regression starts (a window boundary), or None for the stable scenario."""
-    if spec.name != "retriever-regression":
+    if spec.name == "stable":
         return None
     return spec.start + timedelta(seconds=round(spec.windows * spec.change_at) * spec.window_seconds)
 
@@ -152,6 +161,25 @@ def _healthy_claims(message: dict, rng: random.Random) -> dict:
     return {**message, "claims": claims}
 
 
+def _misquote(message: dict, rng: random.Random) -> dict:
+    """The answer with one of its numbers stated wrong: the evidence has it, the generator misstates it."""
+    answer = message["answer"]
+    numbers = list(_NUMBER.finditer(answer))
+    if not numbers:
+        return message
+    m = rng.choice(numbers)
+    text = m.group(0)
+    wrong = f"{float(text) * 1.5:.{len(text.split('.')[1])}f}" if "." in text else str(int(text) * 2 + 3)
+    return {**message, "answer": answer[: m.start()] + wrong + answer[m.end() :]}
+
+
+def _misquote_time(spec: ScenarioSpec) -> datetime | None:
+    at = spec.misquote_at if spec.misquote_at is not None else (0.8 if spec.name == "two-causes" else None)
+    if at is None:
+        return None
+    return spec.start + timedelta(seconds=round(spec.windows * at) * spec.window_seconds)
+
+
 def _volume(spec: ScenarioSpec, window: int, rng: random.Random) -> int:
     cycle = 1.0 + 0.3 * math.sin(2 * math.pi * window / 30.0)  # a slow swell, like hours of a day
     return max(1, round(spec.per_window * cycle * rng.lognormvariate(0.0, 0.15)))
@@ -167,6 +195,7 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
     """The scenario's logged responses (input-contract dicts), in arrival order; same spec, same traffic."""
     rng = random.Random(spec.seed)
     changed_at, recovered_at = change_time(spec), recovery_time(spec)
+    misquote_from = _misquote_time(spec)
     pending: list[tuple[datetime, dict]] = []
     index = 0
     for window in range(spec.windows):
@@ -185,6 +214,10 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
                 message = _damage_evidence(message, spec.damaged_share, rng)
             else:
                 message = _healthy_claims(message, rng)
+            misquoting = misquote_from is not None and when >= misquote_from
+            if misquoting and message["metadata"].get("generator_model") == MISQUOTING_MODEL:
+                if rng.random() < spec.misquote_share:
+                    message = _misquote(message, rng)
             # Most messages arrive within seconds; one in twenty is late by a minute or two.
             lag = rng.uniform(30, 120) if rng.random() < 0.05 else rng.expovariate(1 / 3.0)
             pending.append((when + timedelta(seconds=lag), message))

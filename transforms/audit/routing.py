@@ -8,7 +8,8 @@ usable evidence, when part of it was past the audit's limits
 (`transforms.audit.limits`), and, in high-risk traffic, when anything at all is flagged
 critical (citation failures included; and claims under the threshold, without a
 source or overconfident). Every reason names the sentence index
-and the evidence ids involved, so a reviewer can go straight to them.
+and the evidence ids involved (each once), so a reviewer can go straight to them.
+Sentences that make no claim (`SentenceVerdict.claim_kind`) never send an answer to review.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ __all__ = ["decide_review"]
 
 
 def _ids(ids: list[str]) -> str:
+    # A verifier lists an evidence id once per matching excerpt; a reviewer needs each id once.
+    ids = list(dict.fromkeys(ids))
     return ", ".join(ids) if ids else "none"
 
 
@@ -30,6 +33,8 @@ def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
     report = audited.report
     high_risk = audited.parsed.response.metadata.risk_level is RiskLevel.high
     for s in report.sentences:
+        if not s.is_claim:  # lead-ins, headers, greetings, abstentions state nothing to check
+            continue
         if s.attribution_verdict is AttributionVerdict.contradicted:
             reasons.append(f"sentence {s.sentence_index} contradicted by evidence {_ids(s.contradicting_evidence_ids)}")
         elif s.attribution_verdict is AttributionVerdict.ungrounded:

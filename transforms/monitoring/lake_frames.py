@@ -45,6 +45,9 @@ class LakeFrames:
     sentences: pd.DataFrame
     drift_checks: pd.DataFrame
     alerts: pd.DataFrame
+    incidents: pd.DataFrame = field(default_factory=pd.DataFrame)
+    problems: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Per response_id: citation and claim problems (`misattributed_citations`, `uncited_claims`, ...)."""
     _responses_by_window: dict = field(default_factory=dict, repr=False)
     _sentences_by_window: dict = field(default_factory=dict, repr=False)
 
@@ -83,6 +86,11 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
         wm = _utc(read_table(con, lake_dir, "window_metrics"), "window_start", "window_end", "computed_at")
         responses = _utc(read_table(con, lake_dir, "responses", where, params), "window_start", "window_end")
         sentences = _utc(read_table(con, lake_dir, "sentences", where, params), "window_start")
+        citations = _utc(read_table(con, lake_dir, "citations", where, params), "window_start")
+        claims = _utc(read_table(con, lake_dir, "claims", where, params), "window_start")
+        incidents = _utc(
+            read_table(con, lake_dir, "incidents"), "window_start", "started_at", "cleared_at", "updated_at"
+        )
         checks = _utc(read_table(con, lake_dir, "drift_checks"), "window_start", "window_end", "checked_at")
         alerts = _utc(
             read_table(con, lake_dir, "alerts"), "window_start", "window_end", "started_at", "cleared_at", "updated_at"
@@ -94,6 +102,8 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
         responses[column] = responses[column].fillna(UNKNOWN_SLICE).astype(str) if len(responses) else responses[column]
     # Sentences carry tenant and retriever_version but not generator_model: take all slices from the response.
     slice_of = responses[["response_id", *_SLICE_COLUMNS]]
+    # Lead-ins, greetings and headers state nothing: they are no part of the confidence the checks compare.
+    sentences = sentences[sentences["claim_kind"].fillna("claim") == "claim"]
     sentences = sentences[["response_id", "window_start", "confidence", "attribution_verdict"]].merge(
         slice_of, on="response_id", how="inner"
     )
@@ -105,4 +115,32 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
     support = sentences.groupby("response_id")["attribution_confidence"].mean().rename("mean_attribution_confidence")
     responses = responses.merge(support, left_on="response_id", right_index=True, how="left")
     keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
-    return LakeFrames(wm, responses[keep], sentences, checks, alerts)
+    problems = _problems(citations, claims)
+    return LakeFrames(wm, responses[keep], sentences, checks, alerts, incidents, problems)
+
+
+def _problems(citations: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame:
+    """Per response: misattributed and fabricated citations, inexact quotes, uncited claims (for incidents)."""
+    per = []
+    if len(citations):
+        status = citations["verification_status"].astype(str)
+        quote = citations["quote_match"].astype(object)
+        per.append(
+            pd.DataFrame(
+                {
+                    "response_id": citations["response_id"],
+                    "misattributed_citations": (status == "misattributed").astype(int),
+                    "fabricated_citations": (status == "fabricated").astype(int),
+                    "inexact_quotes": [int(q is not None and not pd.isna(q) and str(q) != "exact") for q in quote],
+                }
+            )
+        )
+    if len(claims):
+        per.append(pd.DataFrame({"response_id": claims["response_id"], "uncited_claims": claims["missing_source"]}))
+    columns = ["misattributed_citations", "fabricated_citations", "inexact_quotes", "uncited_claims"]
+    if not per:
+        return pd.DataFrame(columns=["response_id", *columns])
+    frame = pd.concat(per, ignore_index=True).fillna(0)
+    for column in columns:
+        frame[column] = frame[column].astype(int) if column in frame else 0
+    return frame.groupby("response_id", as_index=False)[columns].sum()

@@ -77,7 +77,7 @@ class ResponseStats:
     generator_model: str | None
     confidences: tuple[float, ...]
     attribution_confidences: tuple[float, ...]
-    verdict_counts: tuple[int, int, int, int]
+    verdict_counts: tuple[int, ...]
     """Sentences judged fully grounded, partially grounded, ungrounded, contradicted."""
     faithfulness: float
     insufficient_evidence: bool = False
@@ -112,7 +112,8 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
     """The window-metrics contribution of one audited response."""
     response, report = audited.parsed.response, audited.report
     counts = [0, 0, 0, 0]
-    for sentence in report.sentences:
+    claims_said = [s for s in report.sentences if s.is_claim]  # non-claims state nothing: no part of the figures
+    for sentence in claims_said:
         counts[_VERDICTS.index(sentence.attribution_verdict)] += 1
     claims = audited.claims
     claim_count, covered, low = _claim_counts(
@@ -128,10 +129,8 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
         tenant=response.metadata.tenant,
         retriever_version=response.metadata.retriever_version,
         generator_model=response.metadata.generator_model,
-        confidences=tuple(s.confidence for s in report.sentences),
-        attribution_confidences=tuple(
-            attribution_confidence(s.attribution_verdict, s.confidence) for s in report.sentences
-        ),
+        confidences=tuple(s.confidence for s in claims_said),
+        attribution_confidences=tuple(attribution_confidence(s.attribution_verdict, s.confidence) for s in claims_said),
         verdict_counts=tuple(counts),
         faithfulness=report.overall_faithfulness_score,
         insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
@@ -145,7 +144,10 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
 
 
 def stats_from_rows(response: Mapping[str, Any], sentences: Sequence[tuple[str, float]]) -> ResponseStats:
-    """The same contribution rebuilt from a `responses` lake row and its sentences' (verdict, confidence)."""
+    """The same contribution rebuilt from a `responses` lake row and its claims' (verdict, confidence).
+
+    Give the claims only (`claim_kind = 'claim'`, or null in a lake written before the column): the verdict
+    counts come from them, since the responses row counts every sentence."""
     claim_count, covered, low = _claim_counts(
         response.get("claim_count"),
         response.get("attribution_coverage_rate"),
@@ -160,12 +162,7 @@ def stats_from_rows(response: Mapping[str, Any], sentences: Sequence[tuple[str, 
         generator_model=response.get("generator_model"),
         confidences=tuple(float(c) for _, c in sentences),
         attribution_confidences=tuple(attribution_confidence(v, c) for v, c in sentences),
-        verdict_counts=(
-            int(response["fully_grounded_count"]),
-            int(response["partially_grounded_count"]),
-            int(response["ungrounded_count"]),
-            int(response["contradicted_count"]),
-        ),
+        verdict_counts=tuple(sum(1 for v, _ in sentences if str(v) == str(k.value)) for k in _VERDICTS),
         faithfulness=float(response["overall_faithfulness_score"]),
         insufficient_evidence=bool(response.get("insufficient_evidence")),
         needs_review=bool(response.get("needs_review")),

@@ -11,6 +11,12 @@ that the same way for the heuristic verifier, the LLM judge and the cascade::
 `verify()` returns everything it decided in its result and keeps nothing about
 the call on the verifier, so one verifier can serve several threads at once and
 no caller reads another answer's judge status.
+
+Only claims reach a verifier: `prepare_sentences` splits the answer, recognises the sentences that
+state nothing (lead-ins, labels, headers, greetings, abstentions: `transforms.text.claims`) and strips
+Markdown from the rest; `AnswerSentences.assemble` puts the claims' verdicts back among the non-claims,
+with unsupported spans cut from the original sentence text. Non-claims keep their `claim_kind` and
+count nowhere: not in the faithfulness score, the critical flags or the routing.
 """
 
 from __future__ import annotations
@@ -28,18 +34,25 @@ from schemas import (
     SentenceVerdict,
 )
 from schemas.judge import JudgeCallRow
+from transforms.text.claims import ClaimKind, PlainClaim, non_claim_kind, plain_claim
 from transforms.text.sentences import split_sentences
 
 __all__ = [
     "DEFAULT_CONFIDENCE_THRESHOLD",
+    "NON_CLAIM_DECIDER",
     "NO_VERDICTS",
+    "AnswerSentences",
     "VerificationResult",
     "Verifier",
     "audit_sentences",
     "build_report",
     "critical_flags",
     "faithfulness_score",
+    "prepare_sentences",
 ]
+
+NON_CLAIM_DECIDER = "claim_filter"
+"""`decided_by` of a sentence recognised as no claim: no verifier looked at it."""
 
 DEFAULT_CONFIDENCE_THRESHOLD = 0.7
 
@@ -98,17 +111,88 @@ class Verifier(abc.ABC):
         """The verdicts on `sentences`, one per sentence in order, with who decided each and the judge's log."""
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerSentences:
+    """An answer cut into sentences, each either a claim (with its plain text) or the kind of non-claim it is."""
+
+    sentences: tuple[str, ...]
+    """The sentences as they stand in the answer (Markdown and all)."""
+    kinds: tuple[ClaimKind, ...]
+    plains: tuple[PlainClaim | None, ...]
+    """The plain text of each claim (None for a non-claim)."""
+
+    @property
+    def claims(self) -> list[str]:
+        """The claims' plain text, in order: what the verifier is given."""
+        return [p.text for p in self.plains if p is not None]
+
+    def assemble(self, claim_verdicts: Sequence[SentenceVerdict]) -> list[SentenceVerdict]:
+        """Every sentence's verdict: the claims' (numbered in the answer, spans in the original text) and the
+        non-claims' placeholders."""
+        if len(claim_verdicts) != len(self.claims):
+            raise ValueError(f"{len(self.claims)} claims but {len(claim_verdicts)} verdicts")
+        verdicts, given = [], iter(claim_verdicts)
+        for i, (sentence, kind, plain) in enumerate(zip(self.sentences, self.kinds, self.plains, strict=True)):
+            if plain is None:
+                verdicts.append(
+                    SentenceVerdict(
+                        sentence_index=i,
+                        sentence_text=sentence,
+                        attribution_verdict=AttributionVerdict.fully_grounded,
+                        confidence=1.0,
+                        claim_kind=kind.value,
+                        provenance_notes=f"not a claim ({kind.value}): not verified",
+                    )
+                )
+                continue
+            v = next(given)
+            spans = list(dict.fromkeys(plain.original_span(span) for span in v.unsupported_spans))
+            verdicts.append(
+                v.model_copy(update={"sentence_index": i, "sentence_text": sentence, "unsupported_spans": spans})
+            )
+        return verdicts
+
+    def assemble_decided_by(self, claim_decided_by: Sequence[str]) -> tuple[str, ...]:
+        """Who decided each sentence: the verifier's entries for claims, `NON_CLAIM_DECIDER` for the rest."""
+        given = iter(claim_decided_by)
+        return tuple(NON_CLAIM_DECIDER if p is None else next(given) for p in self.plains)
+
+    def assemble_result(self, result: VerificationResult) -> VerificationResult:
+        """The verifier's result on the claims, widened to every sentence of the answer."""
+        return VerificationResult(
+            tuple(self.assemble(result.verdicts)),
+            self.assemble_decided_by(result.decided_by),
+            judge_status=result.judge_status,
+            judge_calls=result.judge_calls,
+        )
+
+
+def prepare_sentences(answer: str) -> AnswerSentences:
+    """Split an answer and tell its claims (stripped of Markdown and lead-ins) from the sentences that state nothing."""
+    sentences = split_sentences(answer)
+    kinds, plains = [], []
+    for sentence in sentences:
+        kind = non_claim_kind(sentence)
+        kinds.append(kind or ClaimKind.claim)
+        plains.append(plain_claim(sentence) if kind is None else None)
+    return AnswerSentences(tuple(sentences), tuple(kinds), tuple(plains))
+
+
 def faithfulness_score(verdicts: Sequence[SentenceVerdict]) -> float:
-    """Mean support of the sentences (fully 1, partially 0.5, otherwise 0); 0 when there are none."""
-    if not verdicts:
-        return 0.0
-    return sum(_SUPPORT_WEIGHT[v.attribution_verdict] for v in verdicts) / len(verdicts)
+    """Mean support of the claims (fully 1, partially 0.5, otherwise 0); 0 when there are no sentences, 1 when
+    there are sentences but none claims anything (nothing unsupported was said)."""
+    claims = [v for v in verdicts if v.is_claim]
+    if not claims:
+        return 1.0 if verdicts else 0.0
+    return sum(_SUPPORT_WEIGHT[v.attribution_verdict] for v in claims) / len(claims)
 
 
 def critical_flags(verdicts: Sequence[SentenceVerdict], threshold: float) -> list[str]:
-    """One flag per ungrounded or contradicted sentence and per sentence under the confidence threshold."""
+    """One flag per ungrounded or contradicted claim and per claim under the confidence threshold."""
     flags = []
     for v in verdicts:
+        if not v.is_claim:
+            continue
         if v.attribution_verdict in (AttributionVerdict.ungrounded, AttributionVerdict.contradicted):
             flags.append(f"sentence {v.sentence_index}: {v.attribution_verdict.value}")
         if v.confidence < threshold:
@@ -139,6 +223,7 @@ def build_report(
         sentences=list(verdicts),
         overall_faithfulness_score=faithfulness_score(verdicts),
         critical_flags=critical_flags(verdicts, threshold),
+        abstention=any(v.claim_kind == ClaimKind.abstention for v in verdicts),
     )
 
 
@@ -159,6 +244,8 @@ def audit_sentences(
             answer_id, [], threshold=threshold, verification_date=verification_date, evidence_empty=True
         )
         return report, NO_VERDICTS
-    result = verifier.verify(split_sentences(answer), evidence)
+    prepared = prepare_sentences(answer)
+    claims = prepared.claims
+    result = prepared.assemble_result(verifier.verify(claims, evidence) if claims else NO_VERDICTS)
     report = build_report(answer_id, result.verdicts, threshold=threshold, verification_date=verification_date)
     return report, result

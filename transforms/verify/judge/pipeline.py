@@ -39,8 +39,7 @@ from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row
 from transforms.ingest.windows import window_bounds
-from transforms.text.sentences import split_sentences
-from transforms.verify.base import build_report
+from transforms.verify.base import AnswerSentences, build_report, prepare_sentences
 from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.handler import JudgeModelHandler
 from transforms.verify.judge.prompts import prompt_version
@@ -73,6 +72,7 @@ class _Plan(NamedTuple):
     window_end: datetime
     now: datetime
     decided_by: tuple[str, ...] | None = None  # the stage of each verdict before the judge; None: all heuristic
+    prepared: AnswerSentences | None = None  # the answer's claims and non-claims; None: no evidence
 
 
 class _PlanDoFn(beam.DoFn):
@@ -100,7 +100,8 @@ class _PlanDoFn(beam.DoFn):
         start, end = window_bounds(window, r.timestamp)
         try:
             has_evidence = any(p.content.strip() for p in r.evidence)
-            sentences = split_sentences(r.answer) if has_evidence else []
+            prepared = prepare_sentences(r.answer) if has_evidence else None
+            sentences = prepared.claims if prepared is not None else []
             heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
             decided_by: tuple[str, ...] | None = None
             if self._stages is None:
@@ -120,7 +121,7 @@ class _PlanDoFn(beam.DoFn):
             return
         self._sent.inc(len(indexes))
         self._kept.inc(len(heuristic) - len(indexes))
-        yield r.response_id, _Plan(parsed, heuristic, has_evidence, start, end, now, decided_by)
+        yield r.response_id, _Plan(parsed, heuristic, has_evidence, start, end, now, decided_by, prepared)
         if indexes:
             yield beam.pvalue.TaggedOutput(
                 _ITEMS, sentence_item(r.response_id, r.answer, r.query, sentences, indexes, r.evidence)
@@ -178,6 +179,8 @@ class _MergeDoFn(beam.DoFn):
             self._statuses[outcome.status].inc()
         for plan in plans:
             result = merge_verdicts(plan.heuristic, outcome, plan.decided_by)
+            if plan.prepared is not None:  # the judge saw claims only; the non-claims go back in between
+                result = plan.prepared.assemble_result(result)
             report = build_report(
                 plan.parsed.response.response_id,
                 result.verdicts,

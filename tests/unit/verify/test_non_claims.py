@@ -1,0 +1,115 @@
+"""Answers as generators write them: only claims are verified, scored and routed; Markdown does not count."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from schemas import (
+    AttributionVerdict,
+    AuditedResponse,
+    EvidencePassage,
+    LoggedResponse,
+    ParsedResponse,
+    SentenceVerdict,
+)
+from tests.support.audit_messages import at, message
+from transforms.audit.routing import decide_review
+from transforms.audit.stages import audit_response
+from transforms.io.lake.rows import to_lake_rows
+from transforms.verify.base import audit_sentences, build_report
+from transforms.verify.heuristic.verifier import HeuristicVerifier
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+EVIDENCE = [
+    EvidencePassage(doc_id="kb-1", content="The patient was prescribed 50 mg of metoprolol twice daily."),
+    EvidencePassage(doc_id="kb-2", content="Lab results showed potassium at 4.2 mmol/L on admission."),
+]
+# The shapes real generators produce: a greeting, a lead-in, a header, bold labels, bullets, a numbered
+# list and a closing offer of more help. Every claim in it is supported.
+CHAT_ANSWER = """Hi there!
+
+Here is what I found:
+
+## Medications
+- **Medication:** The patient was prescribed 50 mg of metoprolol twice daily.
+- **Labs:** Lab results showed potassium at 4.2 mmol/L on admission.
+
+1. Potassium was 4.2 mmol/L on admission.
+
+Let me know if you need more."""
+
+
+def audit(answer: str, evidence=EVIDENCE):
+    report, _ = audit_sentences("r-1", answer, evidence, HeuristicVerifier(), verification_date=date(2026, 11, 29))
+    return report
+
+
+def test_a_supported_chat_answer_is_faithful_and_has_no_flags():
+    report = audit(CHAT_ANSWER)
+    kinds = [s.claim_kind for s in report.sentences]
+    assert kinds == ["pleasantry", "lead_in", "formatting", "claim", "claim", "claim", "pleasantry"]
+    claims = [s for s in report.sentences if s.is_claim]
+    assert all(s.attribution_verdict is AttributionVerdict.fully_grounded for s in claims)
+    assert report.overall_faithfulness_score == 1.0
+    assert report.critical_flags == []
+    assert not report.abstention
+
+
+def test_bold_labels_do_not_lower_confidence():
+    plain = audit("The patient was prescribed 50 mg of metoprolol twice daily.").sentences[0]
+    bold = audit("**Medication:** The patient was prescribed 50 mg of metoprolol twice daily.").sentences[0]
+    assert bold.sentence_text.startswith("**Medication:**")  # the answer's text is kept as written
+    assert bold.confidence >= plain.confidence - 0.01
+
+
+def test_unsupported_spans_are_substrings_of_the_original_sentence():
+    report = audit("- **Medication:** The patient was prescribed **75 mg** of *atenolol* at bedtime.")
+    (s,) = report.sentences
+    assert s.attribution_verdict is not AttributionVerdict.fully_grounded
+    assert s.unsupported_spans
+    assert all(span in s.sentence_text for span in s.unsupported_spans)
+
+
+def test_an_abstention_is_reported_and_never_routed_to_review():
+    msg = message(answer="I don't know. The documents do not say.", metadata={"tenant": "acme", "risk_level": "high"})
+    parsed = ParsedResponse(response=LoggedResponse.model_validate(msg), origin=at(1))
+    audited = audit_response(parsed, verifier=HeuristicVerifier(), window_start=NOW, window_end=NOW, now=NOW)
+    assert audited.report.abstention
+    assert [s.claim_kind for s in audited.report.sentences] == ["abstention", "abstention"]
+    assert not audited.review.needs_review, audited.review.reasons
+    rows = [row for table, row in to_lake_rows(audited) if table == "sentences"]
+    assert [r["claim_kind"] for r in rows] == ["abstention", "abstention"]
+
+
+def test_only_the_unsupported_claim_sends_a_chat_answer_to_review():
+    answer = CHAT_ANSWER.replace("1. Potassium was 4.2", "1. Sodium was 128")
+    parsed = ParsedResponse(
+        response=LoggedResponse.model_validate(message(answer=answer, evidence=[e.model_dump() for e in EVIDENCE])),
+        origin=at(1),
+    )
+    audited = audit_response(parsed, verifier=HeuristicVerifier(), window_start=NOW, window_end=NOW, now=NOW)
+    reasons = audited.review.reasons
+    assert reasons and all(r.startswith("sentence 5 ") for r in reasons), reasons
+
+
+def test_review_reasons_name_each_evidence_id_once():
+    # A verifier lists a passage once per excerpt it matched: two contradicting sentences of kb-1054.
+    verdict = SentenceVerdict(
+        sentence_index=0,
+        sentence_text="Potassium was 3.1 mmol/L on admission.",
+        attribution_verdict="contradicted",
+        confidence=0.6,
+        supporting_evidence_ids=["kb-7", "kb-7"],
+        contradicting_evidence_ids=["kb-1054", "kb-1054"],
+        contradicting_evidence_excerpts=["Potassium was 4.2 mmol/L.", "On admission, potassium was 4.2 mmol/L."],
+    )
+    report = build_report("r-1", [verdict], threshold=0.7, verification_date=date(2026, 11, 29))
+    parsed = ParsedResponse(response=LoggedResponse.model_validate(message()), origin=at(1))
+    audited = AuditedResponse(
+        parsed=parsed, window_start=NOW, window_end=NOW, verifier="heuristic", verifier_version="1", report=report
+    )
+    reasons = decide_review(audited, 0.7).reasons
+    assert reasons == [
+        "sentence 0 contradicted by evidence kb-1054",
+        "sentence 0 confidence 0.60 below 0.70 (evidence kb-7)",
+    ]
