@@ -23,7 +23,7 @@ Verdicts: contradicted when a contradiction cue fired (a cue caps `p` below
 0.5 however much of the rest is supported) or, for a sentence that is not
 grounded, when the claim puts its own words in place of those of its aligned
 evidence sentence; fully_grounded when the probability `p` below is >= 0.5
-(and no unsupported clause); ungrounded when under `UNGROUNDED_COVERAGE` of it
+(and no unsupported clause); ungrounded when under `ungrounded_coverage` of it
 is supported; partially_grounded otherwise.
 
 `confidence` is the confidence in the verdict given. Every sentence gets a
@@ -46,14 +46,15 @@ from collections.abc import Sequence
 from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
 from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.heuristic.alignment import SentenceAnalysis, analyse_sentence, index_evidence
+from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 
 __all__ = ["MAX_SENTENCE_CHARS", "UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
 
-MAX_SENTENCE_CHARS = 5000
-"""Characters of one sentence the verifier reads; the rest of a longer one is left unverified (and so not grounded)."""
+MAX_SENTENCE_CHARS = DEFAULT_CONFIG.max_sentence_chars
+"""Characters of one sentence the default verifier reads (`HeuristicConfig.max_sentence_chars`)."""
 
-UNGROUNDED_COVERAGE = 0.4
-"""Below this share of its (weighted) content supported, a sentence that is not grounded is ungrounded, not partial."""
+UNGROUNDED_COVERAGE = DEFAULT_CONFIG.ungrounded_coverage
+"""The default verifier's `HeuristicConfig.ungrounded_coverage`."""
 
 
 def grounded_score(verdict: SentenceVerdict) -> float:
@@ -63,27 +64,26 @@ def grounded_score(verdict: SentenceVerdict) -> float:
     return 1.0 - verdict.confidence
 
 
-def _verdict_of(a: SentenceAnalysis) -> tuple[AttributionVerdict, float]:
+def _verdict_of(a: SentenceAnalysis, c: HeuristicConfig) -> tuple[AttributionVerdict, float]:
     p = a.grounded_probability
-    if a.contradictions and p < 0.5:
+    if a.contradictions and p < c.support_threshold:
         return AttributionVerdict.contradicted, round(1.0 - p, 4)
-    if p >= 0.5:
+    if p >= c.support_threshold:
         return AttributionVerdict.fully_grounded, round(p, 4)
-    if a.contradictions:
-        return AttributionVerdict.contradicted, round(1.0 - p, 4)
-    if a.coverage < UNGROUNDED_COVERAGE or not a.sources:
+    if a.coverage < c.ungrounded_coverage or not a.sources:
         return AttributionVerdict.ungrounded, round(1.0 - p, 4)
     return AttributionVerdict.partially_grounded, round(1.0 - p, 4)
 
 
-def verify_sentence(index: int, sentence: str, evidence) -> SentenceVerdict:
+def verify_sentence(index: int, sentence: str, evidence, config: HeuristicConfig = DEFAULT_CONFIG) -> SentenceVerdict:
     """The verdict on one sentence against indexed evidence (see `alignment.index_evidence`)."""
-    a = analyse_sentence(sentence[:MAX_SENTENCE_CHARS], evidence)
-    if len(sentence) > MAX_SENTENCE_CHARS:
+    limit = config.max_sentence_chars
+    a = analyse_sentence(sentence[:limit], evidence, config)
+    if len(sentence) > limit:
         # A "sentence" this long is a run-on or bad input: check its start, and never call the unread rest grounded.
-        a.grounded_probability = min(a.grounded_probability, 0.45)
-        a.notes.append(f"only the first {MAX_SENTENCE_CHARS} of {len(sentence)} characters were checked")
-    verdict, confidence = _verdict_of(a)
+        a.grounded_probability = min(a.grounded_probability, config.unread_cap)
+        a.notes.append(f"only the first {limit} of {len(sentence)} characters were checked")
+    verdict, confidence = _verdict_of(a, config)
     contradicted = verdict == AttributionVerdict.contradicted
     return SentenceVerdict(
         sentence_index=index,
@@ -108,6 +108,17 @@ class HeuristicVerifier(Verifier):
     name = "heuristic"
     version = "25"
 
+    def __init__(self, config: HeuristicConfig | dict | None = None):
+        if config is None:
+            config = DEFAULT_CONFIG
+        elif isinstance(config, dict):  # from `--verifier-option config={...}` or a JSON file
+            config = HeuristicConfig.model_validate(config)
+        elif not isinstance(config, HeuristicConfig):
+            raise TypeError(f"config must be a HeuristicConfig or a dict, got {type(config).__name__}")
+        self.config = config
+
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])
-        return VerificationResult.decided(self.name, [verify_sentence(i, s, indexed) for i, s in enumerate(sentences)])
+        c = self.config
+        verdicts = [verify_sentence(i, s, indexed, c) for i, s in enumerate(sentences)]
+        return VerificationResult.decided(self.name, verdicts)
