@@ -357,6 +357,9 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex, config: HeuristicConfig =
         if misquoted:
             misquoted.asserts = c.asserts("misquotation")
             (out.contradictions if misquoted.asserts else out.doubts).append(misquoted)
+    # A doubting cue still counts against grounding, as evidence that the sentence says more than its evidence, unless
+    # the config says otherwise; only the verdict "contradicted" needs an asserting one.
+    against = out.contradictions + out.doubts if c.doubt_penalizes else out.contradictions
     bad_quantities = sum(1 for k, it in enumerate(items) if it.quantity is not None and k not in covered)
     out.features = {
         "coverage": out.coverage,
@@ -368,7 +371,7 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex, config: HeuristicConfig =
         "bad_names": sum(
             it.weight for k, it in enumerate(items) if k not in covered and it.quantity is None and _is_name(tokens, it)
         ),
-        "contra": max((c.strength for c in out.contradictions), default=0.0),
+        "contra": max((x.strength for x in against), default=0.0),
         "bad_scope": sum(1 for t in tokens if t.text.lower() in SCOPE_WORDS and t.stem not in ev.postings),
     }
     out.grounded_probability = _probability(out.features, c)
@@ -380,7 +383,7 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex, config: HeuristicConfig =
         if out.grounded_probability >= c.support_threshold:
             out.grounded_probability = c.title_cap
             out.notes.append(f"quoted title {misquoted[0]!r} not found word for word in the evidence")
-    if out.grounded_probability >= c.support_threshold and out.contradictions:
+    if out.grounded_probability >= c.support_threshold and against:
         # A cue ties a claim word to a conflicting word or value in the same slot of the evidence: however much of the
         # rest is supported, the sentence says something the evidence denies.
         out.grounded_probability = c.contradicted_cap

@@ -19,18 +19,22 @@ supports as exact spans of the sentence::
     result = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     result.verdicts[0].attribution_verdict   # AttributionVerdict.contradicted; result.decided_by == ("heuristic",)
 
-Verdicts: contradicted when a contradiction cue fired (a cue caps `p` below
-0.5 however much of the rest is supported) or, for a sentence that is not
-grounded, when the claim puts its own words in place of those of its aligned
-evidence sentence; fully_grounded when the probability `p` below is >= 0.5
-(and no unsupported clause); ungrounded when under `ungrounded_coverage` of it
-is supported; partially_grounded otherwise.
+Verdicts: contradicted when an asserting contradiction cue fired (a cue caps
+`p` below 0.5 however much of the rest is supported); fully_grounded when the
+probability `p` below is >= 0.5 (and no unsupported clause); ungrounded when
+under `ungrounded_coverage` of it is supported; partially_grounded otherwise.
+A cue in `doubt` mode (`HeuristicConfig.cues`; by default the one that fires
+when a not-grounded claim puts its own words in place of its aligned evidence
+sentence's, under 0.6 of the time right on labelled data) never makes a
+sentence contradicted: it keeps it from being grounded and pulls `p` halfway
+to 0.5, so its confidence drops and a cascade escalates it.
 
 `confidence` is the confidence in the verdict given. Every sentence gets a
 probability `p` of being fully grounded (coverage, local coverage, bigram and
 content-bigram overlap, words absent from the evidence, unmatched quantities,
-names and superlatives, contradiction strength; weights set on labelled dev data, see
-`transforms.verify.heuristic.alignment`); confidence is p for fully_grounded and 1 - p for the
+names and superlatives, contradiction strength; every weight, threshold and cue mode is a field of
+`transforms.verify.heuristic.config.HeuristicConfig`, re-derived with grouped cross-validation by
+`scripts/fit_heuristic.py`); confidence is p for fully_grounded and 1 - p for the
 rest, so `grounded_score(verdict)` recovers p for ROC curves and thresholds.
 Pieces: `transforms.text.sentences` (splitting), `transforms.text.tokens` (tokens,
 stems, weights, cues), `transforms.text.synonyms`, `transforms.text.quantities` (numbers,
@@ -48,7 +52,14 @@ from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.heuristic.alignment import SentenceAnalysis, analyse_sentence, index_evidence
 from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 
-__all__ = ["MAX_SENTENCE_CHARS", "UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
+__all__ = [
+    "MAX_SENTENCE_CHARS",
+    "UNGROUNDED_COVERAGE",
+    "HeuristicVerifier",
+    "analysed_verdict",
+    "grounded_score",
+    "verify_sentence",
+]
 
 MAX_SENTENCE_CHARS = DEFAULT_CONFIG.max_sentence_chars
 """Characters of one sentence the default verifier reads (`HeuristicConfig.max_sentence_chars`)."""
@@ -77,6 +88,13 @@ def _verdict_of(a: SentenceAnalysis, c: HeuristicConfig) -> tuple[AttributionVer
 
 def verify_sentence(index: int, sentence: str, evidence, config: HeuristicConfig = DEFAULT_CONFIG) -> SentenceVerdict:
     """The verdict on one sentence against indexed evidence (see `alignment.index_evidence`)."""
+    return analysed_verdict(index, sentence, evidence, config)[0]
+
+
+def analysed_verdict(
+    index: int, sentence: str, evidence, config: HeuristicConfig = DEFAULT_CONFIG
+) -> tuple[SentenceVerdict, SentenceAnalysis]:
+    """The verdict on one sentence and the analysis behind it (which cues fired: `scripts/fit_heuristic.py`)."""
     limit = config.max_sentence_chars
     a = analyse_sentence(sentence[:limit], evidence, config)
     if len(sentence) > limit:
@@ -85,7 +103,7 @@ def verify_sentence(index: int, sentence: str, evidence, config: HeuristicConfig
         a.notes.append(f"only the first {limit} of {len(sentence)} characters were checked")
     verdict, confidence = _verdict_of(a, config)
     contradicted = verdict == AttributionVerdict.contradicted
-    return SentenceVerdict(
+    out = SentenceVerdict(
         sentence_index=index,
         sentence_text=sentence,
         attribution_verdict=verdict,
@@ -100,13 +118,14 @@ def verify_sentence(index: int, sentence: str, evidence, config: HeuristicConfig
             [a.provenance_notes()] + ([f"contradiction: {c.reason}" for c in a.contradictions] if contradicted else [])
         ).strip("; "),
     )
+    return out, a
 
 
 class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "25"
+    version = "26"
 
     def __init__(self, config: HeuristicConfig | dict | None = None):
         if config is None:
