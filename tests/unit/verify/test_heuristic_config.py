@@ -83,3 +83,12 @@ def test_a_cue_switched_off_is_not_tried():
     verdict = _verdict(sentence, POTASSIUM, config)
     assert verdict.attribution_verdict != V.contradicted
     assert "'3.1 mmol/L' but the evidence says" not in verdict.provenance_notes
+
+
+def test_word_weights_come_from_the_config():
+    from transforms.text.tokens import tokenize
+
+    tokens = tokenize("The Acme merger significantly expanded")
+    assert [DEFAULT_CONFIG.word_weight(t) for t in tokens] == [0.0, 1.5, 1.0, 0.35, 1.2]
+    heavier = DEFAULT_CONFIG.model_copy(update={"name_weight": 2.0, "common_word_weight": 0.1})
+    assert [heavier.word_weight(t) for t in tokens] == [0.0, 2.0, 1.0, 0.1, 1.2]

@@ -129,7 +129,7 @@ def _items(
                 item.gap_ends = (qa.text, qb.text)
                 item.support = {sa, sb}
         items.append(item)
-    word_weight = config.word_weight
+    word_weight = config.word_weigher()
     for i, t in enumerate(tokens):
         w = word_weight(t)
         if i in in_quantity or w == 0.0:
