@@ -241,15 +241,18 @@ def is_negation(token: Token) -> bool:
     return is_negation_word(token.text)
 
 
-def word_weight(token: Token) -> float:
-    """How much a word counts towards a claim: 0 for function words, low for common words, high for names."""
+def word_weight(
+    token: Token, *, common: float = 0.35, name: float = 1.5, long: float = 1.2, long_chars: int = 8
+) -> float:
+    """How much a word counts towards a claim: 0 for function words, low (`common`) for common words, high for
+    names (`name`) and long words (`long`, from `long_chars` letters). The heuristic passes its config's weights."""
     if token.stop or (token.stem in _CONNECTIVE_STEMS and token.text.lower() in _CONNECTIVES):
         return 0.0
     if token.stem in _COMMON_STEMS:
-        return 0.35
+        return common
     weight = 1.0
     if token.capital and token.start > 0:
-        weight = 1.5
-    elif len(token.text) >= 8:
-        weight = 1.2
+        weight = name
+    elif len(token.text) >= long_chars:
+        weight = long
     return weight

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from transforms.text.quantities import Quantity, extract_quantities, same_value
 from transforms.text.synonyms import SYNONYMS
-from transforms.text.tokens import Token, citation_marker_spans, tokenize, word_weight
+from transforms.text.tokens import Token, citation_marker_spans, tokenize
+from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 from transforms.verify.heuristic.contradiction import (
     Contradiction,
     find_contradictions,
@@ -42,7 +43,6 @@ __all__ = [
     "index_evidence",
 ]
 
-_QUANTITY_WEIGHT = 1.5
 # Superlatives and exclusives are claims of their own ("the largest", "the only", "all"): one the evidence never uses
 # counts against the sentence even where the words are function words that otherwise weigh nothing.
 SCOPE_WORDS = frozenset(
@@ -50,14 +50,7 @@ SCOPE_WORDS = frozenset(
     smallest highest lowest greatest oldest youngest longest shortest fastest earliest latest newest strongest
     richest""".split()
 )
-_SCOPE_PENALTY = 0.4
-_SYNONYM_STRENGTH = 0.9  # support by a listed synonym: nearly as good as the word itself
 _SCALE_WORDS = frozenset({"million", "billion", "trillion", "thousand", "hundred"})
-_MAX_SOURCES = 3
-_SLOPE, _MIDPOINT = 4.0, 1.26
-_SLOT_ALIGNMENT = 0.5
-_CONTRADICTED_CAP = 0.4  # probability of a sentence with a contradiction cue, however well covered
-_CLAUSE_WEIGHT = 3.0  # word weight of an unsupported span that is a claim of its own (about three content words)
 
 
 @dataclass
@@ -78,6 +71,8 @@ class SentenceAnalysis:
     sources: list = field(default_factory=list)
     unsupported_spans: list = field(default_factory=list)
     contradictions: list = field(default_factory=list)
+    doubts: list = field(default_factory=list)
+    """Cues that fired in `doubt` mode: they lowered the confidence instead of asserting contradicted."""
     derived: list = field(default_factory=list)
     grounded_probability: float = 0.0
     notes: list = field(default_factory=list)
@@ -108,7 +103,9 @@ class _Item:
     gap_ends: tuple = ()  # the two evidence times or dates a derived duration lies between
 
 
-def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item]]:
+def _items(
+    sentence: str, ev: EvidenceIndex, config: HeuristicConfig = DEFAULT_CONFIG
+) -> tuple[list[Token], list[_Item]]:
     markers = citation_marker_spans(sentence)
     tokens = list(tokenize(sentence))
     quantities = extract_quantities(sentence)  # none inside the markers
@@ -123,7 +120,7 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item]]:
         support = ev.exact.get(quantity_key(q), ())
         if not support and (q.kind in ("date", "year") or q.kind == "number" and q.value):
             support = {sid for eq, sid in ev.quantities if same_value(q, eq)}
-        item = _Item(q.text, _QUANTITY_WEIGHT, support, ids, quantity=q)
+        item = _Item(q.text, config.quantity_weight, support, ids, quantity=q)
         if not support and q.kind == "duration":
             pairs = ev.gaps().get(float(q.value))
             if pairs:
@@ -132,19 +129,20 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item]]:
                 item.gap_ends = (qa.text, qb.text)
                 item.support = {sa, sb}
         items.append(item)
+    word_weight = config.word_weigher()
     for i, t in enumerate(tokens):
         w = word_weight(t)
         if i in in_quantity or w == 0.0:
             continue
         support, w_support = ev.postings.get(t.stem, ()), 1.0
         if not support and t.stem in SYNONYMS:  # a paraphrase: "purchased" for "bought"
-            support, w_support = ev.synonymous(t.stem), _SYNONYM_STRENGTH
+            support, w_support = ev.synonymous(t.stem), config.synonym_strength
         if not support and 2 <= len(t.text) <= 5 and t.text.isupper() and t.text.isalpha():  # "USA", "NHS"
-            support, w_support = ev.abbreviated(t.text), _SYNONYM_STRENGTH
+            support, w_support = ev.abbreviated(t.text), config.synonym_strength
         if not support and len(t.stem) > _PREFIX:
-            support, w_support = ev.prefixed(t.stem), 0.7
+            support, w_support = ev.prefixed(t.stem), config.prefix_strength
         if not support and len(t.stem) >= 6 and t.stem not in _SCALE_WORDS:  # spelling variants, not "billion"
-            support, w_support = ev.spelled_alike(t.stem), 0.8
+            support, w_support = ev.spelled_alike(t.stem), config.spelling_strength
         items.append(_Item(t.text, w, support, [i], support_strength=w_support))
     # A number or date found in an evidence sentence that shares no word with the claim is a coincidence ("2009" in
     # a bibliography): quantities count as supported only where some word of the claim is supported too.
@@ -167,17 +165,19 @@ def _items(sentence: str, ev: EvidenceIndex) -> tuple[list[Token], list[_Item]]:
     return tokens, items
 
 
-def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int], dict[int, float]]:
-    """Pick up to _MAX_SOURCES evidence sentences that together support the most claim weight."""
+def _greedy_cover(
+    items: list[_Item], total: float, config: HeuristicConfig = DEFAULT_CONFIG
+) -> tuple[list[int], set[int], dict[int, float]]:
+    """Pick up to `config.max_sources` evidence sentences that together support the most claim weight."""
     gain: dict[int, float] = {}
     members: dict[int, list[int]] = {}
     for k, it in enumerate(items):
         for sid in it.support:
             gain[sid] = gain.get(sid, 0.0) + it.weight
             members.setdefault(sid, []).append(k)
-    candidates = sorted(gain, key=gain.get, reverse=True)[:12]
+    candidates = sorted(gain, key=gain.get, reverse=True)[: config.cover_candidates]
     picked, covered = [], set()
-    for _ in range(_MAX_SOURCES):
+    for _ in range(config.max_sources):
         best, best_gain = None, 0.0
         for sid in candidates:
             if sid in picked:
@@ -185,7 +185,7 @@ def _greedy_cover(items: list[_Item], total: float) -> tuple[list[int], set[int]
             g = sum(items[k].weight for k in members[sid] if k not in covered)
             if g > best_gain:
                 best, best_gain = sid, g
-        if best is None or best_gain < max(0.34, 0.08 * total):
+        if best is None or best_gain < max(config.min_source_gain, config.min_source_share * total):
             break
         picked.append(best)
         covered.update(members[best])
@@ -233,33 +233,34 @@ def _token_spans(
     return out
 
 
-def _probability(f: dict) -> float:
-    """Probability that the claim is fully grounded, from the alignment features (weights set on labeled dev data)."""
+def _probability(f: dict, c: HeuristicConfig) -> float:
+    """Probability that the claim is fully grounded, from the alignment features (weights: `HeuristicConfig`,
+    re-derived by `scripts/fit_heuristic.py`)."""
     z = (
-        f["coverage"]
-        + f["local"]
-        + 0.7 * f["bigram"]
-        + f["cbigram"]
-        - 2.5 * f["novel"]
-        - 0.6 * f["bad_quantities"]
-        - 0.4 * f["bad_names"]
-        - _SCOPE_PENALTY * f["bad_scope"]
+        c.w_coverage * f["coverage"]
+        + c.w_local * f["local"]
+        + c.w_bigram * f["bigram"]
+        + c.w_cbigram * f["cbigram"]
+        - c.w_novel * f["novel"]
+        - c.w_bad_quantities * f["bad_quantities"]
+        - c.w_bad_names * f["bad_names"]
+        - c.w_bad_scope * f["bad_scope"]
     )
-    lexical = 1.0 / (1.0 + math.exp(-_SLOPE * (z - _MIDPOINT)))
-    return lexical * (1.0 - 0.9 * f["contra"])
+    lexical = 1.0 / (1.0 + math.exp(-c.slope * (z - c.midpoint)))
+    return lexical * (1.0 - c.contradiction_damping * f["contra"])
 
 
-def _local_coverage(items, gain_of, ev, total) -> float:
+def _local_coverage(items, gain_of, ev, total, neighbours: int) -> float:
     """Claim weight supported by the best evidence sentence and its neighbours in the same passage."""
     best = 0.0
-    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:3]:
+    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:neighbours]:
         doc = ev.sentences[sid].doc_id
         near = {x for x in (sid - 1, sid, sid + 1) if 0 <= x < len(ev.sentences) and ev.sentences[x].doc_id == doc}
         best = max(best, sum(it.weight for it in items if not near.isdisjoint(it.support)) / total)
     return best
 
 
-def _content_bigrams(tokens, ev) -> float:
+def _content_bigrams(tokens, ev, reach: int) -> float:
     """Share of adjacent content-word pairs of the claim (function words skipped) found adjacent in the evidence."""
     content = [t.stem for t in tokens if not t.stop]
     pairs = list(zip(content, content[1:], strict=False))
@@ -272,24 +273,23 @@ def _content_bigrams(tokens, ev) -> float:
             continue
         for sid in set(pa).intersection(pb):
             pos = ev.sentences[sid].positions
-            if any(abs(i - j) <= 3 for i in pos[a] for j in pos[b]):
+            if any(abs(i - j) <= reach for i in pos[a] for j in pos[b]):
                 found += 1
                 break
     return found / len(pairs)
 
 
-def _longest_unsupported(spans: list[str]) -> float:
-    return max((sum(word_weight(t) for t in tokenize(span)) for span in spans), default=0.0)
+def _longest_unsupported(spans: list[str], config: HeuristicConfig) -> float:
+    return max((sum(config.word_weight(t) for t in tokenize(span)) for span in spans), default=0.0)
 
 
 # A quotation in double or curly quotes, or in single quotes that are not apostrophes ("the song 'Hello'").
 _QUOTED = re.compile(
     r"\"([^\"]{2,120})\"|\u201c([^\u201d]{2,120})\u201d|\u2018([^\u2019]{2,120})\u2019|(?<!\w)'([^']{2,120})'(?!\w)"
 )
-_TITLE_WORDS = 2, 10  # a title has a few words; a longer quotation is quoted speech, often paraphrased
 
 
-def _unmatched_titles(sentence: str, ev: EvidenceIndex) -> list[str]:
+def _unmatched_titles(sentence: str, ev: EvidenceIndex, title_words: tuple[int, int]) -> list[str]:
     """Quoted titles of the sentence (capitalised, a few words) whose words are not in the evidence in that order."""
     if "'" not in sentence and '"' not in sentence and "\u201c" not in sentence and "\u2018" not in sentence:
         return []
@@ -297,7 +297,7 @@ def _unmatched_titles(sentence: str, ev: EvidenceIndex) -> list[str]:
     for m in _QUOTED.finditer(sentence):
         quote = next(g for g in m.groups() if g)
         stems = [t.stem for t in tokenize(quote.replace("&", " and "))]  # "Ray & Liz" is "Ray and Liz"
-        if quote[:1].isupper() and _TITLE_WORDS[0] <= len(stems) <= _TITLE_WORDS[1] and not ev.contains_run(stems):
+        if quote[:1].isupper() and title_words[0] <= len(stems) <= title_words[1] and not ev.contains_run(stems):
             out.append(quote.strip(" .,;:"))
     return out
 
@@ -307,17 +307,18 @@ def _is_name(tokens, item) -> bool:
     return t.capital and t.start > 0
 
 
-def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
+def analyse_sentence(sentence: str, ev: EvidenceIndex, config: HeuristicConfig = DEFAULT_CONFIG) -> SentenceAnalysis:
     """Align one sentence with the evidence: coverage, sources, unsupported spans, contradictions."""
-    tokens, items = _items(sentence, ev)
+    c = config
+    tokens, items = _items(sentence, ev, c)
     total = sum(it.weight for it in items)
     out = SentenceAnalysis()
     if not items or total == 0:
         out.notes.append("no factual content words to check")
         out.grounded_probability = 0.5
         return out
-    picked, covered, gain_of = _greedy_cover(items, total)
-    out.ranked = sorted(gain_of, key=lambda sid: gain_of[sid], reverse=True)[:12]
+    picked, covered, gain_of = _greedy_cover(items, total, c)
+    out.ranked = sorted(gain_of, key=lambda sid: gain_of[sid], reverse=True)[: c.cover_candidates]
     best_single = max(gain_of.values(), default=0.0) / total
     # A derived value needs both of its evidence sentences among the sources.
     for k, it in enumerate(items):
@@ -348,48 +349,70 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex) -> SentenceAnalysis:
     # Whether each word and the next stand side by side in the evidence (spans and the bigram feature both ask).
     adjacent = [ev.adjacent(x.stem, y.stem) for x, y in zip(tokens, tokens[1:], strict=False)]
     out.unsupported_spans = _token_spans(sentence, tokens, unsupported_tokens, adjacent, bounds)
-    out.contradictions = find_contradictions(tokens, items, ev, gain_of, total)
-    if not out.contradictions:
-        misquoted = misquotation(sentence, ev)
+    found = find_contradictions(tokens, items, ev, gain_of, total, c)
+    out.contradictions = [x for x in found if x.asserts]
+    out.doubts = [x for x in found if not x.asserts]
+    if not out.contradictions and c.cues.misquotation != "off":
+        misquoted = misquotation(sentence, ev, c)
         if misquoted:
-            out.contradictions.append(misquoted)
+            misquoted.asserts = c.asserts("misquotation")
+            (out.contradictions if misquoted.asserts else out.doubts).append(misquoted)
+    # A doubting cue still counts against grounding, as evidence that the sentence says more than its evidence, unless
+    # the config says otherwise; only the verdict "contradicted" needs an asserting one.
+    against = out.contradictions + out.doubts if c.doubt_penalizes else out.contradictions
     bad_quantities = sum(1 for k, it in enumerate(items) if it.quantity is not None and k not in covered)
     out.features = {
         "coverage": out.coverage,
-        "local": _local_coverage(items, gain_of, ev, total),
+        "local": _local_coverage(items, gain_of, ev, total, c.local_neighbours),
         "bigram": sum(adjacent) / max(1, len(adjacent)),
-        "cbigram": _content_bigrams(tokens, ev),
+        "cbigram": _content_bigrams(tokens, ev, c.content_bigram_reach),
         "novel": sum(it.weight for it in items if not it.support) / total,
         "bad_quantities": bad_quantities,
         "bad_names": sum(
             it.weight for k, it in enumerate(items) if k not in covered and it.quantity is None and _is_name(tokens, it)
         ),
-        "contra": max((c.strength for c in out.contradictions), default=0.0),
+        "contra": max((x.strength for x in against), default=0.0),
         "bad_scope": sum(1 for t in tokens if t.text.lower() in SCOPE_WORDS and t.stem not in ev.postings),
     }
-    out.grounded_probability = _probability(out.features)
-    misquoted = _unmatched_titles(sentence, ev)
+    out.grounded_probability = _probability(out.features, c)
+    misquoted = _unmatched_titles(sentence, ev, c.title_words)
     if misquoted:
         # A quoted title ("the song 'Gone Gone Gone'") names one exact thing: evidence without those words in that
         # order does not support it, however many of them it has elsewhere.
         out.unsupported_spans = sorted(set(out.unsupported_spans) | set(misquoted), key=sentence.find)
-        if out.grounded_probability >= 0.5:
-            out.grounded_probability = 0.45
+        if out.grounded_probability >= c.support_threshold:
+            out.grounded_probability = c.title_cap
             out.notes.append(f"quoted title {misquoted[0]!r} not found word for word in the evidence")
-    if out.grounded_probability >= 0.5 and out.contradictions:
+    if out.grounded_probability >= c.support_threshold and against:
         # A cue ties a claim word to a conflicting word or value in the same slot of the evidence: however much of the
         # rest is supported, the sentence says something the evidence denies.
-        out.grounded_probability = _CONTRADICTED_CAP
-    if out.grounded_probability >= 0.5 and _longest_unsupported(out.unsupported_spans) >= _CLAUSE_WEIGHT:
+        out.grounded_probability = c.contradicted_cap
+    if (
+        out.grounded_probability >= c.support_threshold
+        and _longest_unsupported(out.unsupported_spans, c) >= c.clause_weight
+    ):
         # A whole unsupported clause ("unless the landlord waives it") is a claim of its own: not fully grounded.
-        out.grounded_probability = 0.45
+        out.grounded_probability = c.clause_cap
         out.notes.append("an unsupported clause keeps the sentence from being fully grounded")
-    if out.grounded_probability < 0.5 and not out.contradictions and out.features["local"] >= _SLOT_ALIGNMENT:
+    if (
+        out.grounded_probability < c.support_threshold
+        and not out.contradictions
+        and out.features["local"] >= c.slot_alignment
+        and c.cues.replaced_words != "off"
+    ):
         # Not grounded, and about the same thing as an evidence sentence: if the claim mostly puts its own words in
         # place of that sentence's words (rather than adding words), the evidence says otherwise.
         best = ev.sentences[max(gain_of, key=gain_of.get)]
-        replaced, added, example = replaced_and_added(tokens, best)
-        if replaced >= 0.9 and replaced >= 0.5 * added:
+        replaced, added, example = replaced_and_added(tokens, best, c)
+        if replaced >= c.replaced_min_weight and replaced >= c.replaced_over_added * added:
             reason = f"{example!r} where the aligned evidence sentence says something else"
-            out.contradictions.append(Contradiction(best.doc_id, _excerpt(best), reason, 0.3))
+            asserts = c.asserts("replaced_words")
+            cue = Contradiction(best.doc_id, _excerpt(best), reason, c.replaced_strength, "replaced_words", asserts)
+            (out.contradictions if c.asserts("replaced_words") else out.doubts).append(cue)
+    if out.doubts and not out.contradictions:
+        # A cue too often wrong on labelled data to assert a conflict still says the sentence is unsure: pull its
+        # probability towards the threshold so its confidence drops and a cascade escalates it.
+        p = out.grounded_probability
+        out.grounded_probability = c.support_threshold + (p - c.support_threshold) * c.doubt_shrink
+        out.notes.append(f"doubt ({out.doubts[0].cue}): {out.doubts[0].reason}")
     return out

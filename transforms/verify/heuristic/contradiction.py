@@ -33,8 +33,8 @@ from transforms.text.tokens import (
     count_negations,
     stem,
     tokenize,
-    word_weight,
 )
+from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 from transforms.verify.heuristic.evidence_index import one_edit
 from transforms.verify.heuristic.slot_cues import (
     anchored_name_swap,
@@ -48,8 +48,6 @@ from transforms.verify.heuristic.slot_cues import (
 
 __all__ = ["Contradiction", "find_contradictions", "misquotation", "replaced_and_added"]
 
-SUBSTITUTION_ALIGNMENT = 0.6
-
 
 @dataclass
 class Contradiction:
@@ -59,6 +57,10 @@ class Contradiction:
     excerpt: str
     reason: str
     strength: float
+    cue: str = ""
+    """Which cue found it (a name of `config.CUES`)."""
+    asserts: bool = True
+    """Whether it makes the sentence contradicted (its cue's mode is `assert`), or only lowers confidence."""
 
 
 def _compatible(a: Quantity, b: Quantity) -> bool:
@@ -83,7 +85,7 @@ def _neighbours(tokens, ids) -> set:
     return out
 
 
-def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:
+def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float, c: HeuristicConfig) -> list[Contradiction]:
     found = []
     claimed = [it.quantity for it in items if it.quantity is not None]
     for it in items:
@@ -103,12 +105,15 @@ def _quantity_conflicts(tokens, items, ev, gain_of: dict, total: float) -> list[
             if bare and not counted & {stem(w) for w in WORD_PATTERN.findall(s.text, eq.start - 30, eq.end + 30)}:
                 continue  # a bare number must count the same thing as the evidence number
             align = gain_of.get(sid, 0.0) / total
-            if (align >= 0.5 or (near & s.stems and (q.unit or align >= 0.25))) and (best is None or align > best[0]):
+            strong = align >= c.quantity_alignment
+            if (strong or (near & s.stems and (q.unit or align >= c.quantity_near_alignment))) and (
+                best is None or align > best[0]
+            ):
                 best = (align, eq, s)
         if best:
             align, eq, s = best
             reason = f"{q.text!r} but the evidence says {eq.text!r}"
-            found.append(Contradiction(s.doc_id, _excerpt(s), reason, min(1.0, 0.5 + align)))
+            found.append(Contradiction(s.doc_id, _excerpt(s), reason, min(1.0, c.quantity_strength + align)))
     return found
 
 
@@ -154,7 +159,7 @@ def _evidence_bound(s, eq) -> str | None:
     return _BOUNDS[m.group(1).lower()]
 
 
-def _dropped_qualifiers(tokens, items, ev) -> list[Contradiction]:
+def _dropped_qualifiers(tokens, items, ev, c: HeuristicConfig) -> list[Contradiction]:
     """A claim number that the evidence gives only with a bound or as a share, stated bare or bounded the other way
     ("600 firefighters" / "more than 600 firefighters", "three euros a day" / "three euros each a day")."""
     found = []
@@ -186,7 +191,7 @@ def _dropped_qualifiers(tokens, items, ev) -> list[Contradiction]:
         else:
             continue
         reason = f"{q.text!r} where the evidence says {what} {eq.text!r}"
-        found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.6))
+        found.append(Contradiction(s.doc_id, _excerpt(s), reason, c.qualifier_strength))
     return found
 
 
@@ -194,7 +199,7 @@ def _is_name(t) -> bool:
     return t.capital and t.start > 0 and not t.stop and len(t.text) > 1
 
 
-def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradiction]:
+def _substitutions(tokens, items, s, gain: float, total: float, c: HeuristicConfig) -> list[Contradiction]:
     """Names of the claim put in place of different words of an aligned evidence sentence (an entity swap:
     "founded in Paris" against "founded in London", "Evolution Learner" against "Concept Learner").
 
@@ -219,14 +224,14 @@ def _substitutions(tokens, items, s, gain: float, total: float) -> list[Contradi
         other = [x for x in s.stem_list[j1:j2] if x not in STOP_STEMS and x not in NEGATION_STEMS and len(x) > 2]
         if not any(i in nowhere for i in new):
             other = [x for x in other if x not in claim_stems]
-        new_weight = sum(word_weight(tokens[i]) for i in new)
+        new_weight = sum(c.word_weight(tokens[i]) for i in new)
         rest = total - sum(weight_of.get(i, 0.0) for i in new if i in nowhere)
         align = min(1.0, gain / rest) if rest > 0 else 0.0
-        if new_weight >= 0.9 and other and align >= SUBSTITUTION_ALIGNMENT:
+        if new_weight >= c.substitution_min_weight and other and align >= c.substitution_alignment:
             said = " ".join(tokens[i].text for i in new)
             was = " ".join(words)
             reason = f"{said!r} where the evidence has {was!r}"
-            return [Contradiction(s.doc_id, _excerpt(s), reason, 0.75 * align)]
+            return [Contradiction(s.doc_id, _excerpt(s), reason, c.substitution_strength * align)]
     return []
 
 
@@ -235,7 +240,7 @@ def _said_in(word_stem: str, stems) -> bool:
     return word_stem in stems or not synonym_stems(word_stem).isdisjoint(stems)
 
 
-def replaced_and_added(tokens, s) -> tuple[float, float, str]:
+def replaced_and_added(tokens, s, config: HeuristicConfig = DEFAULT_CONFIG) -> tuple[float, float, str]:
     """Claim weight that replaces other words of an aligned evidence sentence, and weight it simply adds.
 
     A replacement means the evidence says something else in that slot (a conflict); an addition means the
@@ -248,7 +253,7 @@ def replaced_and_added(tokens, s) -> tuple[float, float, str]:
     for op, i1, i2, j1, j2 in SequenceMatcher(None, claim, s.stem_list, autojunk=False).get_opcodes():
         if op not in ("replace", "delete"):
             continue
-        new = sum(word_weight(t) for t in tokens[i1:i2] if not _said_in(t.stem, s.stems))
+        new = sum(config.word_weight(t) for t in tokens[i1:i2] if not _said_in(t.stem, s.stems))
         other = (
             [x for x in s.stem_list[j1:j2] if x not in claim_stems and x not in STOP_STEMS] if op == "replace" else []
         )
@@ -273,62 +278,87 @@ def _abbreviates(short: str, words: list[str]) -> bool:
     return all(ch in rest for ch in short[1:].lower())
 
 
-def find_contradictions(tokens, items, ev, gain_of: dict, total: float) -> list[Contradiction]:
-    """Contradiction cues of one sentence against indexed evidence (see `transforms.verify.heuristic.alignment`)."""
+def find_contradictions(
+    tokens, items, ev, gain_of: dict, total: float, config: HeuristicConfig = DEFAULT_CONFIG
+) -> list[Contradiction]:
+    """Contradiction cues of one sentence against indexed evidence (see `transforms.verify.heuristic.alignment`).
+
+    Each carries its cue's name and whether it asserts (`config.cues`); a cue in `doubt` mode is returned with
+    `asserts=False` and does not keep the later cues from being tried, a cue `off` is not tried at all.
+    """
     if not total:
         return []
-    found = _quantity_conflicts(tokens, items, ev, gain_of, total)
-    if not found:
-        found = _dropped_qualifiers(tokens, items, ev)
+    c = config
+    found: list[Contradiction] = []  # the asserting ones: the later cues are tried only while there is none
+    doubts: list[Contradiction] = []
+
+    def keep(cue: str, conflicts) -> None:
+        for x in conflicts:
+            x.cue, x.asserts = cue, c.asserts(cue)
+            (found if x.asserts else doubts).append(x)
+
+    modes = c.cues
+    if modes.quantity != "off":
+        keep("quantity", _quantity_conflicts(tokens, items, ev, gain_of, total, c))
+    if not found and modes.dropped_qualifier != "off":
+        keep("dropped_qualifier", _dropped_qualifiers(tokens, items, ev, c))
     if not gain_of:
-        return found
+        return found + doubts
     best = max(gain_of, key=gain_of.get)
     align = gain_of[best] / total
     s = ev.sentences[best]
     claim_stems = [t.stem for t in tokens]
     claim_neg = count_negations(claim_stems)
-    # A negation on one side must deny something the other side states ("does not serve wine" is no conflict with an
-    # aligned sentence about the opening of the bar, nor a song called "No Good" with a claim about the album).
-    if claim_neg % 2:
-        denies_it = any(claim_stems[m] in s.stems for m in negated_heads(claim_stems))
-    else:
-        prefixes = {st[:5] for st in claim_stems}  # "renewable" is denied, "renewed" claimed
-        denies_it = any(s.stem_list[m][:5] in prefixes for m in negated_heads(s.stem_list))
-    if align >= 0.6 and (claim_neg % 2) != (s.negations % 2) and denies_it:
-        found.append(Contradiction(s.doc_id, _excerpt(s), "negation differs from the evidence", 0.8 * align))
+    if modes.negation != "off" and align >= c.negation_alignment and (claim_neg % 2) != (s.negations % 2):
+        # A negation on one side must deny something the other side states ("does not serve wine" is no conflict
+        # with an aligned sentence about the opening of the bar, nor a song called "No Good" with a claim about the
+        # album).
+        if claim_neg % 2:
+            denies_it = any(claim_stems[m] in s.stems for m in negated_heads(claim_stems))
+        else:
+            prefixes = {st[:5] for st in claim_stems}  # "renewable" is denied, "renewed" claimed
+            denies_it = any(s.stem_list[m][:5] in prefixes for m in negated_heads(s.stem_list))
+        if denies_it:
+            reason = "negation differs from the evidence"
+            keep("negation", [Contradiction(s.doc_id, _excerpt(s), reason, c.negation_strength * align)])
     # An antonym under a negation on one side only agrees ("not allowed" / "banned"): no antonym cue then.
-    if align >= 0.5 and (claim_neg % 2) == (s.negations % 2):
-        claim_stems = {t.stem for t in tokens}
+    if modes.antonym != "off" and align >= c.antonym_alignment and (claim_neg % 2) == (s.negations % 2):
+        claim_set = {t.stem for t in tokens}
         for t in tokens:
             if t.stem in s.stems:
                 continue
             # Forbidding words ("banned") count as negations already: the parity test above covers them.
             opposite = (ANTONYMS.get(t.stem, frozenset()) - NEGATION_STEMS) | negated_forms(t.stem, s.stems)
-            if opposite & s.stems and not opposite & claim_stems:
+            if opposite & s.stems and not opposite & claim_set:
                 reason = f"{t.text!r} where the evidence says the opposite"
-                found.append(Contradiction(s.doc_id, _excerpt(s), reason, 0.7 * align))
+                keep("antonym", [Contradiction(s.doc_id, _excerpt(s), reason, c.antonym_strength * align)])
                 break
-    for slot_cue in (anchored_opposite, anchored_negation, dropped_hedge):
-        cue = None if found else slot_cue(tokens, ev, gain_of, total)
+    for name, slot_cue in (
+        ("anchored_opposite", anchored_opposite),
+        ("anchored_negation", anchored_negation),
+        ("dropped_hedge", dropped_hedge),
+    ):
+        cue = None if found or modes.of(name) == "off" else slot_cue(tokens, ev, gain_of, total, c)
         if cue:
-            found.append(Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength))
-    role_cue = swapped_roles(tokens, s) if align >= 0.5 and not found else None
-    if role_cue:
-        found.append(Contradiction(s.doc_id, _excerpt(s), role_cue.reason, role_cue.strength * align))
-    if align >= 0.4 and not found:
-        found.extend(_substitutions(tokens, items, s, gain_of[best], total))
-    cue = None if found else anchored_name_swap(tokens, items, ev, gain_of, total)
-    if cue:
-        found.append(Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength))
-    return found
+            keep(name, [Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength)])
+    if not found and modes.swapped_roles != "off" and align >= c.role_alignment:
+        role_cue = swapped_roles(tokens, s, c)
+        if role_cue:
+            keep("swapped_roles", [Contradiction(s.doc_id, _excerpt(s), role_cue.reason, role_cue.strength * align)])
+    if not found and modes.substitution != "off" and align >= c.substitution_gate:
+        keep("substitution", _substitutions(tokens, items, s, gain_of[best], total, c))
+    if not found and modes.anchored_name_swap != "off":
+        cue = anchored_name_swap(tokens, items, ev, gain_of, total, c)
+        if cue:
+            swap = Contradiction(cue.sentence.doc_id, _excerpt(cue.sentence), cue.reason, cue.strength)
+            keep("anchored_name_swap", [swap])
+    return found + doubts
 
 
 _BRACKETED = re.compile(r"\[[^\]]*\]")
-_QUOTE_WORDS = 4  # a shorter quotation is a name or a phrase, not a passage reproduced
-_QUOTE_MATCHED = 0.6  # share of a quotation's words an evidence sentence must give in order to be its source
 
 
-def misquotation(sentence: str, ev) -> Contradiction | None:
+def misquotation(sentence: str, ev, config: HeuristicConfig = DEFAULT_CONFIG) -> Contradiction | None:
     """A quotation the evidence gives with other words inside it: "a specific braking issue that could result in a
     loss of propulsion" quoted from "a specific electrical connection issue that could result in a loss of
     propulsion". The evidence sentence must give most of the quotation's words in order, and the claim's word must
@@ -339,14 +369,14 @@ def misquotation(sentence: str, ev) -> Contradiction | None:
         # Words in square brackets are the quoter's own ("[the company] will recall"), as are citation markers.
         tokens = tokenize(_BRACKETED.sub(" ", quote.text))
         stems = [t.stem for t in tokens]
-        if len(stems) < _QUOTE_WORDS or ev.contains_run(stems):
+        if len(stems) < config.quote_words or ev.contains_run(stems):
             continue
         shared = Counter(sid for st in set(stems) - STOP_STEMS for sid in ev.postings.get(st, ()))
         for sid, _ in shared.most_common(3):
             s = ev.sentences[sid]
             ops = SequenceMatcher(None, stems, s.stem_list, autojunk=False).get_opcodes()
             equal = [op for op in ops if op[0] == "equal"]
-            if sum(i2 - i1 for _, i1, i2, _, _ in equal) < _QUOTE_MATCHED * len(stems):
+            if sum(i2 - i1 for _, i1, i2, _, _ in equal) < config.quote_matched * len(stems):
                 continue
             first, last = equal[0][1], equal[-1][2]  # the quotation's words between its first and last shared run
             for op, i1, i2, j1, j2 in ops:
@@ -357,5 +387,5 @@ def misquotation(sentence: str, ev) -> Contradiction | None:
                 if ours and theirs:
                     words = " ".join(WORD_PATTERN.findall(s.text, s.start, s.end)[j1:j2])
                     reason = f"quotes {' '.join(ours)!r} where the evidence reads {words!r}"
-                    return Contradiction(s.doc_id, _excerpt(s), reason, 0.8)
+                    return Contradiction(s.doc_id, _excerpt(s), reason, config.misquote_strength, "misquotation")
     return None

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from transforms.text.quantities import counted
 from transforms.text.synonyms import TIME_UNITS, incompatible_stems, synonym_stems
 from transforms.text.tokens import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem
+from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 
 __all__ = [
     "Cue",
@@ -74,31 +75,26 @@ def negated_forms(word_stem: str, evidence_stems) -> set:
     return {form for form in _prefix_forms(word_stem) if form in evidence_stems}
 
 
-_ANCHOR_WINDOW = 3  # words either side of an opposite that must share a content word with the claim's
-_ANCHOR_ALIGNMENT = 0.25  # evidence sentences that cover less of the claim are about something else
-_MAX_ANCHORED = 3  # best-aligned evidence sentences searched for an opposite in the claim's slot
-
-
-def _shares_context(tokens, i: int, s, j: int) -> bool:
+def _shares_context(tokens, i: int, s, j: int, window: int) -> bool:
     """Whether the words around claim word i and evidence word j share a content word (the same slot)."""
     near = {
         tokens[k].stem
-        for k in range(max(0, i - _ANCHOR_WINDOW), min(len(tokens), i + _ANCHOR_WINDOW + 1))
+        for k in range(max(0, i - window), min(len(tokens), i + window + 1))
         if k != i and not tokens[k].stop and len(tokens[k].stem) > 2
     }
-    lo, hi = max(0, j - _ANCHOR_WINDOW), min(len(s.stem_list), j + _ANCHOR_WINDOW + 1)
+    lo, hi = max(0, j - window), min(len(s.stem_list), j + window + 1)
     if any(s.stem_list[k] in near for k in range(lo, hi) if k != j):
         return True
     near = set().union(*(synonym_stems(st) for st in near))  # the same slot in other words ("tried various wines")
     return any(s.stem_list[k] in near for k in range(lo, hi) if k != j)
 
 
-def _negated_near(stems, i: int) -> bool:
+def _negated_near(stems, i: int, window: int) -> bool:
     """Whether a negation cue stands in the few words before position i (its clause's polarity)."""
-    return count_negations(stems[max(0, i - _ANCHOR_WINDOW) : i]) % 2 == 1
+    return count_negations(stems[max(0, i - window) : i]) % 2 == 1
 
 
-def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
+def anchored_opposite(tokens, ev, gain_of: dict, total: float, c: HeuristicConfig = DEFAULT_CONFIG) -> Cue | None:
     """An antonym or a negated form of a claim word in the same slot of any well-aligned evidence sentence
     ("unsuitable contracts" against "assign suitable tasks"), not only the best-aligned one: a long claim draws on
     several evidence sentences, and the conflicting one need not be the one that covers most of it. The slot is
@@ -120,14 +116,16 @@ def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
         return None
     aligned = [
         (ev.sentences[sid], gain_of[sid] / total)
-        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
-        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
+        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[: c.max_anchored]
+        if gain_of[sid] / total >= c.anchor_alignment
     ]
     # A claim word that an aligned sentence also says in the same slot is stated, whatever else the evidence says.
     candidates = [
         (i, t, opposite)
         for i, t, opposite in candidates
-        if not any(_shares_context(tokens, i, s, j) for s, _ in aligned for j in s.positions.get(t.stem, ()))
+        if not any(
+            _shares_context(tokens, i, s, j, c.anchor_window) for s, _ in aligned for j in s.positions.get(t.stem, ())
+        )
     ]
     for s, align in aligned:
         for i, t, opposite in candidates:
@@ -137,15 +135,16 @@ def anchored_opposite(tokens, ev, gain_of: dict, total: float) -> Cue | None:
                 for j in s.positions[o]:
                     if t.stem in TIME_UNITS and (counted(claim_stems, i) or counted(s.stem_list, j)):
                         continue  # "two years" / "24 months": a quantity, compared as one
-                    if _shares_context(tokens, i, s, j) and _negated_near(claim_stems, i) == _negated_near(
-                        s.stem_list, j
+                    w = c.anchor_window
+                    if _shares_context(tokens, i, s, j, w) and _negated_near(claim_stems, i, w) == _negated_near(
+                        s.stem_list, j, w
                     ):
                         reason = f"{t.text!r} where the evidence says the opposite"
-                        return Cue(s, reason, 0.7 * max(align, 0.5))
+                        return Cue(s, reason, c.antonym_strength * max(align, c.slot_min_alignment))
     return None
 
 
-def anchored_negation(tokens, ev, gain_of: dict, total: float) -> Cue | None:
+def anchored_negation(tokens, ev, gain_of: dict, total: float, c: HeuristicConfig = DEFAULT_CONFIG) -> Cue | None:
     """A claim word negated on one side only, in the same slot of the well-aligned evidence sentences ("they can't
     try other beers" against "you can try other beers"). The word is one of the first two content words after a
     negation cue on one side, the other side has no negation cue near it at all (a negation placed elsewhere, "no
@@ -155,8 +154,8 @@ def anchored_negation(tokens, ev, gain_of: dict, total: float) -> Cue | None:
     claim_heads = negated_heads(claim_stems)
     aligned = [
         (ev.sentences[sid], gain_of[sid] / total)
-        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
-        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
+        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[: c.max_anchored]
+        if gain_of[sid] / total >= c.anchor_alignment
     ]
     if not claim_heads and not any(s.negations for s, _ in aligned):
         return None
@@ -167,19 +166,24 @@ def anchored_negation(tokens, ev, gain_of: dict, total: float) -> Cue | None:
         conflict, agrees = None, False
         for (s, align), s_heads in zip(aligned, heads, strict=True):
             for j in s.positions.get(t.stem, ()):
-                if i in claim_heads and not _negation_near(s.stem_list, j) and not _undone(claim_heads, i, tokens, s):
+                reach = c.negation_reach
+                if (
+                    i in claim_heads
+                    and not _negation_near(s.stem_list, j, reach)
+                    and not _undone(claim_heads, i, tokens, s)
+                ):
                     side = "claim"
-                elif j in s_heads and not _negation_near(claim_stems, i):
+                elif j in s_heads and not _negation_near(claim_stems, i, reach):
                     side = "evidence"
                 else:
                     agrees = True
                     continue
-                if conflict is None and _shares_context(tokens, i, s, j):
+                if conflict is None and _shares_context(tokens, i, s, j, c.anchor_window):
                     conflict = (s, align, side)
         if conflict and not agrees:
             s, align, side = conflict
             reason = f"{t.text!r} negated in the {side} only"
-            return Cue(s, reason, 0.7 * max(align, 0.5))
+            return Cue(s, reason, c.slot_negation_strength * max(align, c.slot_min_alignment))
     return None
 
 
@@ -234,13 +238,8 @@ def _undone(heads: dict, i: int, tokens, s) -> bool:
     return False
 
 
-_NEGATION_REACH = 5  # words either side of a word within which any negation cue makes its polarity uncertain
-
-
-def _negation_near(stems, i: int) -> bool:
-    return any(
-        _is_negation_at(stems, k) for k in range(max(0, i - _NEGATION_REACH), min(len(stems), i + _NEGATION_REACH + 1))
-    )
+def _negation_near(stems, i: int, reach: int) -> bool:
+    return any(_is_negation_at(stems, k) for k in range(max(0, i - reach), min(len(stems), i + reach + 1)))
 
 
 # Relations that hold both ways ("Smith met Jones" is "Jones met Smith"), and words that join a list.
@@ -248,7 +247,6 @@ _SYMMETRIC = frozenset(
     """and or with meet met marry married wed play played face faced tie tied draw drew vs versus against between
     partner partnered join joined collaborate collaborated talk talked discuss discussed merge merged""".split()
 )
-_ROLE_SPAN = 5  # at most this many words from one name to the other
 
 
 def _relation(stems, first: int, second: int) -> frozenset | None:
@@ -260,7 +258,7 @@ def _relation(stems, first: int, second: int) -> frozenset | None:
     return content or None
 
 
-def swapped_roles(tokens, s) -> Cue | None:
+def swapped_roles(tokens, s, c: HeuristicConfig = DEFAULT_CONFIG) -> Cue | None:
     """Two names of the claim that the aligned evidence sentence has the other way round around the same relation
     ("Leeds beat York" / "York beat Leeds", "Lyon is larger than Paris" / "Paris is larger than Lyon"). Symmetric
     relations ("met", "and") are no swap, and evidence that also has the claim's order contradicts nothing."""
@@ -271,7 +269,7 @@ def swapped_roles(tokens, s) -> Cue | None:
     stems = [t.stem for t in tokens]
     for a, (i, x) in enumerate(names):
         for k, y in names[a + 1 :]:
-            if x.stem == y.stem or k - i > _ROLE_SPAN:
+            if x.stem == y.stem or k - i > c.role_span:
                 continue
             relation = _relation(stems, i, k)
             if relation is None or not any(st not in ("than", "by") for st in relation):
@@ -281,20 +279,21 @@ def swapped_roles(tokens, s) -> Cue | None:
             same = other = False
             for px in s.positions[x.stem]:
                 for py in s.positions[y.stem]:
-                    if 0 < py - px <= _ROLE_SPAN and _relation(s.stem_list, px, py) == relation:
+                    if 0 < py - px <= c.role_span and _relation(s.stem_list, px, py) == relation:
                         same = True
-                    elif 0 < px - py <= _ROLE_SPAN and _relation(s.stem_list, py, px) == relation:
+                    elif 0 < px - py <= c.role_span and _relation(s.stem_list, py, px) == relation:
                         other = True
             if other and not same:
-                return Cue(s, f"{x.text!r} and {y.text!r} the other way round in the evidence", 0.7)
+                return Cue(s, f"{x.text!r} and {y.text!r} the other way round in the evidence", c.role_strength)
     return None
 
 
-_NAME_REACH = 6  # evidence words after the anchor searched for the other name
 _PREPOSITIONS = frozenset("in at from to by on of into near".split())
 
 
-def anchored_name_swap(tokens, items, ev, gain_of: dict, total: float) -> Cue | None:
+def anchored_name_swap(
+    tokens, items, ev, gain_of: dict, total: float, c: HeuristicConfig = DEFAULT_CONFIG
+) -> Cue | None:
     """A name of the claim found nowhere in the evidence, in a slot where a well-aligned evidence sentence has
     another name: the same content word before it and the same preposition right before the name ("born in
     Mutschelleben" against "born on 5 July 1767 in Montbeliard"). The aligned sentences need not line up word for
@@ -306,8 +305,8 @@ def anchored_name_swap(tokens, items, ev, gain_of: dict, total: float) -> Cue | 
     claim_stems = {t.stem for t in tokens}
     aligned = [
         ev.sentences[sid]
-        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]
-        if gain_of[sid] / total >= _ANCHOR_ALIGNMENT
+        for sid in sorted(gain_of, key=gain_of.get, reverse=True)[: c.max_anchored]
+        if gain_of[sid] / total >= c.anchor_alignment
     ]
     for i in names:
         if i < 2 or tokens[i - 1].stem not in _PREPOSITIONS or tokens[i - 1].capital or len(tokens[i].text) < 3:
@@ -319,12 +318,12 @@ def anchored_name_swap(tokens, items, ev, gain_of: dict, total: float) -> Cue | 
         for s in aligned:
             words = _words_of(s)
             for j in s.positions.get(tokens[anchor].stem, ()):
-                for m in range(j + 2, min(len(words), j + _NAME_REACH + 1)):
+                for m in range(j + 2, min(len(words), j + c.name_reach + 1)):
                     w = words[m]
                     if s.stem_list[m - 1] == prep and w[:1].isupper() and s.stem_list[m] not in claim_stems:
                         if s.stem_list[m] in STOP_STEMS or len(w) < 3:
                             continue
-                        return Cue(s, f"{tokens[i].text!r} where the evidence has {w!r}", 0.6)
+                        return Cue(s, f"{tokens[i].text!r} where the evidence has {w!r}", c.name_swap_strength)
     return None
 
 
@@ -341,8 +340,6 @@ _HEDGES = frozenset(
     perhaps may might could""".split()
 )
 _HEDGE_SKIP = frozenset(stem(w) for w in "be been being have has had".split())  # "may have caused"
-_HEDGE_ALIGNMENT = 0.4
-_HEDGE_REACH = 3  # words before a word within which a hedge makes it uncertain
 
 
 def _hedged_word(stems, j: int) -> int | None:
@@ -356,17 +353,17 @@ def _hedged_word(stems, j: int) -> int | None:
     return k
 
 
-def _stated_plainly(word_stem: str, ev) -> bool:
+def _stated_plainly(word_stem: str, ev, reach: int) -> bool:
     """Whether some evidence sentence has the word with no hedge in the few words before it."""
     for sid in ev.postings.get(word_stem, ()):
         stems = ev.sentences[sid].stem_list
         for k in ev.sentences[sid].positions[word_stem]:
-            if _HEDGES.isdisjoint(stems[max(0, k - _HEDGE_REACH) : k]):
+            if _HEDGES.isdisjoint(stems[max(0, k - reach) : k]):
                 return True
     return False
 
 
-def dropped_hedge(tokens, ev, gain_of: dict, total: float) -> Cue | None:
+def dropped_hedge(tokens, ev, gain_of: dict, total: float, c: HeuristicConfig = DEFAULT_CONFIG) -> Cue | None:
     """A claim word that a well-aligned evidence sentence states only under a hedge ("a carcinogenic chemical"
     against "a reportedly carcinogenic chemical", "the drug causes" against "the drug may cause"): the claim states
     as fact what the evidence leaves uncertain. The slot is the word after the hedge with the same neighbour on one
@@ -376,9 +373,9 @@ def dropped_hedge(tokens, ev, gain_of: dict, total: float) -> Cue | None:
     claim = [t.stem for t in tokens]
     if not _HEDGES.isdisjoint(claim):
         return None  # the claim hedges too
-    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[:_MAX_ANCHORED]:
+    for sid in sorted(gain_of, key=gain_of.get, reverse=True)[: c.max_anchored]:
         s, align = ev.sentences[sid], gain_of[sid] / total
-        hedges = _HEDGES & s.stems if align >= _HEDGE_ALIGNMENT else ()
+        hedges = _HEDGES & s.stems if align >= c.hedge_alignment else ()
         stems = s.stem_list
         for j in sorted(j for h in hedges for j in s.positions[h]):
             k = _hedged_word(stems, j)
@@ -393,9 +390,9 @@ def dropped_hedge(tokens, ev, gain_of: dict, total: float) -> Cue | None:
                 content = (same_left and claim[i - 1] not in STOP_STEMS) or (
                     same_right and claim[i + 1] not in STOP_STEMS
                 )
-                if not (content or (same_left and same_right)) or _stated_plainly(t.stem, ev):
+                if not (content or (same_left and same_right)) or _stated_plainly(t.stem, ev, c.hedge_reach):
                     continue
                 hedge = _words_of(s)[j]
                 if hedge[:1].islower():  # "Theresa May said" names no hedge
-                    return Cue(s, f"{t.text!r} stated as fact where the evidence says {hedge!r}", 0.6)
+                    return Cue(s, f"{t.text!r} stated as fact where the evidence says {hedge!r}", c.hedge_strength)
     return None

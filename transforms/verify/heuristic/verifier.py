@@ -19,18 +19,22 @@ supports as exact spans of the sentence::
     result = HeuristicVerifier().verify(["Lab results showed potassium at 3.1 mmol/L."], passages)
     result.verdicts[0].attribution_verdict   # AttributionVerdict.contradicted; result.decided_by == ("heuristic",)
 
-Verdicts: contradicted when a contradiction cue fired (a cue caps `p` below
-0.5 however much of the rest is supported) or, for a sentence that is not
-grounded, when the claim puts its own words in place of those of its aligned
-evidence sentence; fully_grounded when the probability `p` below is >= 0.5
-(and no unsupported clause); ungrounded when under `UNGROUNDED_COVERAGE` of it
-is supported; partially_grounded otherwise.
+Verdicts: contradicted when an asserting contradiction cue fired (a cue caps
+`p` below 0.5 however much of the rest is supported); fully_grounded when the
+probability `p` below is >= 0.5 (and no unsupported clause); ungrounded when
+under `ungrounded_coverage` of it is supported; partially_grounded otherwise.
+A cue in `doubt` mode (`HeuristicConfig.cues`; by default the one that fires
+when a not-grounded claim puts its own words in place of its aligned evidence
+sentence's, under 0.6 of the time right on labelled data) never makes a
+sentence contradicted: it keeps it from being grounded and pulls `p` halfway
+to 0.5, so its confidence drops and a cascade escalates it.
 
 `confidence` is the confidence in the verdict given. Every sentence gets a
 probability `p` of being fully grounded (coverage, local coverage, bigram and
 content-bigram overlap, words absent from the evidence, unmatched quantities,
-names and superlatives, contradiction strength; weights set on labelled dev data, see
-`transforms.verify.heuristic.alignment`); confidence is p for fully_grounded and 1 - p for the
+names and superlatives, contradiction strength; every weight, threshold and cue mode is a field of
+`transforms.verify.heuristic.config.HeuristicConfig`, re-derived with grouped cross-validation by
+`scripts/fit_heuristic.py`); confidence is p for fully_grounded and 1 - p for the
 rest, so `grounded_score(verdict)` recovers p for ROC curves and thresholds.
 Pieces: `transforms.text.sentences` (splitting), `transforms.text.tokens` (tokens,
 stems, weights, cues), `transforms.text.synonyms`, `transforms.text.quantities` (numbers,
@@ -46,14 +50,22 @@ from collections.abc import Sequence
 from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
 from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.heuristic.alignment import SentenceAnalysis, analyse_sentence, index_evidence
+from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 
-__all__ = ["MAX_SENTENCE_CHARS", "UNGROUNDED_COVERAGE", "HeuristicVerifier", "grounded_score", "verify_sentence"]
+__all__ = [
+    "MAX_SENTENCE_CHARS",
+    "UNGROUNDED_COVERAGE",
+    "HeuristicVerifier",
+    "analysed_verdict",
+    "grounded_score",
+    "verify_sentence",
+]
 
-MAX_SENTENCE_CHARS = 5000
-"""Characters of one sentence the verifier reads; the rest of a longer one is left unverified (and so not grounded)."""
+MAX_SENTENCE_CHARS = DEFAULT_CONFIG.max_sentence_chars
+"""Characters of one sentence the default verifier reads (`HeuristicConfig.max_sentence_chars`)."""
 
-UNGROUNDED_COVERAGE = 0.4
-"""Below this share of its (weighted) content supported, a sentence that is not grounded is ungrounded, not partial."""
+UNGROUNDED_COVERAGE = DEFAULT_CONFIG.ungrounded_coverage
+"""The default verifier's `HeuristicConfig.ungrounded_coverage`."""
 
 
 def grounded_score(verdict: SentenceVerdict) -> float:
@@ -63,29 +75,35 @@ def grounded_score(verdict: SentenceVerdict) -> float:
     return 1.0 - verdict.confidence
 
 
-def _verdict_of(a: SentenceAnalysis) -> tuple[AttributionVerdict, float]:
+def _verdict_of(a: SentenceAnalysis, c: HeuristicConfig) -> tuple[AttributionVerdict, float]:
     p = a.grounded_probability
-    if a.contradictions and p < 0.5:
+    if a.contradictions and p < c.support_threshold:
         return AttributionVerdict.contradicted, round(1.0 - p, 4)
-    if p >= 0.5:
+    if p >= c.support_threshold:
         return AttributionVerdict.fully_grounded, round(p, 4)
-    if a.contradictions:
-        return AttributionVerdict.contradicted, round(1.0 - p, 4)
-    if a.coverage < UNGROUNDED_COVERAGE or not a.sources:
+    if a.coverage < c.ungrounded_coverage or not a.sources:
         return AttributionVerdict.ungrounded, round(1.0 - p, 4)
     return AttributionVerdict.partially_grounded, round(1.0 - p, 4)
 
 
-def verify_sentence(index: int, sentence: str, evidence) -> SentenceVerdict:
+def verify_sentence(index: int, sentence: str, evidence, config: HeuristicConfig = DEFAULT_CONFIG) -> SentenceVerdict:
     """The verdict on one sentence against indexed evidence (see `alignment.index_evidence`)."""
-    a = analyse_sentence(sentence[:MAX_SENTENCE_CHARS], evidence)
-    if len(sentence) > MAX_SENTENCE_CHARS:
+    return analysed_verdict(index, sentence, evidence, config)[0]
+
+
+def analysed_verdict(
+    index: int, sentence: str, evidence, config: HeuristicConfig = DEFAULT_CONFIG
+) -> tuple[SentenceVerdict, SentenceAnalysis]:
+    """The verdict on one sentence and the analysis behind it (which cues fired: `scripts/fit_heuristic.py`)."""
+    limit = config.max_sentence_chars
+    a = analyse_sentence(sentence[:limit], evidence, config)
+    if len(sentence) > limit:
         # A "sentence" this long is a run-on or bad input: check its start, and never call the unread rest grounded.
-        a.grounded_probability = min(a.grounded_probability, 0.45)
-        a.notes.append(f"only the first {MAX_SENTENCE_CHARS} of {len(sentence)} characters were checked")
-    verdict, confidence = _verdict_of(a)
+        a.grounded_probability = min(a.grounded_probability, config.unread_cap)
+        a.notes.append(f"only the first {limit} of {len(sentence)} characters were checked")
+    verdict, confidence = _verdict_of(a, config)
     contradicted = verdict == AttributionVerdict.contradicted
-    return SentenceVerdict(
+    out = SentenceVerdict(
         sentence_index=index,
         sentence_text=sentence,
         attribution_verdict=verdict,
@@ -100,14 +118,26 @@ def verify_sentence(index: int, sentence: str, evidence) -> SentenceVerdict:
             [a.provenance_notes()] + ([f"contradiction: {c.reason}" for c in a.contradictions] if contradicted else [])
         ).strip("; "),
     )
+    return out, a
 
 
 class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "25"
+    version = "26"
+
+    def __init__(self, config: HeuristicConfig | dict | None = None):
+        if config is None:
+            config = DEFAULT_CONFIG
+        elif isinstance(config, dict):  # from `--verifier-option config={...}` or a JSON file
+            config = HeuristicConfig.model_validate(config)
+        elif not isinstance(config, HeuristicConfig):
+            raise TypeError(f"config must be a HeuristicConfig or a dict, got {type(config).__name__}")
+        self.config = config
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         indexed = index_evidence([(p.doc_id, p.content) for p in evidence])
-        return VerificationResult.decided(self.name, [verify_sentence(i, s, indexed) for i, s in enumerate(sentences)])
+        c = self.config
+        verdicts = [verify_sentence(i, s, indexed, c) for i, s in enumerate(sentences)]
+        return VerificationResult.decided(self.name, verdicts)
