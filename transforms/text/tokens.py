@@ -18,6 +18,12 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
+from transforms.text.wordlists import ANTONYM_PAIRS as _ANTONYM_PAIRS
+from transforms.text.wordlists import COMMON_WORDS as _COMMON
+from transforms.text.wordlists import CONNECTIVES as _CONNECTIVES
+from transforms.text.wordlists import IRREGULAR_FORMS as _IRREGULAR
+from transforms.text.wordlists import NEGATION_CUES, STOPWORDS
+
 __all__ = [
     "ANTONYMS",
     "NEGATION_CUES",
@@ -39,92 +45,7 @@ WORD_PATTERN = _WORD = re.compile(r"[^\W_]+(?:['\u2019][a-zA-Z]{1,2}\b)?")
 # Inline citation markers: [1], [2, 3], [doc_alpha], [12-14]; not claims, so never matched as words.
 _CITATION = re.compile(r"\s?\[(?:[\w.:\-]+(?:\s*[,;]\s*[\w.:\-]+)*)\]")
 
-STOPWORDS = frozenset(
-    """a an the and or but if then than so as of at by for from in into on onto to with within without about above
-    after before below between during over under up down out off through across along around against among upon via
-    is am are was were be been being do does did done has have had having will would shall should can could may might
-    must it its it's this that these those there here which who whom whose what when where why how i me my we our us
-    you your he him his she her they them their one ones also too very just only even both either each such other
-    another some any all most more many much few own same not no nor s t d ll ve re m""".split()
-)
-
-# Very common content words: weak evidence of support on their own (a corpus-free stand-in for low IDF).
-_COMMON = frozenset(
-    """say said says tell told report reported reports state stated according include includes included including
-    make made makes take took taken get got give given gave go went gone come came use used uses using know known
-    new old good great large small big high low long short first last next well way time times year years day days
-    people person thing things part parts place work works worked help helped show shows showed shown find found
-    become became call called receive received see seen seem want need like also however although while since still
-    because therefore thus later early now then often usually generally several various many number numbers based
-    main major key important different similar certain known able around total overall set put keep kept let provide
-    provided provides offer offered allow allowed lead led result results cause caused case cases change changed
-    group groups area areas level levels point points form forms type types kind way ways back another
-    run runs ran start started starting begin began beginning hold held serve served remain remained continue
-    continued stay stayed last lasted carry carried stand stood bring brought keep hold put""".split()
-    # Connectives and emphasis that generated answers add around facts without stating one.
-    + """additionally significantly various crucial essential ensure enhance effectively role notable notably
-    particularly especially specific specifically typically primarily mainly commonly widely highly""".split()
-)
-
-NEGATION_CUES = frozenset(
-    """not no never none neither nor without cannot can't won't don't doesn't didn't isn't aren't wasn't weren't
-    hasn't haven't hadn't shouldn't wouldn't couldn't mustn't needn't shan't ain't nobody nothing nowhere n't fail
-    failed fails failing unable lack lacks lacked refuse refused deny denied denies non""".split()
-    # Verbs that forbid: "prohibited" says what "not allowed" says.
-    + "ban banned bans prohibit prohibited prohibits prohibition forbid forbids forbidden forbade".split()
-)
-
-# Antonym pairs: one side in the sentence and the other in the aligned evidence is a contradiction cue.
-_ANTONYM_PAIRS = [
-    tuple(pair.split(":"))
-    for pair in """increase:decrease increase:reduce rise:fall rise:drop grow:shrink higher:lower more:less more:fewer
-    larger:smaller gain:loss before:after early:late earlier:later first:last win:lose won:lost accept:reject
-    approve:reject allow:ban allow:prohibit open:close start:end begin:end male:female true:false
-    positive:negative success:failure succeed:fail above:below maximum:minimum strong:weak up:down buy:sell
-    bought:sold include:exclude support:oppose agree:disagree legal:illegal always:never all:none north:south
-    east:west born:died internal:external minor:major safe:unsafe effective:ineffective public:private young:old
-    rose:fell grew:shrank older:younger hot:cold warm:cold easy:difficult cheap:expensive rare:common
-    same:different love:hate love:dislike like:dislike enjoy:dislike alive:dead guilty:innocent victory:defeat
-    profit:loss import:export arrive:depart arrival:departure enter:exit advantage:disadvantage present:absent
-    inside:outside wet:dry slow:fast rich:poor full:empty friend:enemy ally:enemy peace:war improve:worsen
-    improve:deteriorate better:worse best:worst winner:loser optimistic:pessimistic happy:sad ancient:modern
-    permanent:temporary rural:urban domestic:foreign natural:artificial simple:complex narrow:wide thin:thick
-    deep:shallow loud:quiet senior:junior majority:minority upper:lower inner:outer add:remove men:women
-    man:woman boy:girl
-    previous:next last:next latest:next latest:previous latest:earliest past:future former:current prior:subsequent
-    preceding:following longer:shorter faster:slower stronger:weaker wider:narrower taller:shorter bigger:smaller
-    heavier:lighter highest:lowest largest:smallest biggest:smallest longest:shortest fastest:slowest
-    oldest:youngest oldest:newest earliest:latest expand:shrink strengthen:weaken accelerate:decelerate
-    acquit:convict acquitted:convicted pass:fail surplus:deficit offensive:defensive
-    ascend:descend input:output inbound:outbound indoor:outdoor online:offline manual:automatic
-    voluntary:mandatory voluntary:compulsory optional:mandatory optional:compulsory partial:full
-    domestic:international minimum:maximum""".split()
-]
-
-
 _STEM_COLLISIONS = frozenset({"not"})
-
-
-# Irregular verb forms to their base form, so that "left" meets "leaving" and "took" meets "taken" (suffix stripping
-# cannot). Forms that are more often another word are left out ("bit", "fed", "found", "saw" the tool is kept: rare).
-_IRREGULAR = {
-    form: base
-    for base, forms in (
-        line.split(":")
-        for line in """leave:left go:went,gone take:took,taken make:made find:finding hold:held begin:began,begun
-        win:won lose:lost pay:paid say:said tell:told sell:sold buy:bought bring:brought think:thought catch:caught
-        teach:taught fight:fought seek:sought build:built send:sent spend:spent mean:meant keep:kept feel:felt
-        lead:led fall:fell,fallen rise:rose,risen grow:grew,grown know:knew,known draw:drew,drawn fly:flew,flown
-        throw:threw,thrown write:wrote,written drive:drove,driven ride:rode,ridden speak:spoke,spoken
-        break:broke,broken choose:chose,chosen freeze:froze,frozen steal:stole,stolen wake:woke,woken give:gave,given
-        come:came become:became run:ran sit:sat stand:stood understand:understood meet:met flee:fled hide:hid,hidden
-        shoot:shot strike:struck hang:hung dig:dug stick:stuck sing:sang,sung ring:rang drink:drank,drunk swim:swam
-        sink:sank,sunk shrink:shrank,shrunk see:saw,seen do:did,done eat:ate,eaten show:shown forget:forgot,forgotten
-        get:got,gotten lie:lay,lain bear:bore hear:heard light:lit sleep:slept sweep:swept weep:wept""".split()
-    )
-    for form in forms.split(",")
-    if form != "finding"
-}
 
 
 def _stem_raw(word: str) -> str:
@@ -170,13 +91,6 @@ for _a, _b in _ANTONYM_PAIRS:
 
 NEGATION_STEMS = frozenset(stem(w) for w in NEGATION_CUES)
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)
-# Sentence connectives that generated answers open with ("However, ...", "Additionally, ..."): they link claims but
-# state nothing the evidence could support, so they weigh nothing (an evidence passage rarely repeats them).
-_CONNECTIVES = frozenset(
-    """additionally however moreover furthermore finally therefore thus hence alternatively nevertheless
-    nonetheless meanwhile consequently accordingly likewise similarly conversely ultimately overall importantly
-    indeed""".split()
-)  # whole words, not stems: "finally" and "importantly" would take "final" and "important" with them
 _CONNECTIVE_STEMS = frozenset(stem(w) for w in _CONNECTIVES)  # a cheap first test
 STOP_STEMS = _STOP_STEMS = frozenset(stem(w) for w in STOPWORDS) | STOPWORDS
 
