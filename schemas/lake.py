@@ -171,6 +171,19 @@ class TableSpec:
     def schema(self) -> pa.Schema:
         return arrow_schema(self.row)
 
+    @property
+    def partition_local(self) -> bool:
+        """Whether every copy of a key lies in one `date=/hour=` partition, so duplicates can be removed one
+        partition at a time (`groundwatch compact`) and a filter on the partition or time column can reach the
+        files before the duplicates are ranked.
+
+        True when the time column is part of the key, or is not the version column: a copy written again (a
+        re-audit, a stream read again) keeps its time (the logged `event_time`, the window, the alert's start),
+        so it falls in the same hour. Where the time is the version (a dead letter received again, a judge
+        call made again), a newer copy may lie in a later hour, and the reader ranks the whole table.
+        """
+        return self.time_column in self.key or self.time_column != self.version_column
+
 
 TABLES: dict[str, TableSpec] = {}
 

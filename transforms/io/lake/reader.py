@@ -14,7 +14,12 @@ existed, so a query never depends on which files a lake happens to hold; a table
 with the same columns and types.
 
 At-least-once delivery and re-runs can write a row twice: `latest_per_key` keeps one row per
-`TableSpec.key`, and is the only place that rule is written.
+`TableSpec.key`, and is the only place that rule is written. `groundwatch compact` pays that cost once:
+it rewrites each partition (`date=/hour=` folder) holding several files into one deduplicated file named
+`compacted-<digest>.parquet`. A partition whose only file is such a file is *clean*: its rows are read
+straight, and only the other partitions are ranked (`table_sql`). The file's name is the record that the
+partition is clean, so no marker can disagree with the files: a file written into a clean partition later
+makes it a partition of two files again, ranked until the next compaction.
 """
 
 from __future__ import annotations
@@ -23,17 +28,35 @@ import functools
 import glob
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
+import pyarrow as pa
 
 from schemas import TABLES, TableSpec
 
-__all__ = ["PARTITION_COLUMNS", "has_files", "latest_per_key", "read_table", "table_glob", "table_sql"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "COMPACTED_PREFIX",
+    "PARTITION_COLUMNS",
+    "deduplicated_sql",
+    "has_files",
+    "is_clean",
+    "latest_per_key",
+    "partitions",
+    "read_table",
+    "table_files",
+    "table_glob",
+    "table_sql",
+]
 
 PARTITION_COLUMNS = {"date": "DATE", "hour": "INTEGER"}
 """The hive partition columns every table has, with their DuckDB types."""
+
+COMPACTED_PREFIX = "compacted-"
+"""The name of a file `groundwatch compact` wrote: one row per key of its partition."""
 
 
 def _ident(name: str) -> str:
@@ -49,21 +72,44 @@ def table_glob(lake_dir: str, table: str) -> str:
     return os.path.join(os.path.abspath(lake_dir), table, "**", "*.parquet")
 
 
+def table_files(lake_dir: str, table: str) -> list[str]:
+    """Every published Parquet file of one lake table, sorted (hidden temporary files are not listed)."""
+    pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
+    return sorted(glob.iglob(pattern, recursive=True))
+
+
 def has_files(lake_dir: str, table: str) -> bool:
     """Whether the table has at least one published file."""
-    pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
-    return next(glob.iglob(pattern, recursive=True), None) is not None
+    return bool(table_files(lake_dir, table))
 
 
-def latest_per_key(spec: TableSpec, relation: str) -> str:
+def partitions(files: Sequence[str]) -> dict[str, list[str]]:
+    """Files grouped by the folder (partition) that holds them, folders and files sorted."""
+    grouped: dict[str, list[str]] = {}
+    for path in sorted(files):
+        grouped.setdefault(os.path.dirname(path), []).append(path)
+    return grouped
+
+
+def is_clean(partition_files: Sequence[str]) -> bool:
+    """Whether a partition's files hold one row per key: its only file is one `groundwatch compact` wrote."""
+    return len(partition_files) == 1 and os.path.basename(partition_files[0]).startswith(COMPACTED_PREFIX)
+
+
+def latest_per_key(spec: TableSpec, relation: str, *, within_partition: bool = False) -> str:
     """The SELECT keeping one row per `spec.key` of `relation` (a SELECT with the table's columns).
 
     Of the copies of a key it keeps the one with the larger `spec.prefer` columns (window metrics: the row of
     more responses, so a partial re-read never hides a full window), then the newer by `spec.version_column`
     (when it was audited, computed, checked), then by `spec.time_column`; NULLs lose.
+
+    `within_partition` (for a `spec.partition_local` table, whose copies of a key share their partition and
+    time) ranks within `date`, `hour` and the time column as well: the same rows, but a filter on those
+    columns then reaches the files before the ranking, so DuckDB reads only the partitions it needs.
     """
     order = dict.fromkeys([*spec.prefer, spec.version_column, spec.time_column])
-    keys = ", ".join(_ident(k) for k in spec.key)
+    scope = [*PARTITION_COLUMNS, spec.time_column] if within_partition else []
+    keys = ", ".join(_ident(k) for k in dict.fromkeys([*scope, *spec.key]))
     ranking = ", ".join(f"{_ident(column)} DESC NULLS LAST" for column in order)
     return (
         "SELECT * EXCLUDE (_gw_rank) FROM ("
@@ -72,36 +118,87 @@ def latest_per_key(spec: TableSpec, relation: str) -> str:
     )
 
 
+def _duckdb_type(arrow_type: pa.DataType) -> str:
+    """The DuckDB type DuckDB gives an Arrow column of this type (the types lake rows use)."""
+    if pa.types.is_list(arrow_type):
+        return _duckdb_type(arrow_type.value_type) + "[]"
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMP WITH TIME ZONE" if arrow_type.tz else "TIMESTAMP"
+    for check, name in _ARROW_TO_DUCKDB:
+        if check(arrow_type):
+            return name
+    raise TypeError(f"no DuckDB type for Arrow type {arrow_type}; keep lake rows flat")
+
+
+_ARROW_TO_DUCKDB = (
+    (pa.types.is_boolean, "BOOLEAN"),
+    (pa.types.is_int64, "BIGINT"),
+    (pa.types.is_float64, "DOUBLE"),
+    (pa.types.is_string, "VARCHAR"),
+    (pa.types.is_binary, "BLOB"),
+    (pa.types.is_date32, "DATE"),
+)
+
+
 @functools.cache
 def _column_types(spec: TableSpec) -> dict[str, str]:
-    """The DuckDB type of each column of the table, in the row model's order (from its Arrow schema)."""
-    con = duckdb.connect(":memory:")
-    try:
-        relation = con.from_arrow(spec.schema.empty_table())
-        return {name: str(kind) for name, kind in zip(relation.columns, relation.types, strict=True)}
-    finally:
-        con.close()
+    """The DuckDB type of each column of the table, in the row model's order (from its Arrow schema).
+
+    Mapped here rather than asked of DuckDB: `from_arrow` imports pandas, a third of a second of every
+    `groundwatch query`."""
+    return {field.name: _duckdb_type(field.type) for field in spec.schema}
+
+
+def _source(files: Sequence[str]) -> str:
+    listed = ", ".join(_literal(path) for path in files)
+    return (
+        f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, "
+        "hive_types = {'date': DATE, 'hour': INTEGER})"
+    )
+
+
+def _select_columns(con: duckdb.DuckDBPyConnection, types: dict[str, str], files: Sequence[str]) -> str:
+    """SELECT of every column of `types` from `files`, NULL where none of the files has it."""
+    source = _source(files)
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    columns = ", ".join(
+        _ident(name) if name in present else f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items()
+    )
+    return f"SELECT {columns} FROM {source}"
+
+
+def deduplicated_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[str]) -> str:
+    """The SELECT of one row per key of these files of a table (`latest_per_key`), every column of its row
+    model and the partition columns: what `groundwatch compact` writes for a partition."""
+    types = {**_column_types(spec), **PARTITION_COLUMNS}
+    return latest_per_key(spec, _select_columns(con, types, files), within_partition=spec.partition_local)
 
 
 def table_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, lake_dir: str) -> str:
     """The SELECT of one table's rows, one per key, with every column of its row model and the partition columns.
 
-    `con` is asked which columns the files hold (the answer is part of the SQL: a file added later with a new
-    column needs new SQL).
+    Clean partitions (see `is_clean`) are read straight; the rows of the others are ranked by `latest_per_key`
+    (within their partition, for a `partition_local` table), and the two are a UNION ALL. `con` is asked which
+    columns the files hold, and the files are listed now: the SQL names them, so a file published later needs
+    new SQL (`create_views` again).
     """
     types = {**_column_types(spec), **PARTITION_COLUMNS}
-    if not has_files(lake_dir, spec.name):
+    files = table_files(lake_dir, spec.name)
+    if not files:
         nulls = ", ".join(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items())
         return f"SELECT {nulls} WHERE false"
-    source = (
-        f"read_parquet({_literal(table_glob(lake_dir, spec.name))}, hive_partitioning = true, "
-        "union_by_name = true, hive_types = {'date': DATE, 'hour': INTEGER})"
-    )
-    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    columns = ", ".join(
-        _ident(name) if name in present else f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items()
-    )
-    return latest_per_key(spec, f"SELECT {columns} FROM {source}")
+    if not spec.partition_local:
+        return latest_per_key(spec, _select_columns(con, types, files))
+    clean: list[str] = []
+    ranked: list[str] = []
+    for partition_files in partitions(files).values():
+        (clean if is_clean(partition_files) else ranked).extend(partition_files)
+    parts = []
+    if clean:
+        parts.append(_select_columns(con, types, clean))
+    if ranked:
+        parts.append(latest_per_key(spec, _select_columns(con, types, ranked), within_partition=True))
+    return " UNION ALL ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
 
 
 def read_table(

@@ -41,7 +41,9 @@ from transforms.io.lake.rows import row_dict
 __all__ = [
     "LAKE_METRICS_NAMESPACE",
     "WriteAuditLake",
+    "file_stem",
     "partition_of",
+    "remove_file",
     "table_path",
     "write_rows_file",
     "write_table",
@@ -73,11 +75,12 @@ def _key_of(table: str, row: Mapping[str, Any]) -> str:
     return "\x1f".join(str(row[k]) for k in TABLES[table].key)
 
 
-def _stem(*parts: str) -> str:
+def file_stem(*parts: str, prefix: str = "part-") -> str:
+    """A file's stem from a hash of its parts: the same parts, the same file (writing again replaces it)."""
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode("utf-8", "backslashreplace") + b"\x1e")
-    return "part-" + digest.hexdigest()[:24]
+    return prefix + digest.hexdigest()[:24]
 
 
 @functools.cache
@@ -86,13 +89,20 @@ def _schema(table: str) -> pa.Schema:
     return TABLES[table].schema
 
 
-def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]]) -> str:
-    """Write rows as `<folder>/<file_stem>.parquet`: whole to a hidden temp file, then renamed into place."""
+def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]] | pa.Table) -> str:
+    """Write rows as `<folder>/<file_stem>.parquet`: whole to a hidden temp file, then renamed into place.
+
+    `rows` are row dicts, or an Arrow table with the table's columns (any order; cast to its schema), which
+    is how `groundwatch compact` and the lake benchmark write many rows at once."""
     os.makedirs(folder, exist_ok=True)
     final = os.path.join(folder, f"{file_stem}.parquet")
     # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
     temp = os.path.join(folder, f".{file_stem}.{uuid.uuid4().hex}.tmp")
-    table_data = pa.Table.from_pylist(list(rows), schema=_schema(table))
+    schema = _schema(table)
+    if isinstance(rows, pa.Table):
+        table_data = rows.select(schema.names).cast(schema)
+    else:
+        table_data = pa.Table.from_pylist(list(rows), schema=schema)
     try:
         pq.write_table(table_data, temp, compression="zstd")
         os.replace(temp, final)
@@ -100,6 +110,15 @@ def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[
         if os.path.exists(temp):
             os.remove(temp)
     return final
+
+
+def remove_file(path: str) -> bool:
+    """Remove a published file of the lake; False when it was already gone (another compaction removed it)."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def write_table(
@@ -121,7 +140,7 @@ def write_table(
     paths = []
     for (date, hour), part_rows in sorted(by_partition.items()):
         part_rows.sort(key=lambda r: _key_of(table, r))
-        stem = name or _stem(table, *(_key_of(table, r) for r in part_rows))
+        stem = name or file_stem(table, *(_key_of(table, r) for r in part_rows))
         paths.append(write_rows_file(table_path(lake_dir, table, date, hour), stem, table, part_rows))
     return paths
 
@@ -158,7 +177,7 @@ class _KeyByPartitionDoFn(beam.DoFn):
 def _write_partition(lake_dir: str, table: str, date: str, hour: str, label: str, rows: list[dict]) -> str:
     """One file of a table's partition, named by `label` and its rows' keys; counted by the lake's counters."""
     rows = sorted(rows, key=lambda r: _key_of(table, r))
-    stem = _stem(table, label, *(_key_of(table, r) for r in rows))
+    stem = file_stem(table, label, *(_key_of(table, r) for r in rows))
     path = write_rows_file(table_path(lake_dir, table, date, hour), stem, table, rows)
     Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written").inc()
     Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))
