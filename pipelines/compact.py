@@ -7,8 +7,9 @@ At-least-once delivery writes some rows twice (a stream restarted from its last 
 and a bounded run writes one file per bundle, so an hour of a table is usually several files. The views
 rank those rows to keep one per key (`transforms.io.lake.reader.latest_per_key`), in every query. This
 command rewrites each partition (`<table>/date=/hour=` folder) that is not clean into one file holding one
-row per key, by that same rule, named `compacted-<digest>.parquet` (a hash of the files it replaces). A
-partition whose only file is such a file is clean: the views read it straight.
+row per key, by that same rule, named `compacted-<schema>-<digest>.parquet` (a fingerprint of the table's
+schema, and a hash of the files it replaces). A partition whose only file is such a file is clean: the
+views read it straight.
 
 The rewrite is safe to stop at any point and to run beside writers and readers:
 
@@ -37,7 +38,7 @@ import duckdb
 
 from schemas import TABLES, TableSpec
 from transforms.io.lake.reader import (
-    COMPACTED_PREFIX,
+    compacted_prefix,
     deduplicated_sql,
     is_clean,
     partitions,
@@ -89,7 +90,7 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
     rows = con.sql(f"SELECT * FROM ({deduplicated_sql(con, spec, files)}) ORDER BY {order}").to_arrow_table()
     # Named by the files it replaces: two compactions of the same files write the same file.
     names = [f"{os.path.basename(path)}:{seen[path][0]}" for path in files]
-    stem = file_stem(spec.name, *names, prefix=COMPACTED_PREFIX)
+    stem = file_stem(spec.name, *names, prefix=compacted_prefix(spec))
     written = write_rows_file(os.path.dirname(files[0]), stem, spec.name, rows)
     whole = True
     for path in files:

@@ -15,14 +15,16 @@ import shutil
 from datetime import timedelta
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from dashboards.readonly import open_readonly
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.compact import compact_table
+from schemas import TABLES
 from tests.support.scripts import load_script
-from transforms.io.lake.reader import COMPACTED_PREFIX
+from transforms.io.lake.reader import COMPACTED_PREFIX, table_sql
 from transforms.io.lake.writer import write_table
 
 bench = load_script("bench_lake")
@@ -172,3 +174,19 @@ def test_time_filters_read_only_the_partitions_they_need(lake, compacted):
 def test_compact_refuses_a_lake_that_does_not_exist(tmp_path, capsys):
     assert groundwatch(["compact", "--lake", str(tmp_path / "nope")]) == 2
     assert re.search(r"does not exist", capsys.readouterr().err)
+
+
+def test_compacted_files_of_the_current_schema_are_read_without_union_by_name_older_ones_by_name(lake):
+    compact_table(lake, "claims")
+    con = duckdb.connect()
+    sql = table_sql(con, TABLES["claims"], lake)
+    assert "union_by_name = false" in sql and "union_by_name = true" not in sql
+    # A partition compacted before a column existed: its file lacks the column, and says so by its name.
+    [first, *_] = _files(lake, "claims")
+    old = os.path.join(os.path.dirname(first), f"{COMPACTED_PREFIX}00000000-{'0' * 24}.parquet")
+    pq.write_table(pq.read_table(first).drop_columns(["generator_model"]), old)
+    os.remove(first)
+    with connect_lake(lake) as view:
+        sql = "SELECT count(*) FILTER (WHERE generator_model IS NULL), count(*) FROM claims"
+        nulls, total = view.execute(sql).fetchone()
+    assert (nulls, total) == (SENTENCES // 5 * 2 // 3, SENTENCES // 5 * 2)

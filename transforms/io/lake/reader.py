@@ -19,13 +19,17 @@ it rewrites each partition (`date=/hour=` folder) holding several files into one
 `compacted-<digest>.parquet`. A partition whose only file is such a file is *clean*: its rows are read
 straight, and only the other partitions are ranked (`table_sql`). The file's name is the record that the
 partition is clean, so no marker can disagree with the files: a file written into a clean partition later
-makes it a partition of two files again, ranked until the next compaction.
+makes it a partition of two files again, ranked until the next compaction. The name also carries a
+fingerprint of the table's schema (`compacted-<schema>-<digest>`): files of the current schema are read
+without `union_by_name`, whose reading of every file's footer, once to list the columns and again when a
+query binds, cost over a second at a few hundred files.
 """
 
 from __future__ import annotations
 
 import functools
 import glob
+import hashlib
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,12 +45,14 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPACTED_PREFIX",
     "PARTITION_COLUMNS",
+    "compacted_prefix",
     "deduplicated_sql",
     "has_files",
     "is_clean",
     "latest_per_key",
     "partitions",
     "read_table",
+    "schema_fingerprint",
     "table_files",
     "table_glob",
     "table_sql",
@@ -89,6 +95,16 @@ def partitions(files: Sequence[str]) -> dict[str, list[str]]:
     for path in sorted(files):
         grouped.setdefault(os.path.dirname(path), []).append(path)
     return grouped
+
+
+def schema_fingerprint(spec: TableSpec) -> str:
+    """A short hash of the table's Arrow schema: a compacted file named with it has exactly these columns."""
+    return hashlib.sha256(str(spec.schema).encode()).hexdigest()[:8]
+
+
+def compacted_prefix(spec: TableSpec) -> str:
+    """How the name of a file compacted with the table's current schema begins."""
+    return f"{COMPACTED_PREFIX}{schema_fingerprint(spec)}-"
 
 
 def is_clean(partition_files: Sequence[str]) -> bool:
@@ -189,11 +205,23 @@ def table_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, lake_dir: str) ->
         return f"SELECT {nulls} WHERE false"
     if not spec.partition_local:
         return latest_per_key(spec, _select_columns(con, types, files))
-    clean: list[str] = []
-    ranked: list[str] = []
+    current, clean, ranked = [], [], []
+    prefix = compacted_prefix(spec)
     for partition_files in partitions(files).values():
-        (clean if is_clean(partition_files) else ranked).extend(partition_files)
+        if not is_clean(partition_files):
+            ranked.extend(partition_files)
+        elif os.path.basename(partition_files[0]).startswith(prefix):
+            current.extend(partition_files)
+        else:
+            clean.append(partition_files[0])
     parts = []
+    if current:  # every column there, in the schema's types: no footer read before the query
+        listed = ", ".join(_literal(path) for path in current)
+        source = (
+            f"read_parquet([{listed}], hive_partitioning = true, union_by_name = false, "
+            "hive_types = {'date': DATE, 'hour': INTEGER})"
+        )
+        parts.append(f"SELECT {', '.join(_ident(name) for name in types)} FROM {source}")
     if clean:
         parts.append(_select_columns(con, types, clean))
     if ranked:
