@@ -248,6 +248,7 @@ import json, resource, sys, time
 import duckdb
 views, sql = json.load(sys.stdin)
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
 for v in views:
     con.execute(v)
 t = time.perf_counter()
