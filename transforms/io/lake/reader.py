@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
 from schemas import TABLES, TableSpec
+from schemas.lake import duckdb_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,8 +98,8 @@ def partitions(files: Sequence[str]) -> dict[str, list[str]]:
 
 
 def schema_fingerprint(spec: TableSpec) -> str:
-    """A short hash of the table's Arrow schema: a compacted file named with it has exactly these columns."""
-    return hashlib.sha256(str(spec.schema).encode()).hexdigest()[:8]
+    """A short hash of the table's columns and their types: a compacted file named with it has exactly these."""
+    return hashlib.sha256(repr(sorted(_column_types(spec).items())).encode()).hexdigest()[:8]
 
 
 def compacted_prefix(spec: TableSpec) -> str:
@@ -134,35 +134,10 @@ def latest_per_key(spec: TableSpec, relation: str, *, within_partition: bool = F
     )
 
 
-def _duckdb_type(arrow_type: pa.DataType) -> str:
-    """The DuckDB type DuckDB gives an Arrow column of this type (the types lake rows use)."""
-    if pa.types.is_list(arrow_type):
-        return _duckdb_type(arrow_type.value_type) + "[]"
-    if pa.types.is_timestamp(arrow_type):
-        return "TIMESTAMP WITH TIME ZONE" if arrow_type.tz else "TIMESTAMP"
-    for check, name in _ARROW_TO_DUCKDB:
-        if check(arrow_type):
-            return name
-    raise TypeError(f"no DuckDB type for Arrow type {arrow_type}; keep lake rows flat")
-
-
-_ARROW_TO_DUCKDB = (
-    (pa.types.is_boolean, "BOOLEAN"),
-    (pa.types.is_int64, "BIGINT"),
-    (pa.types.is_float64, "DOUBLE"),
-    (pa.types.is_string, "VARCHAR"),
-    (pa.types.is_binary, "BLOB"),
-    (pa.types.is_date32, "DATE"),
-)
-
-
 @functools.cache
 def _column_types(spec: TableSpec) -> dict[str, str]:
-    """The DuckDB type of each column of the table, in the row model's order (from its Arrow schema).
-
-    Mapped here rather than asked of DuckDB: `from_arrow` imports pandas, a third of a second of every
-    `groundwatch query`."""
-    return {field.name: _duckdb_type(field.type) for field in spec.schema}
+    """The DuckDB type of each column of the table, in the row model's order."""
+    return duckdb_columns(spec.row)
 
 
 def _source(files: Sequence[str]) -> str:
