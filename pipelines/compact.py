@@ -83,13 +83,13 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
     whether every old file could be removed, so the partition is now clean)."""
     from transforms.io.lake.writer import file_stem, remove_file, write_rows_file
 
-    seen = {path: _signature(path) for path in files}
+    seen: dict[str, tuple[int, int] | None] = {path: _signature(path) for path in files}
     listed = ", ".join("'" + path.replace("'", "''") + "'" for path in files)
     rows_before = con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()[0]
     order = ", ".join(f'"{c}"' for c in (spec.time_column, *spec.key))
     rows = con.sql(f"SELECT * FROM ({deduplicated_sql(con, spec, files)}) ORDER BY {order}").to_arrow_table()
     # Named by the files it replaces: two compactions of the same files write the same file.
-    names = [f"{os.path.basename(path)}:{seen[path][0]}" for path in files]
+    names = [f"{os.path.basename(path)}:{(seen[path] or (0, 0))[0]}" for path in files]
     stem = file_stem(spec.name, *names, prefix=compacted_prefix(spec))
     written = write_rows_file(os.path.dirname(files[0]), stem, spec.name, rows)
     whole = True

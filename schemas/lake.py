@@ -36,6 +36,18 @@ __all__ = [
 ]
 
 
+_KIND_OF_BASE: tuple[tuple[type, str], ...] = (
+    (bool, "bool"),
+    (enum.Enum, "string"),
+    (str, "string"),
+    (int, "int64"),
+    (float, "float64"),
+    (bytes, "binary"),
+    (datetime, "timestamp"),
+    (date, "date"),
+)
+
+
 def _column_kind(annotation: Any) -> tuple[str, bool]:
     """The stored kind of a field annotation (`string`, `int64`, ..., `list:<kind>`), and whether it is
     nullable; Arrow and DuckDB types are both derived from it."""
@@ -55,11 +67,8 @@ def _column_kind(annotation: Any) -> tuple[str, bool]:
         inner, _ = _column_kind(item)
         return f"list:{inner}", False
     if isinstance(annotation, type):
-        # bool before int, enums before str: the first base that matches decides.
-        for base, kind in ((bool, "bool"), (enum.Enum, "string"), (str, "string"), (int, "int64")):
-            if issubclass(annotation, base):
-                return kind, False
-        for base, kind in ((float, "float64"), (bytes, "binary"), (datetime, "timestamp"), (date, "date")):
+        # bool before int, datetime before date: the first base that matches decides.
+        for base, kind in _KIND_OF_BASE:
             if issubclass(annotation, base):
                 return kind, False
     raise TypeError(f"no Arrow type for annotation {annotation!r}; keep lake rows flat")
