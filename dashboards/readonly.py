@@ -106,6 +106,8 @@ def open_readonly(lake_dir: str) -> Iterator[duckdb.DuckDBPyConnection]:
     con = duckdb.connect(":memory:")
     try:
         con.execute(f"SET temp_directory = {_literal(spill)}")
+        # DuckDB draws its progress bar on stdout once a query runs 2 s, into the CSV or JSON being printed.
+        con.execute("SET enable_progress_bar = false")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")
         # A remote lake is read through a filesystem registered now, while registering is still allowed; its

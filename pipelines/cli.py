@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("pipelines.demo", "run the whole audit on shipped sample traffic and print a summary"),
     "audit": ("pipelines.audit", "audit a JSONL file (or glob) of logged responses into the lake"),
     "query": ("pipelines.query", "run read-only SQL over the audit lake with DuckDB"),
+    "compact": ("pipelines.compact", "rewrite lake partitions holding duplicates as one file of one row per key"),
     "monitor": ("pipelines.monitor", "audit a Kafka topic continuously (streaming)"),
     "produce": ("pipelines.produce", "publish sample, generated or file traffic to Kafka"),
     "calibrate": ("pipelines.calibrate", "measure a verifier against a labeled golden set"),

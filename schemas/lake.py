@@ -13,14 +13,16 @@ import types
 import typing
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pydantic import BaseModel, Field
 
 from schemas.base import Confidence, StrictModel
 from schemas.reports import SentenceVerdict
 from schemas.responses import RiskLevel
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "TABLES",
@@ -29,54 +31,96 @@ __all__ = [
     "SentenceRow",
     "TableSpec",
     "arrow_schema",
+    "duckdb_columns",
     "register_table",
 ]
 
 
-def _arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
-    """Arrow type of a field annotation, and whether it is nullable."""
+_KIND_OF_BASE: tuple[tuple[type, str], ...] = (
+    (bool, "bool"),
+    (enum.Enum, "string"),
+    (str, "string"),
+    (int, "int64"),
+    (float, "float64"),
+    (bytes, "binary"),
+    (datetime, "timestamp"),
+    (date, "date"),
+)
+
+
+def _column_kind(annotation: Any) -> tuple[str, bool]:
+    """The stored kind of a field annotation (`string`, `int64`, ..., `list:<kind>`), and whether it is
+    nullable; Arrow and DuckDB types are both derived from it."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return _arrow_type(typing.get_args(annotation)[0])
+        return _column_kind(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         nullable = len(args) < len(typing.get_args(annotation))
         if len(args) != 1:
             # e.g. ConfidenceLabel | float: stored as its string form.
-            return pa.string(), nullable
-        inner, _ = _arrow_type(args[0])
+            return "string", nullable
+        inner, _ = _column_kind(args[0])
         return inner, nullable
     if origin in (list, tuple, set, frozenset):
         (item,) = typing.get_args(annotation)[:1]
-        inner, _ = _arrow_type(item)
-        return pa.list_(inner), False
+        inner, _ = _column_kind(item)
+        return f"list:{inner}", False
     if isinstance(annotation, type):
-        if issubclass(annotation, bool):
-            return pa.bool_(), False
-        if issubclass(annotation, enum.Enum):
-            return pa.string(), False
-        if issubclass(annotation, str):
-            return pa.string(), False
-        if issubclass(annotation, int):
-            return pa.int64(), False
-        if issubclass(annotation, float):
-            return pa.float64(), False
-        if issubclass(annotation, bytes):
-            return pa.binary(), False
-        if issubclass(annotation, datetime):
-            return pa.timestamp("us", tz="UTC"), False
-        if issubclass(annotation, date):
-            return pa.date32(), False
+        # bool before int, datetime before date: the first base that matches decides.
+        for base, kind in _KIND_OF_BASE:
+            if issubclass(annotation, base):
+                return kind, False
     raise TypeError(f"no Arrow type for annotation {annotation!r}; keep lake rows flat")
+
+
+_DUCKDB_TYPES = {
+    "bool": "BOOLEAN",
+    "string": "VARCHAR",
+    "int64": "BIGINT",
+    "float64": "DOUBLE",
+    "binary": "BLOB",
+    "timestamp": "TIMESTAMP WITH TIME ZONE",
+    "date": "DATE",
+}
+
+
+def _arrow_of(kind: str) -> pa.DataType:
+    import pyarrow as pa
+
+    if kind.startswith("list:"):
+        return pa.list_(_arrow_of(kind[5:]))
+    makers = {
+        "bool": pa.bool_,
+        "string": pa.string,
+        "int64": pa.int64,
+        "float64": pa.float64,
+        "binary": pa.binary,
+        "timestamp": lambda: pa.timestamp("us", tz="UTC"),
+        "date": pa.date32,
+    }
+    return makers[kind]()
+
+
+def _duckdb_of(kind: str) -> str:
+    return _duckdb_of(kind[5:]) + "[]" if kind.startswith("list:") else _DUCKDB_TYPES[kind]
 
 
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     """The Parquet schema of a row model, field by field in declaration order."""
+    import pyarrow as pa
+
     fields = []
     for name, info in model.model_fields.items():
-        arrow_type, nullable = _arrow_type(info.rebuild_annotation())
-        fields.append(pa.field(name, arrow_type, nullable=nullable))
+        kind, nullable = _column_kind(info.rebuild_annotation())
+        fields.append(pa.field(name, _arrow_of(kind), nullable=nullable))
     return pa.schema(fields)
+
+
+def duckdb_columns(model: type[BaseModel]) -> dict[str, str]:
+    """The DuckDB type of each column of a row model, as DuckDB reads the model's Arrow schema (without
+    importing pyarrow: `groundwatch query` needs only these, and pyarrow is a fifth of a second to import)."""
+    return {name: _duckdb_of(_column_kind(info.rebuild_annotation())[0]) for name, info in model.model_fields.items()}
 
 
 class ResponseRow(StrictModel):
@@ -170,6 +214,19 @@ class TableSpec:
     @property
     def schema(self) -> pa.Schema:
         return arrow_schema(self.row)
+
+    @property
+    def partition_local(self) -> bool:
+        """Whether every copy of a key lies in one `date=/hour=` partition, so duplicates can be removed one
+        partition at a time (`groundwatch compact`) and a filter on the partition or time column can reach the
+        files before the duplicates are ranked.
+
+        True when the time column is part of the key, or is not the version column: a copy written again (a
+        re-audit, a stream read again) keeps its time (the logged `event_time`, the window, the alert's start),
+        so it falls in the same hour. Where the time is the version (a dead letter received again, a judge
+        call made again), a newer copy may lie in a later hour, and the reader ranks the whole table.
+        """
+        return self.time_column in self.key or self.time_column != self.version_column
 
 
 TABLES: dict[str, TableSpec] = {}

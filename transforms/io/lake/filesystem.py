@@ -38,11 +38,12 @@ import os
 import posixpath
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
+if TYPE_CHECKING:  # pyarrow loads only when a lake file is touched: `groundwatch query` starts without it
+    import pyarrow as pa
+    import pyarrow.fs as pafs
 
 __all__ = [
     "ENDPOINT_VARIABLE",
@@ -106,6 +107,8 @@ def _scrub(text: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _filesystem(scheme: str, netloc: str, endpoint: str | None) -> pafs.FileSystem:
+    import pyarrow.fs as pafs
+
     if scheme in ("s3", "s3a") and endpoint:
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         return pafs.S3FileSystem(endpoint_override=endpoint, region=region)
@@ -115,6 +118,8 @@ def _filesystem(scheme: str, netloc: str, endpoint: str | None) -> pafs.FileSyst
 
 def _resolve(location: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem of a remote location and the path in it (`bucket/prefix/...`)."""
+    import pyarrow as pa
+
     parts = urlsplit(normalize(location))
     try:
         filesystem = _filesystem(parts.scheme, parts.netloc, os.environ.get(ENDPOINT_VARIABLE) or None)
@@ -132,6 +137,9 @@ def _uri(location: str, path: str) -> str:
 
 
 def _info(location: str) -> pafs.FileInfo:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
     if not is_remote(location):
         return pafs.LocalFileSystem().get_file_info(_local(location))
     filesystem, path = _resolve(location)
@@ -143,6 +151,10 @@ def _info(location: str) -> pafs.FileInfo:
 
 def is_dir(location: str) -> bool:
     """Whether the location is a folder (remote: a prefix some object lies under)."""
+    if not is_remote(location):
+        return os.path.isdir(_local(location))
+    import pyarrow.fs as pafs
+
     return _info(location).type == pafs.FileType.Directory
 
 
@@ -150,6 +162,9 @@ def check_location(location: str) -> None:
     """Raise ValueError, on one line and without secrets, when a lake cannot be at `location`: credentials in
     the URI, a scheme pyarrow does not know, a bucket that does not exist or is not reachable, or a file where
     the lake's folder should be."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
     lake = normalize(location)
     if not is_remote(lake):
         return
@@ -169,6 +184,9 @@ def check_location(location: str) -> None:
 def list_files(location: str, suffix: str = "") -> list[str]:
     """Every file under `location` (at any depth) whose name ends with `suffix`, as full locations; none when
     the location does not exist."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
     if not is_remote(location):
         selector_base, filesystem = _local(location), pafs.LocalFileSystem()
     else:
@@ -189,6 +207,9 @@ def ensure_folder(location: str) -> None:
 
 def write_parquet(location: str, table: pa.Table) -> str:
     """Publish `table` as the Parquet file `location`, whole or not at all (see the module's docstring)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if not is_remote(location):
         final = location.removeprefix("file://")
         folder = os.path.dirname(os.path.abspath(final))
@@ -219,6 +240,9 @@ def write_parquet(location: str, table: pa.Table) -> str:
 
 def read_parquet(location: str, columns: Sequence[str] | None = None) -> pa.Table:
     """The Parquet file at `location` (only `columns`, when given)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if not is_remote(location):
         return pq.read_table(_local(location), columns=list(columns) if columns is not None else None)
     filesystem, path = _resolve(location)
@@ -230,6 +254,8 @@ def read_parquet(location: str, columns: Sequence[str] | None = None) -> pa.Tabl
 
 def remove_tree(location: str) -> None:
     """Remove the folder (or every object under the prefix) at `location`; nothing when it does not exist."""
+    import pyarrow.fs as pafs
+
     if not is_remote(location):
         import shutil
 

@@ -15,27 +15,56 @@ column existed, so a query never depends on which files a lake happens to hold; 
 empty, with the same columns and types.
 
 At-least-once delivery and re-runs can write a row twice: `latest_per_key` keeps one row per
-`TableSpec.key`, and is the only place that rule is written.
+`TableSpec.key`, and is the only place that rule is written. `groundwatch compact` pays that cost once:
+it rewrites each partition (`date=/hour=` folder) holding several files into one deduplicated file named
+`compacted-<digest>.parquet`. A partition whose only file is such a file is *clean*: its rows are read
+straight, and only the other partitions are ranked (`table_sql`). The file's name is the record that the
+partition is clean, so no marker can disagree with the files: a file written into a clean partition later
+makes it a partition of two files again, ranked until the next compaction. The name also carries a
+fingerprint of the table's schema (`compacted-<schema>-<digest>`): files of the current schema are read
+without `union_by_name`, whose reading of every file's footer, once to list the columns and again when a
+query binds, cost over a second at a few hundred files.
 """
 
 from __future__ import annotations
 
 import functools
 import glob
+import hashlib
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from schemas import TABLES, TableSpec
+from schemas.lake import duckdb_columns
 from transforms.io.lake import filesystem as lakefs
 
-__all__ = ["PARTITION_COLUMNS", "has_files", "latest_per_key", "read_table", "table_glob", "table_sql"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "COMPACTED_PREFIX",
+    "PARTITION_COLUMNS",
+    "compacted_prefix",
+    "deduplicated_sql",
+    "has_files",
+    "is_clean",
+    "latest_per_key",
+    "partitions",
+    "read_table",
+    "schema_fingerprint",
+    "table_files",
+    "table_glob",
+    "table_sql",
+]
 
 PARTITION_COLUMNS = {"date": "DATE", "hour": "INTEGER"}
 """The hive partition columns every table has, with their DuckDB types."""
+
+COMPACTED_PREFIX = "compacted-"
+"""The name of a file `groundwatch compact` wrote: one row per key of its partition."""
 
 
 def _ident(name: str) -> str:
@@ -51,23 +80,56 @@ def table_glob(lake_dir: str, table: str) -> str:
     return lakefs.join(lakefs.normalize(lake_dir), table, "**", "*.parquet")
 
 
+def table_files(lake_dir: str, table: str) -> list[str]:
+    """Every published Parquet file of one lake table, sorted (hidden temporary files are not listed)."""
+    if lakefs.is_remote(lake_dir):  # objects are published whole under their final names: no temporary ones
+        return lakefs.list_files(lakefs.join(lakefs.normalize(lake_dir), table), ".parquet")
+    pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
+    return sorted(glob.iglob(pattern, recursive=True))
+
+
 def has_files(lake_dir: str, table: str) -> bool:
     """Whether the table has at least one published file."""
-    if lakefs.is_remote(lake_dir):
-        return bool(lakefs.list_files(lakefs.join(lakefs.normalize(lake_dir), table), ".parquet"))
-    pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
-    return next(glob.iglob(pattern, recursive=True), None) is not None
+    return bool(table_files(lake_dir, table))
 
 
-def latest_per_key(spec: TableSpec, relation: str) -> str:
+def partitions(files: Sequence[str]) -> dict[str, list[str]]:
+    """Files grouped by the folder (partition) that holds them, folders and files sorted."""
+    grouped: dict[str, list[str]] = {}
+    for path in sorted(files):
+        grouped.setdefault(os.path.dirname(path), []).append(path)
+    return grouped
+
+
+def schema_fingerprint(spec: TableSpec) -> str:
+    """A short hash of the table's columns and their types: a compacted file named with it has exactly these."""
+    return hashlib.sha256(repr(sorted(_column_types(spec).items())).encode()).hexdigest()[:8]
+
+
+def compacted_prefix(spec: TableSpec) -> str:
+    """How the name of a file compacted with the table's current schema begins."""
+    return f"{COMPACTED_PREFIX}{schema_fingerprint(spec)}-"
+
+
+def is_clean(partition_files: Sequence[str]) -> bool:
+    """Whether a partition's files hold one row per key: its only file is one `groundwatch compact` wrote."""
+    return len(partition_files) == 1 and os.path.basename(partition_files[0]).startswith(COMPACTED_PREFIX)
+
+
+def latest_per_key(spec: TableSpec, relation: str, *, within_partition: bool = False) -> str:
     """The SELECT keeping one row per `spec.key` of `relation` (a SELECT with the table's columns).
 
     Of the copies of a key it keeps the one with the larger `spec.prefer` columns (window metrics: the row of
     more responses, so a partial re-read never hides a full window), then the newer by `spec.version_column`
     (when it was audited, computed, checked), then by `spec.time_column`; NULLs lose.
+
+    `within_partition` (for a `spec.partition_local` table, whose copies of a key share their partition and
+    time) ranks within `date`, `hour` and the time column as well: the same rows, but a filter on those
+    columns then reaches the files before the ranking, so DuckDB reads only the partitions it needs.
     """
     order = dict.fromkeys([*spec.prefer, spec.version_column, spec.time_column])
-    keys = ", ".join(_ident(k) for k in spec.key)
+    scope = [*PARTITION_COLUMNS, spec.time_column] if within_partition else []
+    keys = ", ".join(_ident(k) for k in dict.fromkeys([*scope, *spec.key]))
     ranking = ", ".join(f"{_ident(column)} DESC NULLS LAST" for column in order)
     return (
         "SELECT * EXCLUDE (_gw_rank) FROM ("
@@ -78,35 +140,73 @@ def latest_per_key(spec: TableSpec, relation: str) -> str:
 
 @functools.cache
 def _column_types(spec: TableSpec) -> dict[str, str]:
-    """The DuckDB type of each column of the table, in the row model's order (from its Arrow schema)."""
-    con = duckdb.connect(":memory:")
-    try:
-        relation = con.from_arrow(spec.schema.empty_table())
-        return {name: str(kind) for name, kind in zip(relation.columns, relation.types, strict=True)}
-    finally:
-        con.close()
+    """The DuckDB type of each column of the table, in the row model's order."""
+    return duckdb_columns(spec.row)
+
+
+def _source(files: Sequence[str]) -> str:
+    listed = ", ".join(_literal(path) for path in files)
+    return (
+        f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, "
+        "hive_types = {'date': DATE, 'hour': INTEGER})"
+    )
+
+
+def _select_columns(con: duckdb.DuckDBPyConnection, types: dict[str, str], files: Sequence[str]) -> str:
+    """SELECT of every column of `types` from `files`, NULL where none of the files has it."""
+    source = _source(files)
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    columns = ", ".join(
+        _ident(name) if name in present else f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items()
+    )
+    return f"SELECT {columns} FROM {source}"
+
+
+def deduplicated_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[str]) -> str:
+    """The SELECT of one row per key of these files of a table (`latest_per_key`), every column of its row
+    model and the partition columns: what `groundwatch compact` writes for a partition."""
+    types = {**_column_types(spec), **PARTITION_COLUMNS}
+    return latest_per_key(spec, _select_columns(con, types, files), within_partition=spec.partition_local)
 
 
 def table_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, lake_dir: str) -> str:
     """The SELECT of one table's rows, one per key, with every column of its row model and the partition columns.
 
-    `con` is asked which columns the files hold (the answer is part of the SQL: a file added later with a new
-    column needs new SQL).
+    Clean partitions (see `is_clean`) are read straight; the rows of the others are ranked by `latest_per_key`
+    (within their partition, for a `partition_local` table), and the two are a UNION ALL. `con` is asked which
+    columns the files hold, and the files are listed now: the SQL names them, so a file published later needs
+    new SQL (`create_views` again).
     """
     types = {**_column_types(spec), **PARTITION_COLUMNS}
     lakefs.attach_duckdb(con, lake_dir)
-    if not has_files(lake_dir, spec.name):
+    files = table_files(lake_dir, spec.name)
+    if not files:
         nulls = ", ".join(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items())
         return f"SELECT {nulls} WHERE false"
-    source = (
-        f"read_parquet({_literal(table_glob(lake_dir, spec.name))}, hive_partitioning = true, "
-        "union_by_name = true, hive_types = {'date': DATE, 'hour': INTEGER})"
-    )
-    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    columns = ", ".join(
-        _ident(name) if name in present else f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items()
-    )
-    return latest_per_key(spec, f"SELECT {columns} FROM {source}")
+    if not spec.partition_local:
+        return latest_per_key(spec, _select_columns(con, types, files))
+    current, clean, ranked = [], [], []
+    prefix = compacted_prefix(spec)
+    for partition_files in partitions(files).values():
+        if not is_clean(partition_files):
+            ranked.extend(partition_files)
+        elif os.path.basename(partition_files[0]).startswith(prefix):
+            current.extend(partition_files)
+        else:
+            clean.append(partition_files[0])
+    parts = []
+    if current:  # every column there, in the schema's types: no footer read before the query
+        listed = ", ".join(_literal(path) for path in current)
+        source = (
+            f"read_parquet([{listed}], hive_partitioning = true, union_by_name = false, "
+            "hive_types = {'date': DATE, 'hour': INTEGER})"
+        )
+        parts.append(f"SELECT {', '.join(_ident(name) for name in types)} FROM {source}")
+    if clean:
+        parts.append(_select_columns(con, types, clean))
+    if ranked:
+        parts.append(latest_per_key(spec, _select_columns(con, types, ranked), within_partition=True))
+    return " UNION ALL ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
 
 
 def read_table(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -41,7 +42,9 @@ from transforms.io.lake.rows import row_dict
 __all__ = [
     "LAKE_METRICS_NAMESPACE",
     "WriteAuditLake",
+    "file_stem",
     "partition_of",
+    "remove_file",
     "table_path",
     "write_rows_file",
     "write_table",
@@ -73,11 +76,12 @@ def _key_of(table: str, row: Mapping[str, Any]) -> str:
     return "\x1f".join(str(row[k]) for k in TABLES[table].key)
 
 
-def _stem(*parts: str) -> str:
+def file_stem(*parts: str, prefix: str = "part-") -> str:
+    """A file's stem from a hash of its parts: the same parts, the same file (writing again replaces it)."""
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode("utf-8", "backslashreplace") + b"\x1e")
-    return "part-" + digest.hexdigest()[:24]
+    return prefix + digest.hexdigest()[:24]
 
 
 @functools.cache
@@ -86,11 +90,27 @@ def _schema(table: str) -> pa.Schema:
     return TABLES[table].schema
 
 
-def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]]) -> str:
-    """Write rows as `<folder>/<file_stem>.parquet`, published whole (a local folder or object storage)."""
+def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]] | pa.Table) -> str:
+    """Write rows as `<folder>/<file_stem>.parquet`, published whole (a local folder or object storage).
+
+    `rows` are row dicts, or an Arrow table with the table's columns (any order; cast to its schema), which
+    is how `groundwatch compact` and the lake benchmark write many rows at once."""
     lakefs.ensure_folder(folder)
-    table_data = pa.Table.from_pylist(list(rows), schema=_schema(table))
+    schema = _schema(table)
+    if isinstance(rows, pa.Table):
+        table_data = rows.select(schema.names).cast(schema)
+    else:
+        table_data = pa.Table.from_pylist(list(rows), schema=schema)
     return lakefs.write_parquet(lakefs.join(folder, f"{file_stem}.parquet"), table_data)
+
+
+def remove_file(path: str) -> bool:
+    """Remove a published file of the lake; False when it was already gone (another compaction removed it)."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def write_table(
@@ -112,7 +132,7 @@ def write_table(
     paths = []
     for (date, hour), part_rows in sorted(by_partition.items()):
         part_rows.sort(key=lambda r: _key_of(table, r))
-        stem = name or _stem(table, *(_key_of(table, r) for r in part_rows))
+        stem = name or file_stem(table, *(_key_of(table, r) for r in part_rows))
         paths.append(write_rows_file(table_path(lake_dir, table, date, hour), stem, table, part_rows))
     return paths
 
@@ -149,7 +169,7 @@ class _KeyByPartitionDoFn(beam.DoFn):
 def _write_partition(lake_dir: str, table: str, date: str, hour: str, label: str, rows: list[dict]) -> str:
     """One file of a table's partition, named by `label` and its rows' keys; counted by the lake's counters."""
     rows = sorted(rows, key=lambda r: _key_of(table, r))
-    stem = _stem(table, label, *(_key_of(table, r) for r in rows))
+    stem = file_stem(table, label, *(_key_of(table, r) for r in rows))
     path = write_rows_file(table_path(lake_dir, table, date, hour), stem, table, rows)
     Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written").inc()
     Metrics.counter(LAKE_METRICS_NAMESPACE, f"{table}_rows").inc(len(rows))

@@ -1,0 +1,179 @@
+"""`groundwatch compact`: remove the lake's duplicates once, so that queries no longer pay for them.
+
+    groundwatch compact --lake ./groundwatch-lake
+    groundwatch compact --lake ./groundwatch-lake --table sentences --since 2026-11-29T00:00Z
+
+At-least-once delivery writes some rows twice (a stream restarted from its last commit, a pass run again),
+and a bounded run writes one file per bundle, so an hour of a table is usually several files. The views
+rank those rows to keep one per key (`transforms.io.lake.reader.latest_per_key`), in every query. This
+command rewrites each partition (`<table>/date=/hour=` folder) that is not clean into one file holding one
+row per key, by that same rule, named `compacted-<schema>-<digest>.parquet` (a fingerprint of the table's
+schema, and a hash of the files it replaces). A partition whose only file is such a file is clean: the
+views read it straight.
+
+The rewrite is safe to stop at any point and to run beside writers and readers:
+
+- the new file is published whole (hidden temporary name, then renamed) before any old file is removed, so a
+  reader listing the partition sees the old files, or the old ones and the new one (a partition of several
+  files, ranked: the same rows), or the new one; never none;
+- an old file is removed only if it is unchanged since it was read (same size and modification time): a
+  file a writer replaced meanwhile stays, and the partition stays ranked until the next compaction;
+- a file written into a partition later makes it a partition of several files again, ranked, until the next
+  compaction; run it again (it skips clean partitions) and it converges.
+
+Tables whose copies of a key may lie in different hours (`TableSpec.partition_local` is false: dead letters,
+judge calls, where the time is the version) are left as they are; the views rank them whole, and they are
+small. Exit 0, or 2 on bad usage (a lake that does not exist, an unknown table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import duckdb
+
+from schemas import TABLES, TableSpec
+from transforms.io.lake.reader import (
+    compacted_prefix,
+    deduplicated_sql,
+    is_clean,
+    partitions,
+    table_files,
+)
+
+__all__ = ["TableCompaction", "add_arguments", "compact_partition", "compact_table", "main"]
+
+
+@dataclass
+class TableCompaction:
+    """What compacting one table did: partitions seen, rewritten, already clean; rows before and after."""
+
+    table: str
+    partitions: int = 0
+    compacted: int = 0
+    already_clean: int = 0
+    rows_before: int = 0
+    rows_after: int = 0
+    left_ranked: list[str] = field(default_factory=list)
+    """Partitions that stay ranked: a file changed while it was compacted."""
+
+    @property
+    def duplicates_removed(self) -> int:
+        return self.rows_before - self.rows_after
+
+
+def _partition_start(folder: str) -> datetime | None:
+    """The hour a `date=YYYY-MM-DD/hour=HH` folder holds, or None for a folder not named so."""
+    hour_part, date_part = os.path.basename(folder), os.path.basename(os.path.dirname(folder))
+    if not (date_part.startswith("date=") and hour_part.startswith("hour=")):
+        return None
+    try:
+        day = datetime.strptime(date_part[5:], "%Y-%m-%d").replace(tzinfo=UTC)
+        return day + timedelta(hours=int(hour_part[5:]))
+    except ValueError:
+        return None
+
+
+def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: list[str]) -> tuple[int, int, bool]:
+    """Rewrite one partition's files as one file of one row per key; returns (rows before, rows after,
+    whether every old file could be removed, so the partition is now clean)."""
+    from transforms.io.lake.writer import file_stem, remove_file, write_rows_file
+
+    seen: dict[str, tuple[int, int] | None] = {path: _signature(path) for path in files}
+    listed = ", ".join("'" + path.replace("'", "''") + "'" for path in files)
+    rows_before = con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()[0]
+    order = ", ".join(f'"{c}"' for c in (spec.time_column, *spec.key))
+    rows = con.sql(f"SELECT * FROM ({deduplicated_sql(con, spec, files)}) ORDER BY {order}").to_arrow_table()
+    # Named by the files it replaces: two compactions of the same files write the same file.
+    names = [f"{os.path.basename(path)}:{(seen[path] or (0, 0))[0]}" for path in files]
+    stem = file_stem(spec.name, *names, prefix=compacted_prefix(spec))
+    written = write_rows_file(os.path.dirname(files[0]), stem, spec.name, rows)
+    whole = True
+    for path in files:
+        if os.path.abspath(path) == os.path.abspath(written):
+            continue
+        if _signature(path) != seen[path]:
+            whole = False  # a writer replaced it meanwhile: it may hold newer rows; keep it, stay ranked
+            continue
+        remove_file(path)
+    return rows_before, rows.num_rows, whole
+
+
+def _signature(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -> TableCompaction:
+    """Compact every partition of one table that is not clean (from the hour holding `since` on, if given)."""
+    spec = TABLES[table]
+    summary = TableCompaction(table)
+    if not spec.partition_local:
+        return summary
+    con = duckdb.connect(":memory:")
+    try:
+        for folder, files in partitions(table_files(lake_dir, table)).items():
+            start = _partition_start(folder)
+            if since is not None and start is not None and start + timedelta(hours=1) <= since:
+                continue
+            summary.partitions += 1
+            if is_clean(files):
+                summary.already_clean += 1
+                continue
+            before, after, whole = compact_partition(con, spec, files)
+            summary.compacted += 1
+            summary.rows_before += before
+            summary.rows_after += after
+            if not whole:
+                summary.left_ranked.append(os.path.relpath(folder, lake_dir))
+    finally:
+        con.close()
+    return summary
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipelines.cli import iso_time
+
+    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    parser.add_argument(
+        "--table",
+        action="append",
+        choices=sorted(TABLES),
+        help="Compact only this table (repeatable). Default: every table whose duplicates stay in one hour.",
+    )
+    parser.add_argument(
+        "--since",
+        type=iso_time,
+        help="Compact only partitions of this hour and later (ISO 8601, e.g. 2026-11-29T09:00Z). Default: all.",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    if "://" in args.lake:
+        # Its "file unchanged since read" check is a local stat; object storage would need the objects' ETags.
+        print(f"groundwatch compact: {args.lake}: compaction works on a lake in a local folder only", file=sys.stderr)
+        return 2
+    if not os.path.isdir(args.lake):
+        print(f"groundwatch compact: the lake {args.lake} does not exist or is not a folder", file=sys.stderr)
+        return 2
+    tables = args.table or sorted(name for name, spec in TABLES.items() if spec.partition_local)
+    for table in tables:
+        if not TABLES[table].partition_local:
+            print(f"{table}: left as it is (a newer copy of a key may lie in a later hour; the views rank it whole)")
+            continue
+        done = compact_table(args.lake, table, since=args.since)
+        line = (
+            f"{table}: {done.partitions} partitions, {done.compacted} compacted, {done.already_clean} already clean; "
+            f"{done.rows_before:,} rows -> {done.rows_after:,} ({done.duplicates_removed:,} duplicates removed)"
+        )
+        if done.left_ranked:
+            line += f"; changed while compacting, still ranked: {', '.join(done.left_ranked)}"
+        print(line)
+    return 0
