@@ -94,7 +94,7 @@ def run_drift(
     *,
     workspace: bool = True,
     recompute: bool = False,
-    kafka_bootstrap: str | None = None,
+    kafka_bootstrap: str | Mapping[str, Any] | None = None,
     alerts_topic: str = DEFAULT_ALERTS_TOPIC,
     now: datetime | None = None,
     out: Callable[[str], None] = print,

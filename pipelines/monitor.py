@@ -3,6 +3,7 @@
     groundwatch monitor --bootstrap-servers 127.0.0.1:39092 --topic rag.responses --lake ./groundwatch-lake \\
         [--group-id groundwatch] [--window-seconds 60] [--sample-rate 1.0] [--until-caught-up] \\
         [--review-topic rag.review] [--dead-letter-topic rag.dead-letters] \\
+        [--drift-every-seconds 30] [--alerts-topic rag.alerts] \\
         [--security-protocol SASL_SSL --sasl-mechanism PLAIN --sasl-username U --ssl-cafile ca.pem] \\
         [any Beam option, e.g. --runner=FlinkRunner]
 
@@ -19,6 +20,12 @@ unless `--runner`, `--direct_num_workers` or `--direct_running_mode` are given. 
 checkpoints, so several workers are safe, and the messages are reshuffled after it so they share the audit.
 A backlog larger than `--max-records-per-run` is read in passes, each a run of its own that commits before
 the next starts, so memory stays bounded (`pipelines.runner.catch_up`).
+
+Drift runs inside the monitor: every `--drift-every-seconds` (default 30; 0 turns it off) the windows closed
+since the last check get the checks of `groundwatch drift`, and alerts and incidents go to the lake's `alerts`
+and `incidents` tables, the log and `--alerts-topic` (`pipelines.runner.drift_stage`: a stage beside the graph,
+driven by this process, so it is the same on every runner and its state is the lake's); a catch-up checks once,
+after its last pass.
 
 The consumer group's offsets are committed only after the rows the records produced are in the lake
 (`transforms.io.kafka.commit`); a crashed run restarts where the group's commits say and may re-audit a few
@@ -57,6 +64,7 @@ from pipelines.runner.catch_up import (
     start_offsets,
 )
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
+from pipelines.runner.drift_stage import StreamDrift
 from pipelines.runner.stop import flink_rest_url, wait_or_cancel
 from pipelines.runner.worker_pool import local_audit_lanes, start_worker_pool
 from transforms.ingest.late import DeadLetterLateMessages, message_late_reason
@@ -251,18 +259,49 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
     connection = connection_from_options(opts)
     _check_topics(connection, opts)
     audit.clear_leftovers(options.view_as(audit.AuditOptions).lake, out)
+    drift = _drift_stage(options, connection, out)
     if opts.until_caught_up:
         counts = _catch_up(options, argv, connection, out)
+        if drift:  # after the last pass: earlier ones may leave a window half read
+            drift.run_once()
     else:
         where, stop_workers = use_local_workers(options, argv, 0), use_worker_processes(options, argv)
         lanes = local_audit_lanes() if stop_workers else 0
         if lanes:
             where += f", {lanes + 1} SDK worker processes (the audit in {lanes} lanes by response id)"
         out(f"runner         {where}")
-        # A stream ends only when its runner says so.
-        counts = _run_pipeline(options, stop_workers, audit_lanes=lanes)
+        if drift:
+            drift.start()
+        try:
+            # A stream ends only when its runner says so.
+            counts = _run_pipeline(options, stop_workers, audit_lanes=lanes)
+        finally:
+            if drift:
+                drift.stop()
     out(format_counts(counts, options.view_as(audit.AuditOptions).lake))
+    if drift:
+        out(drift.summary())
     return counts
+
+
+def _drift_stage(
+    options: PipelineOptions, connection: dict[str, Any], out: Callable[[str], None]
+) -> StreamDrift | None:
+    """The drift checks beside the graph (`pipelines.runner.drift_stage`), or None with `--drift-every-seconds 0`."""
+    opts = options.view_as(MonitorOptions)
+    if not opts.drift_every_seconds:
+        return None
+    from transforms.monitoring.drift import DriftConfig
+
+    lake = options.view_as(audit.AuditOptions).lake
+    return StreamDrift(
+        lake,
+        DriftConfig(),
+        connection=connection,
+        alerts_topic=opts.alerts_topic,
+        every_seconds=opts.drift_every_seconds,
+        out=out,
+    )
 
 
 def _catch_up(
@@ -321,4 +360,7 @@ def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | N
 
 
 def main(args: argparse.Namespace) -> int:
+    from pipelines.drift import _log_alerts_to_stderr
+
+    _log_alerts_to_stderr()  # the drift stage's alerts and clears, one line each, as groundwatch drift logs them
     return audit.exit_code("monitor", run, to_argv(args))

@@ -32,6 +32,7 @@ __all__ = [
     "BOOTSTRAP_FLAG",
     "CONNECTION_FLAGS",
     "DEFAULT_PRISM",
+    "DRIFT_FLAGS",
     "KAFKA_FLAGS",
     "MonitorOptions",
     "SECURITY_FLAGS",
@@ -90,6 +91,22 @@ KAFKA_FLAGS: list[Flag] = [
 ]
 """The Kafka options of the monitor pipeline (its audit options are `AUDIT_FLAGS`)."""
 
+DRIFT_FLAGS: list[Flag] = [
+    Flag(
+        "drift-every-seconds",
+        "How often the monitor checks newly closed windows for drift, as groundwatch drift does; 0 turns it off.",
+        float,
+        30.0,
+    ),
+    # pipelines.drift.DEFAULT_ALERTS_TOPIC; not imported, so that parsing options does not load the checks.
+    Flag(
+        "alerts-topic",
+        "Topic for alert and incident updates; '' keeps them in the lake and the log.",
+        default="rag.alerts",
+    ),
+]
+"""The drift stage the monitor drives beside its graph (`pipelines.runner.drift_stage`)."""
+
 DEFAULT_PRISM = os.path.join(os.path.expanduser("~"), ".cache", "groundwatch", "bin", "prism")
 """Where `scripts/build-prism.sh` puts the Prism binary."""
 _PRISM = Flag(
@@ -101,6 +118,7 @@ _PRISM = Flag(
 _CLI_FLAGS: list[Flag] = [
     BOOTSTRAP_FLAG,
     *KAFKA_FLAGS,
+    *DRIFT_FLAGS,
     *with_cli_defaults(
         [f for f in AUDIT_FLAGS if f.name != "input"], allowed_lateness_seconds=STREAM_ALLOWED_LATENESS_SECONDS
     ),
@@ -115,7 +133,7 @@ class MonitorOptions(PipelineOptions):
 
     @classmethod
     def _add_argparse_args(cls, parser):
-        add_pipeline_options(parser, CONNECTION_FLAGS + KAFKA_FLAGS)
+        add_pipeline_options(parser, CONNECTION_FLAGS + KAFKA_FLAGS + DRIFT_FLAGS)
 
 
 def connection_from_options(opts: MonitorOptions, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -147,6 +165,8 @@ def validate(opts: MonitorOptions) -> None:
         raise ValueError("--max-out-of-order-seconds must be >= 0")
     if opts.partition_discovery_seconds <= 0:
         raise ValueError("--partition-discovery-seconds must be > 0")
+    if opts.drift_every_seconds < 0:
+        raise ValueError("--drift-every-seconds must be >= 0 (0 turns the drift stage off)")
 
 
 def add_kafka_security_arguments(parser: argparse.ArgumentParser) -> None:

@@ -112,7 +112,7 @@ def new_topic(kafka_bootstrap):
         name = f"gw-test-{uuid.uuid4().hex[:10]}"
         if not auto:
             create_topic(kafka_bootstrap, name, partitions, config)
-        made.extend([name, f"{name}.review", f"{name}.dead"])
+        made.extend([name, f"{name}.review", f"{name}.dead", f"{name}.alerts"])
         return name
 
     yield make
@@ -161,7 +161,8 @@ def lake_accounting(lake: str, topic: str) -> dict:
 
 
 def monitor_argv(bootstrap: str, topic: str, lake, *extra: str) -> list[str]:
-    """Pipeline options of a bounded `groundwatch monitor` over `topic` (group `g-<topic>`, its own side topics)."""
+    """Pipeline options of a bounded `groundwatch monitor` over `topic` (group `g-<topic>`, its own side topics:
+    review, dead letters, alerts)."""
     return [
         f"--kafka_bootstrap_servers={bootstrap}",
         f"--kafka_topic={topic}",
@@ -169,6 +170,7 @@ def monitor_argv(bootstrap: str, topic: str, lake, *extra: str) -> list[str]:
         f"--lake={lake}",
         f"--review_topic={topic}.review",
         f"--dead_letter_topic={topic}.dead",
+        f"--alerts_topic={topic}.alerts",
         "--until_caught_up",
         *extra,
     ]
