@@ -38,7 +38,15 @@ from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_hist
 from transforms.monitoring.incidents import IncidentTracker, format_incident
 from transforms.monitoring.lake_frames import load_lake_frames
 
-__all__ = ["DEFAULT_ALERTS_TOPIC", "DriftOutcome", "add_arguments", "main", "run_drift", "send_alerts_to_kafka"]
+__all__ = [
+    "DEFAULT_ALERTS_TOPIC",
+    "DriftOutcome",
+    "add_arguments",
+    "log_alerts_to_stderr",
+    "main",
+    "run_drift",
+    "send_alerts_to_kafka",
+]
 
 DEFAULT_ALERTS_TOPIC = "rag.alerts"
 log = logging.getLogger("groundwatch.drift")
@@ -191,7 +199,7 @@ def _where(alert: AlertRow) -> str:
     return "all traffic" if alert.slice_dimension == "all" else f"{alert.slice_dimension}={alert.slice_value}"
 
 
-def _log_alerts_to_stderr() -> None:
+def log_alerts_to_stderr() -> None:
     """On the command line the log is stderr: alerts and clears, one line each."""
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
@@ -245,7 +253,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    _log_alerts_to_stderr()
+    log_alerts_to_stderr()
     try:
         found = lakefs.is_dir(args.lake)
     except (ValueError, OSError) as error:

@@ -360,7 +360,7 @@ def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | N
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipelines.drift import _log_alerts_to_stderr
+    from pipelines.drift import log_alerts_to_stderr
 
-    _log_alerts_to_stderr()  # the drift stage's alerts and clears, one line each, as groundwatch drift logs them
+    log_alerts_to_stderr()  # the drift stage's alerts and clears, one line each, as groundwatch drift logs them
     return audit.exit_code("monitor", run, to_argv(args))
