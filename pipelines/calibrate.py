@@ -12,7 +12,8 @@ same for citation labels, and a recommended confidence threshold::
     groundwatch calibrate --golden labeled.jsonl --verifier cascade \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # key from GROUNDWATCH_JUDGE_API_KEY
 
-It also calibrates: an isotonic map from the verifier's grounded score to P(fully grounded) and the band of
+It also calibrates: a map (`--map`: by default a small logistic model of the verdict's grounded score and class;
+or isotonic on the score) to P(fully grounded) and the band of
 calibrated probability to escalate so the sentences left reach `--target-accuracy`, cross-validated with folds
 grouped by source document; it prints ECE before and after, the risk-coverage table and the share escalated,
 overall and per source (`transforms.evaluation.fit_calibration`). `--fit OUT.json` writes the calibration file
@@ -92,6 +93,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--folds", type=int, default=5, help="cross-validation folds, grouped by source document (default 5)"
+    )
+    parser.add_argument(
+        "--map",
+        choices=("logistic", "isotonic"),
+        default="logistic",
+        help="calibration map: logistic (the verdict's score and class) or isotonic (the score; default logistic)",
     )
 
 
@@ -178,10 +185,12 @@ def calibrate_stages(records, run, args, config: dict, version: str):
     if len(set(groups)) < 2:
         raise ValueError("cross-validation needs records of at least two source documents")
     scores = {args.verifier: [it.score for it in run.sentences]}
+    verdicts = {args.verifier: [it.predicted for it in run.sentences]}
     for stage in STAGES_OF.get(args.verifier, ()) if args.fit else ():
         if stage not in scores:
             stage_run = score_golden(records, make_verifier(stage, **config), with_citations=False)
             scores[stage] = [it.score for it in stage_run.sentences]
+            verdicts[stage] = [it.predicted for it in stage_run.sentences]
     return fit_calibration(
         scores,
         [it.gold == "fully_grounded" for it in run.sentences],
@@ -190,6 +199,8 @@ def calibrate_stages(records, run, args, config: dict, version: str):
         stages=STAGES_OF.get(args.verifier, ()),
         target=args.target_accuracy,
         folds=args.folds,
+        verdicts=verdicts,
+        map_kind=args.map,
         fitted_on={"golden": Path(args.golden).name, "verifier": args.verifier, "verifier_version": str(version)},
     )
 

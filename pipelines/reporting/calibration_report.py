@@ -1,7 +1,6 @@
 """The Markdown report of `groundwatch calibrate`, with its reliability and ROC plots (PNG) and metrics.json.
 
-Plots use matplotlib's object API on an Agg canvas (no pyplot, no display, no
-global figure state), so the command runs headless and in tests.
+Plots are drawn by `pipelines.reporting.plots.line_plot` (headless, no global figure state).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.reporting.calibration_tables import confusion_lines, interval_line, metrics_table
+from pipelines.reporting.plots import Labels, Series, line_plot
 from transforms.evaluation.golden import GoldenRun
 from transforms.evaluation.metrics import Scored, roc_auc, roc_curve
 
@@ -36,35 +36,27 @@ def _groups(items: Sequence[Scored]) -> dict[str, list[Scored]]:
 
 def plot_reliability(bins_by_slice: dict[str, list[dict]], path: Path, *, title: str) -> Path:
     """Observed rate of fully grounded sentences against the mean grounded score, per 0.1-wide score bin."""
-    fig = _figure()
-    ax = fig.add_subplot(1, 1, 1)
-    ax.plot([0, 1], [0, 1], linestyle=":", color="grey", label="perfectly calibrated")
+    series = [Series([0, 1], [0, 1], "perfectly calibrated", {"linestyle": ":", "color": "grey"})]
     for name, bins in bins_by_slice.items():
         if not bins:
             continue
-        xs = [b["mean_score"] for b in bins]
-        ys = [b["positive_rate"] for b in bins]
+        xs, ys = [b["mean_score"] for b in bins], [b["positive_rate"] for b in bins]
         if name == "overall":
             sizes = [20 + 200 * b["count"] / max(c["count"] for c in bins) for b in bins]
-            ax.plot(xs, ys, color="black", linewidth=2, label="overall")
-            ax.scatter(xs, ys, s=sizes, color="black", zorder=3)
+            series.append(Series(xs, ys, "overall", {"color": "black", "linewidth": 2}, sizes))
         else:
-            ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, alpha=0.7, label=name)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("grounded score (confidence if fully grounded, else 1 - confidence)")
-    ax.set_ylabel("fraction labeled fully grounded by humans")
-    ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=8)
-    fig.savefig(path)
-    return path
+            series.append(Series(xs, ys, name, {"marker": "o", "markersize": 3, "linewidth": 1, "alpha": 0.7}))
+    labels = Labels(
+        "grounded score (confidence if fully grounded, else 1 - confidence)",
+        "fraction labeled fully grounded by humans",
+        title,
+    )
+    return line_plot(path, series, (0, 1), (0, 1), labels)
 
 
 def plot_roc(curves: dict[str, tuple[list[bool], list[float]]], path: Path, *, title: str) -> Path:
     """ROC curves of the grounded (or SUPPORTS) score, one per slice, with the AUC in the legend."""
-    fig = _figure()
-    ax = fig.add_subplot(1, 1, 1)
-    ax.plot([0, 1], [0, 1], linestyle=":", color="grey")
+    series = [Series([0, 1], [0, 1], None, {"linestyle": ":", "color": "grey"})]
     for name, (positive, scores) in curves.items():
         auc = roc_auc(positive, scores)
         if auc is None:
@@ -73,15 +65,9 @@ def plot_roc(curves: dict[str, tuple[list[bool], list[float]]], path: Path, *, t
         style = {"color": "black", "linewidth": 2} if name == "overall" else {"linewidth": 1, "alpha": 0.8}
         if name.startswith("citations"):
             style = {"color": "black", "linewidth": 1.5, "linestyle": "--"}
-        ax.plot([p[0] for p in points], [p[1] for p in points], label=f"{name} (AUC {auc:.3f})", **style)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("false positive rate")
-    ax.set_ylabel("true positive rate")
-    ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.savefig(path)
-    return path
+        series.append(Series([p[0] for p in points], [p[1] for p in points], f"{name} (AUC {auc:.3f})", style))
+    labels = Labels("false positive rate", "true positive rate", title, legend="lower right")
+    return line_plot(path, series, (0, 1), (0, 1), labels)
 
 
 def _per_source_thresholds(info: dict) -> list[str]:
@@ -117,7 +103,9 @@ def _calibration_lines(directory: Path, calibration: dict, target: float) -> lis
         title = f"{name}: held out, {r['figures']['folds']} grouped folds"
         plot_calibrated_reliability(r["figures"], directory / images["reliability diagram"], title=title)
         plot_risk_coverage(r["figures"], directory / images["risk-coverage curve"], title=title)
-        lines += calibration_section(name, r["figures"], band=r["band"], target=target, images=images)
+        lines += calibration_section(
+            name, r["figures"], band=r["band"], target=target, images=images, map_kind=r.get("map", "isotonic")
+        )
     return lines
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipelines.reporting.plots import Labels, Series, line_plot
 from transforms.evaluation.metrics import COVERAGES
 
 __all__ = [
@@ -94,12 +95,21 @@ def _band_text(band) -> str:
     return "none (the stage decides everything)" if band is None else f"[{band[0]:.3f}, {band[1]:.3f}]"
 
 
-def calibration_section(name: str, figures: dict, *, band, target: float, images: dict[str, str]) -> list[str]:
+_MAP_TEXT = {
+    "isotonic": "Isotonic map of the raw score",
+    "logistic": "Logistic map of the verdict (logit of the raw score, a slope for fully grounded verdicts and one "
+    "for the rest, an offset per verdict class; ridge-regularised)",
+}
+
+
+def calibration_section(
+    name: str, figures: dict, *, band, target: float, images: dict[str, str], map_kind: str = "isotonic"
+) -> list[str]:
     """The Markdown section of one verifier or stage: the figures, every table, per source, and the plots."""
     lines = [
         f"### `{name}`",
         "",
-        f"Isotonic map, {figures['folds']}-fold cross-validation grouped by source document; every figure is "
+        f"{_MAP_TEXT[map_kind]}, {figures['folds']}-fold cross-validation grouped by source document; every figure is "
         f"held out (map and band fitted without the record's fold). Band fitted on all records at target "
         f"accuracy {target:.2f}: {_band_text(band)}; per fold: "
         + ", ".join(_band_text(b) for b in figures["fold_bands"])
@@ -107,8 +117,8 @@ def calibration_section(name: str, figures: dict, *, band, target: float, images
         "",
         *summary_lines(figures, markdown=True),
         "",
-        "Risk-coverage, binary accuracy of the most confident share (confidence |p - 0.5| of the calibrated "
-        "probability, held out):",
+        "Risk-coverage, binary accuracy of the most confident share (ranked by max(p, 1 - p) of the calibrated "
+        "probability p, held out):",
         "",
         *risk_coverage_lines(figures, markdown=True),
         "",
@@ -135,11 +145,12 @@ def calibration_text(report: dict, target: float) -> list[str]:
         figures = r["figures"]
         lines += [
             "",
-            f"CALIBRATION {name}: isotonic, {figures['folds']}-fold CV grouped by document, all figures held out; "
+            f"CALIBRATION {name}: {r.get('map', 'isotonic')} map, {figures['folds']}-fold CV grouped by document, "
+            "all figures held out; "
             f"band at target accuracy {target:.2f}: {_band_text(r['band'])}",
             *summary_lines(figures),
             "",
-            "risk-coverage, binary accuracy of the most confident share (calibrated):",
+            "risk-coverage, binary accuracy of the most confident share, by max(p, 1 - p) (calibrated):",
             *risk_coverage_lines(figures),
             "risk-coverage, balanced accuracy (calibrated):",
             *risk_coverage_lines(figures, metric="balanced_accuracy"),
@@ -152,60 +163,50 @@ def calibration_text(report: dict, target: float) -> list[str]:
     return lines
 
 
-def _figure():
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.4, 5.2), dpi=100)
-    FigureCanvasAgg(fig)
-    return fig
-
-
 def plot_calibrated_reliability(figures: dict, path: Path, *, title: str) -> Path:
     """Observed rate of fully grounded against the mean score per bin: raw and calibrated (held out)."""
-    fig = _figure()
-    ax = fig.add_subplot(1, 1, 1)
-    ax.plot([0, 1], [0, 1], linestyle=":", color="grey", label="perfectly calibrated")
+    series = [Series([0, 1], [0, 1], "perfectly calibrated", {"linestyle": ":", "color": "grey"})]
     for name, block in _slices(figures):
-        for key, style in (("raw", {"linestyle": "--"}), ("calibrated", {})):
+        for key, dashed in (("raw", True), ("calibrated", False)):
             bins = block[f"reliability_{key}"]
             if not bins or (name != "overall" and key == "raw"):
                 continue
             xs, ys = [b["mean_score"] for b in bins], [b["positive_rate"] for b in bins]
             ece = block[f"ece_{key}"]
             if name == "overall":
-                ax.plot(xs, ys, color="black", linewidth=2, marker="o", label=f"overall {key} (ECE {ece:.3f})", **style)
+                style = {"color": "black", "linewidth": 2, "marker": "o", **({"linestyle": "--"} if dashed else {})}
+                series.append(Series(xs, ys, f"overall {key} (ECE {ece:.3f})", style))
             else:
-                ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, alpha=0.6, label=f"{name} (ECE {ece:.3f})")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("score: raw grounded score, or calibrated P(fully grounded)")
-    ax.set_ylabel("fraction labeled fully grounded by humans")
-    ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=7)
-    fig.savefig(path)
-    return path
+                style = {"marker": "o", "markersize": 3, "linewidth": 1, "alpha": 0.6}
+                series.append(Series(xs, ys, f"{name} (ECE {ece:.3f})", style))
+    labels = Labels(
+        "score: raw grounded score, or calibrated P(fully grounded)",
+        "fraction labeled fully grounded by humans",
+        title,
+        fontsize=7,
+    )
+    return line_plot(path, series, (0, 1), (0, 1), labels)
 
 
 def plot_risk_coverage(figures: dict, path: Path, *, title: str) -> Path:
     """Binary accuracy of the most confident share against the share, per slice (calibrated, held out), and
     the overall curve of the raw score for contrast."""
-    fig = _figure()
-    ax = fig.add_subplot(1, 1, 1)
+    series = []
     for name, block in _slices(figures):
         xs = [r["coverage"] for r in block["risk_coverage_calibrated"]]
         ys = [r["binary_accuracy"] for r in block["risk_coverage_calibrated"]]
         if name == "overall":
-            ax.plot(xs, ys, color="black", linewidth=2, marker="o", label="overall, calibrated")
-            raw = block["risk_coverage_raw"]
-            ax.plot(xs, [r["binary_accuracy"] for r in raw], color="black", linestyle="--", label="overall, raw")
+            raw = [r["binary_accuracy"] for r in block["risk_coverage_raw"]]
+            series.append(Series(xs, ys, "overall, calibrated", {"color": "black", "linewidth": 2, "marker": "o"}))
+            series.append(Series(xs, raw, "overall, raw", {"color": "black", "linestyle": "--"}))
         else:
-            ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, alpha=0.7, label=name)
-    ax.set_xlim(0, 1.02)
-    ax.set_ylim(0.4, 1.02)
-    ax.set_xlabel("coverage: share of sentences decided, most confident first")
-    ax.set_ylabel("binary accuracy (fully grounded or not)")
-    ax.set_title(title)
-    ax.legend(loc="lower left", fontsize=7)
-    fig.savefig(path)
-    return path
+            style = {"marker": "o", "markersize": 3, "linewidth": 1, "alpha": 0.7}
+            series.append(Series(xs, ys, name, style))
+    labels = Labels(
+        "coverage: share of sentences decided, most confident first",
+        "binary accuracy (fully grounded or not)",
+        title,
+        legend="lower left",
+        fontsize=7,
+    )
+    return line_plot(path, series, (0, 1.02), (0.4, 1.02), labels)

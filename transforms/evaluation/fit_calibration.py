@@ -1,16 +1,23 @@
 """Fit a calibration file from labelled data, and measure it honestly with grouped cross-validation.
 
     groups = document_groups(records)                      # no evidence passage in two groups
-    stage, oof = fit_stage(scores, positive, groups, target=0.9, folds=5)
-    cv = cross_validate(scores, positive, groups, target=0.9, folds=5)
+    fit = MAPS["logistic"]                                 # or "isotonic"
+    stage, oof = fit_stage(scores, positive, groups, target=0.9, folds=5, verdicts=verdicts, fit=fit)
+    cv = cross_validate(scores, positive, groups, target=0.9, folds=5, verdicts=verdicts, fit=fit)
     figures = stage_figures(scores, positive, sources, cv)  # ECE, reliability, risk-coverage, per source
 
-The map is an isotonic regression (pool-adjacent-violators) from a stage's raw grounded score to the observed
-rate of "fully grounded". Isotonic rather than Platt: the heuristic's score is not a logit of anything (it
-clusters on a few values set by its rules, and its reliability curve is not an S), so a two-parameter sigmoid
-leaves a systematic gap where isotonic follows the curve; isotonic needs only monotonicity, which is what the
-rest of the system assumes of a score. Its cost is variance on small sets, which the cross-validated figures
-show rather than hide.
+Two map families (`MAPS`, in `transforms.evaluation.maps`), each fitted on the training part only:
+
+- `isotonic`: pool-adjacent-violators from a stage's raw grounded score to the observed rate of "fully
+  grounded". It follows any monotone reliability curve, but its flat steps give many sentences the same
+  probability, and a ranking cannot order a tie: a 30% cut inside one is arbitrary.
+- `logistic` (the default of `groundwatch calibrate`): a `VerdictModel` (`transforms.evaluation.logistic`),
+  a smooth curve of the logit of the score with a slope for "fully grounded" verdicts and one for the rest and
+  an offset per verdict class, all read from the verdict. It keeps the isotonic knots for callers that have
+  only a score. Held out, it ranks the heuristic's sentences better (risk-coverage) and is as well calibrated.
+
+The risk-coverage curve ranks sentences by max(p, 1 - p) of the held-out calibrated probability: the
+probability that the binary call (p >= 0.5) is right, if p is calibrated.
 
 The escalation band is chosen on out-of-fold probabilities (each record's probability from a map fitted without
 its fold), not on the map's in-sample output, which is fitted to those very labels and looks surer than it is.
@@ -27,9 +34,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from transforms.evaluation.maps import MAP_NAMES, MAPS, MapFit, fit_isotonic, fit_logistic_map, isotonic_fit
 from transforms.evaluation.metrics import (
     balanced_accuracy,
     expected_calibration_error,
@@ -44,12 +52,15 @@ every record. The extension point for a new stage: add it here and register a ve
 stage of a cascade (the judge) decides whatever reaches it, so it needs no band and has no entry."""
 
 __all__ = [
+    "MAPS",
     "STAGES_OF",
     "CrossValidation",
     "choose_band",
     "cross_validate",
     "document_groups",
     "fit_calibration",
+    "fit_isotonic",
+    "fit_logistic_map",
     "fit_stage",
     "grouped_folds",
     "isotonic_fit",
@@ -58,31 +69,8 @@ __all__ = [
 ]
 
 
-def isotonic_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The least-squares non-decreasing fit of ys on xs (pool adjacent violators), as the knots of
-    `StageCalibration`: each pooled block is flat from its smallest to its largest x, linear between blocks."""
-    if not xs or len(xs) != len(ys):
-        raise ValueError("an isotonic fit needs as many labels as scores, at least one")
-    tied: dict[float, list[float]] = {}  # one value per score: equal scores are pooled before anything else
-    for x, y in zip(xs, ys, strict=True):
-        point = tied.setdefault(x, [0.0, 0])
-        point[0] += y
-        point[1] += 1
-    blocks: list[list[float]] = []  # [sum of y, count, smallest x, largest x]
-    for x in sorted(tied):
-        blocks.append([tied[x][0], tied[x][1], x, x])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            total, count, _, hi = blocks.pop()
-            blocks[-1][0] += total
-            blocks[-1][1] += count
-            blocks[-1][3] = hi
-    knots_x, knots_y = [], []
-    for total, count, lo, hi in blocks:
-        mean = round(total / count, 6)
-        for x in (lo, hi) if hi > lo else (lo,):
-            knots_x.append(x)
-            knots_y.append(mean)
-    return tuple(knots_x), tuple(knots_y)
+def _apply(stage: StageCalibration, scores, verdicts, indexes) -> dict[int, float]:
+    return {i: stage.probability_of(scores[i], verdicts[i] if verdicts else "") for i in indexes}
 
 
 def _normalized(text: str) -> str:
@@ -173,35 +161,51 @@ def _subset(values: Sequence, indexes: Sequence[int]) -> list:
     return [values[i] for i in indexes]
 
 
+def _fit_on(fit: MapFit, scores, verdicts, positive, train: Sequence[int]) -> StageCalibration:
+    return fit(_subset(scores, train), None if verdicts is None else _subset(verdicts, train), _subset(positive, train))
+
+
 def out_of_fold(
-    scores: Sequence[float], positive: Sequence[bool], groups: Sequence[str], folds: int
+    scores: Sequence[float],
+    positive: Sequence[bool],
+    groups: Sequence[str],
+    folds: int,
+    *,
+    verdicts: Sequence[str] | None = None,
+    fit: MapFit = fit_isotonic,
 ) -> tuple[list[float], list[int]]:
-    """Each record's calibrated probability from an isotonic map fitted on the other folds, and its fold.
+    """Each record's calibrated probability from a map fitted on the other folds, and its fold.
     Uses min(folds, number of groups) folds."""
     k = min(folds, len(set(groups)))
     fold = grouped_folds(groups, k)
     probabilities = [0.0] * len(scores)
     for f in range(k):
         train = [i for i in range(len(scores)) if fold[i] != f]
-        knots = isotonic_fit(_subset(scores, train), [float(y) for y in _subset(positive, train)])
-        stage = StageCalibration(*knots)
-        for i in range(len(scores)):
-            if fold[i] == f:
-                probabilities[i] = stage.probability(scores[i])
+        stage = _fit_on(fit, scores, verdicts, positive, train)
+        for i, p in _apply(stage, scores, verdicts, [i for i in range(len(scores)) if fold[i] == f]).items():
+            probabilities[i] = p
     return probabilities, fold
 
 
 def fit_stage(
-    scores: Sequence[float], positive: Sequence[bool], groups: Sequence[str], *, target: float, folds: int
+    scores: Sequence[float],
+    positive: Sequence[bool],
+    groups: Sequence[str],
+    *,
+    target: float,
+    folds: int,
+    verdicts: Sequence[str] | None = None,
+    fit: MapFit = fit_isotonic,
 ) -> tuple[StageCalibration, list[float]]:
-    """A stage's calibration fitted on all the records given: the isotonic map, and the band chosen on their
+    """A stage's calibration fitted on all the records given: the map, and the band chosen on their
     out-of-fold probabilities (in-sample ones when there are fewer than two groups). Returns it with them."""
-    knots = isotonic_fit(list(scores), [float(y) for y in positive])
+    every = range(len(scores))
+    stage = _fit_on(fit, scores, verdicts, positive, every)
     if len(set(groups)) >= 2:
-        probabilities, _ = out_of_fold(scores, positive, groups, folds)
+        probabilities, _ = out_of_fold(scores, positive, groups, folds, verdicts=verdicts, fit=fit)
     else:
-        probabilities = [StageCalibration(*knots).probability(s) for s in scores]
-    return StageCalibration(*knots, escalate=choose_band(probabilities, positive, target)), probabilities
+        probabilities = list(_apply(stage, scores, verdicts, every).values())
+    return replace(stage, escalate=choose_band(probabilities, positive, target)), probabilities
 
 
 @dataclass(frozen=True)
@@ -219,7 +223,14 @@ class CrossValidation:
 
 
 def cross_validate(
-    scores: Sequence[float], positive: Sequence[bool], groups: Sequence[str], *, target: float, folds: int
+    scores: Sequence[float],
+    positive: Sequence[bool],
+    groups: Sequence[str],
+    *,
+    target: float,
+    folds: int,
+    verdicts: Sequence[str] | None = None,
+    fit: MapFit = fit_isotonic,
 ) -> CrossValidation:
     """Fit map and band on k-1 folds (`fit_stage`, its band from an inner grouped CV), apply to the held-out
     fold; k = min(folds, number of groups), at least 2."""
@@ -229,13 +240,18 @@ def cross_validate(
     for f in range(k):
         train = [i for i in range(len(scores)) if fold[i] != f]
         stage, _ = fit_stage(
-            _subset(scores, train), _subset(positive, train), _subset(groups, train), target=target, folds=folds
+            _subset(scores, train),
+            _subset(positive, train),
+            _subset(groups, train),
+            target=target,
+            folds=folds,
+            verdicts=None if verdicts is None else _subset(verdicts, train),
+            fit=fit,
         )
         bands.append(stage.escalate)
-        for i in range(len(scores)):
-            if fold[i] == f:
-                probability[i] = stage.probability(scores[i])
-                escalated[i] = stage.escalates(probability[i])
+        for i, p in _apply(stage, scores, verdicts, [i for i in range(len(scores)) if fold[i] == f]).items():
+            probability[i] = p
+            escalated[i] = stage.escalates(p)
     return CrossValidation(k, tuple(fold), tuple(probability), tuple(escalated), tuple(bands))
 
 
@@ -296,18 +312,31 @@ def fit_calibration(
     target: float,
     folds: int,
     fitted_on: dict,
+    verdicts: Mapping[str, Sequence[str]] | None = None,
+    map_kind: str = "isotonic",
 ) -> tuple[Calibration, dict]:
-    """Per named score (a verifier's, a stage's): its band fitted on all records and its cross-validated
-    figures; and the calibration file of the `stages` among them, its `fitted_on` saying on what."""
+    """Per named score (a verifier's, a stage's; `verdicts` gives each one's verdict classes): its map and band
+    fitted on all records and its cross-validated figures; and the calibration file of the `stages` among them,
+    its `fitted_on` saying on what. `map_kind`: a key of `MAPS`."""
+    if map_kind not in MAPS:
+        raise ValueError(f"unknown calibration map {map_kind!r} (known: {', '.join(sorted(MAPS))})")
+    fit = MAPS[map_kind]
     report: dict[str, dict[str, Any]] = {}
     fitted: dict[str, StageCalibration] = {}
     for name, values in scores.items():
-        stage, _ = fit_stage(values, positive, groups, target=target, folds=folds)
-        cv = cross_validate(values, positive, groups, target=target, folds=folds)
-        report[name] = {"band": stage.escalate, "figures": stage_figures(values, positive, sources, cv)}
+        classes = None if verdicts is None else verdicts.get(name)
+        stage, _ = fit_stage(values, positive, groups, target=target, folds=folds, verdicts=classes, fit=fit)
+        cv = cross_validate(values, positive, groups, target=target, folds=folds, verdicts=classes, fit=fit)
+        figures = stage_figures(values, positive, sources, cv)
+        report[name] = {"band": stage.escalate, "map": map_kind, "figures": figures}
         if name in stages:
             fitted[name] = stage
     keys = ("ece_raw", "ece_calibrated", "escalated_share", "decided_accuracy", "decided_balanced_accuracy")
+    top = {"accuracy_top_30": 2, "accuracy_top_50": 4}  # rows of the risk-coverage table (COVERAGES)
+
+    def at(name: str, row: int):
+        return report[name]["figures"]["overall"]["risk_coverage_calibrated"][row]["binary_accuracy"]
+
     info = {
         **fitted_on,
         "records": len(positive),
@@ -315,9 +344,13 @@ def fit_calibration(
         "document_groups": len(set(groups)),
         "folds": min(folds, len(set(groups))),
         "grouping": "records sharing an evidence passage (whitespace-normalized) are one group, transitively",
-        "map": "isotonic (pool adjacent violators)",
+        "map": MAP_NAMES[map_kind],
         "cross_validated": {
-            name: {"band": report[name]["band"], **{k: report[name]["figures"]["overall"][k] for k in keys}}
+            name: {
+                "band": report[name]["band"],
+                **{k: report[name]["figures"]["overall"][k] for k in keys},
+                **{k: at(name, row) for k, row in top.items()},
+            }
             for name in fitted
         },
     }

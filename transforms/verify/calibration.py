@@ -6,11 +6,14 @@ and `serve` take it with `--calibration FILE`. It holds, per stage of the cascad
 - a monotone map from the stage's raw score (its belief that a sentence is fully grounded: `grounded_score`) to a
   calibrated probability of "fully grounded", as the knots of a piecewise-linear function (isotonic fits are
   step functions, which knots express exactly);
+- optionally a verdict model (`VerdictModel`): a logistic curve of the logit of the raw score, with its own
+  slope for "fully grounded" verdicts and for the others, and an offset per verdict class. A verdict's
+  probability then comes from it (`verdict_probability`) and the knots serve callers that have only a score;
 - the escalation band: a calibrated probability inside `[low, high]` is not sure enough to reach the target
   accuracy the file was fitted for, so the sentence goes to the next stage (the last stage decides everything).
 
     calibration = Calibration.load("cal.json")
-    p = calibration.stage("heuristic").probability(grounded_score(verdict))
+    p = calibration.stage("heuristic").verdict_probability(verdict)
     calibration.stage("heuristic").escalates(p)
 
 The file's SHA-256 (`Calibration.digest`) is written to the lake beside the verifier version, so every verdict
@@ -22,6 +25,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,11 +38,73 @@ __all__ = [
     "Calibration",
     "CalibratedVerifier",
     "StageCalibration",
+    "VERDICT_FEATURES",
+    "VerdictModel",
     "calibrated_verdict",
     "grounded_score",
+    "verdict_features",
 ]
 
 FORMAT = "groundwatch-calibration/1"
+
+VERDICT_FEATURES = (
+    "logit_if_grounded",
+    "logit_otherwise",
+    "contradicted",
+    "ungrounded",
+    "partially_grounded",
+)
+"""The inputs of a `VerdictModel`, all read from the verdict alone (its class and confidence), so stored verdicts
+can be recalibrated: the logit of the raw score when the verdict is fully grounded, else 0; the same for the other
+verdicts; one indicator per not-grounded class."""
+
+_SCORE_CLIP = 1e-3  # scores are rounded to 4 decimals and reach 0 and 1: keep their logits finite
+
+
+def verdict_features(score: float, verdict: str) -> tuple[float, ...]:
+    """The `VERDICT_FEATURES` of one verdict: its raw grounded score and its class (an `AttributionVerdict` value)."""
+    s = min(max(score, _SCORE_CLIP), 1.0 - _SCORE_CLIP)
+    z = math.log(s / (1.0 - s))
+    grounded = verdict == AttributionVerdict.fully_grounded.value
+    return (
+        z if grounded else 0.0,
+        0.0 if grounded else z,
+        float(verdict == AttributionVerdict.contradicted.value),
+        float(verdict == AttributionVerdict.ungrounded.value),
+        float(verdict == AttributionVerdict.partially_grounded.value),
+    )
+
+
+@dataclass(frozen=True)
+class VerdictModel:
+    """P(fully grounded) = sigmoid(bias + weights . verdict_features(score, verdict)); monotone in the score for
+    every verdict class (the two slopes are >= 0)."""
+
+    bias: float
+    weights: tuple[float, ...]
+    """One per `VERDICT_FEATURES` name, in that order."""
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(VERDICT_FEATURES):
+            raise ValueError(f"a verdict model needs {len(VERDICT_FEATURES)} weights, got {len(self.weights)}")
+        if not all(math.isfinite(w) for w in (self.bias, *self.weights)):
+            raise ValueError("verdict model weights must be finite numbers")
+        if self.weights[0] < 0 or self.weights[1] < 0:
+            raise ValueError("a verdict model's score slopes must be >= 0 (monotone in the score)")
+
+    def probability(self, score: float, verdict: str) -> float:
+        z = self.bias + sum(w * x for w, x in zip(self.weights, verdict_features(score, verdict), strict=True))
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+    def to_json(self) -> dict[str, Any]:
+        weights = dict(zip(VERDICT_FEATURES, self.weights, strict=True))
+        return {"kind": "logistic", "bias": self.bias, "weights": weights}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VerdictModel:
+        if data.get("kind") != "logistic" or set(data["weights"]) != set(VERDICT_FEATURES):
+            raise ValueError(f"a verdict model is logistic over {', '.join(VERDICT_FEATURES)}")
+        return cls(float(data["bias"]), tuple(float(data["weights"][k]) for k in VERDICT_FEATURES))
 
 
 def grounded_score(verdict: SentenceVerdict) -> float:
@@ -51,14 +117,14 @@ def grounded_score(verdict: SentenceVerdict) -> float:
 def calibrated_verdict(verdict: SentenceVerdict, stage: StageCalibration) -> SentenceVerdict:
     """The verdict with its confidence calibrated: P(fully grounded) for a fully grounded verdict, else its
     complement, so `confidence` keeps meaning "how sure of this verdict" and the threshold reads it as before."""
-    p = stage.probability(grounded_score(verdict))
+    p = stage.verdict_probability(verdict)
     confidence = p if verdict.attribution_verdict == AttributionVerdict.fully_grounded else 1.0 - p
     return verdict.model_copy(update={"confidence": round(confidence, 6)})
 
 
 @dataclass(frozen=True)
 class StageCalibration:
-    """One stage's map from raw score to calibrated probability, and the band it escalates."""
+    """One stage's map from raw score (or verdict) to calibrated probability, and the band it escalates."""
 
     knots_x: tuple[float, ...]
     """Raw scores, increasing, in [0, 1]."""
@@ -66,6 +132,8 @@ class StageCalibration:
     """Calibrated probabilities at those scores, non-decreasing, in [0, 1]."""
     escalate: tuple[float, float] | None = None
     """Calibrated probabilities in [low, high] go to the next stage; None: this stage decides everything."""
+    model: VerdictModel | None = None
+    """When given, a verdict's probability comes from it; the knots remain for callers with a score only."""
 
     def __post_init__(self) -> None:
         if len(self.knots_x) != len(self.knots_y) or not self.knots_x:
@@ -90,17 +158,27 @@ class StageCalibration:
         x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
         return y0 if x1 == x0 else y0 + (y1 - y0) * (score - x0) / (x1 - x0)
 
+    def probability_of(self, score: float, verdict: str) -> float:
+        """The calibrated probability of a verdict given as its raw grounded score and its class."""
+        return self.probability(score) if self.model is None else self.model.probability(score, verdict)
+
+    def verdict_probability(self, verdict: SentenceVerdict) -> float:
+        """The calibrated probability of "fully grounded" for a verdict (by the verdict model when there is one)."""
+        return self.probability_of(grounded_score(verdict), verdict.attribution_verdict.value)
+
     def escalates(self, probability: float) -> bool:
         """Whether a sentence with this calibrated probability must go to the next stage."""
         return self.escalate is not None and self.escalate[0] <= probability <= self.escalate[1]
 
     def to_json(self) -> dict[str, Any]:
-        return {"knots_x": list(self.knots_x), "knots_y": list(self.knots_y), "escalate": self.escalate}
+        out = {"knots_x": list(self.knots_x), "knots_y": list(self.knots_y), "escalate": self.escalate}
+        return out if self.model is None else {**out, "model": self.model.to_json()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StageCalibration:
         band = data.get("escalate")
-        return cls(tuple(data["knots_x"]), tuple(data["knots_y"]), None if band is None else (band[0], band[1]))
+        model = None if data.get("model") is None else VerdictModel.from_json(data["model"])
+        return cls(tuple(data["knots_x"]), tuple(data["knots_y"]), None if band is None else (band[0], band[1]), model)
 
 
 @dataclass(frozen=True)
@@ -149,7 +227,7 @@ class Calibration:
             return cls(
                 stages, float(data["target_accuracy"]), data.get("fitted_on", {}), hashlib.sha256(raw).hexdigest()
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"calibration file {path} is invalid: {e}") from None
 
 

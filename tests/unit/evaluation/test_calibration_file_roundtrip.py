@@ -10,7 +10,7 @@ from pipelines.cli import main as groundwatch
 from schemas import AttributionVerdict, SentenceVerdict
 from tests.support.audit_messages import message
 from transforms.evaluation.golden import load_golden
-from transforms.verify.calibration import CalibratedVerifier, Calibration, StageCalibration, grounded_score
+from transforms.verify.calibration import CalibratedVerifier, Calibration, StageCalibration
 from transforms.verify.registry import make_verifier
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "calibration_golden.jsonl"
@@ -71,11 +71,12 @@ def test_audit_with_calibration_writes_its_digest_and_calibrated_confidence(fitt
     assert plain_digests == {None} and digests == {calibration.digest}
     assert len(plain) == len(calibrated) >= 8
     stage = calibration.stage("heuristic")
+    assert stage.model is not None  # the default map: the verdict's score and class
     changed = 0
     for (rid, idx, verdict, raw_conf), (rid2, idx2, verdict2, conf) in zip(plain, calibrated, strict=True):
         assert (rid, idx, verdict) == (rid2, idx2, verdict2)  # the map changes confidence, never the verdict
         raw = SentenceVerdict.model_construct(attribution_verdict=AttributionVerdict(verdict), confidence=raw_conf)
-        p = stage.probability(grounded_score(raw))
+        p = stage.verdict_probability(raw)
         assert conf == pytest.approx(p if verdict == "fully_grounded" else 1.0 - p, abs=1e-6)
         changed += abs(conf - raw_conf) > 1e-6
     assert changed > 0
