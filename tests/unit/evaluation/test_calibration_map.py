@@ -91,6 +91,9 @@ def test_the_smooth_map_breaks_the_ties_of_the_isotonic_one():
     assert (smooth.knots_x, smooth.knots_y) == (iso.knots_x, iso.knots_y)  # kept for score-only callers
     with pytest.raises(ValueError, match="needs each record's verdict"):
         fit_logistic_map(scores, None, positive)
+    # Scores have 4 decimals: a saturated 0 and the smallest score above it are different inputs.
+    assert verdict_features(0.0, "ungrounded") != verdict_features(0.0001, "ungrounded")
+    assert verdict_features(1.0, "fully_grounded") != verdict_features(0.9999, "fully_grounded")
 
 
 def test_a_calibration_file_with_a_verdict_model_round_trips(tmp_path):
