@@ -1,6 +1,6 @@
-"""Beam's "apitools not found" line stays out of every process that runs our code, not only the CLI's: a
-pipeline built and run in process (as tests and benchmarks do) prints nothing of it, and other warnings still
-show."""
+"""Beam's "apitools not found" line (and RunInference's false "Resource module is not available") stays out of
+every process that runs our code, not only the CLI's: a pipeline built and run in process (as tests and
+benchmarks do) prints neither, and other warnings still show."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from tests.support.audit_messages import message, raw
+from tests.support.tiny_nli import write_tiny_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -24,10 +25,11 @@ AUDIT = """
         build_pipeline(p, options)
 """
 COMPOSITE = """
-    from transforms.ingest.sample import SampleResponses
+    from transforms.verify.model.handler import PairModelHandler
+    from apache_beam.ml.inference.base import RunInference
     import apache_beam as beam
     with beam.Pipeline(runner="FnApiRunner") as p:
-        p | beam.Create([1]) | beam.Map(str)
+        p | beam.Create([("A test.", "A test.")]) | RunInference(PairModelHandler({model!r}))
 """
 
 
@@ -39,11 +41,14 @@ def stderr_of(code: str) -> str:
     return done.stderr
 
 
-@pytest.mark.parametrize("program", ["audit pipeline", "a composite's module"])
+@pytest.mark.parametrize("program", ["audit pipeline", "the model through RunInference"])
 def test_an_in_process_pipeline_prints_no_apitools_line(tmp_path, program):
     traffic = tmp_path / "traffic.jsonl"
     traffic.write_bytes(raw(message("r-1")) + b"\n")
-    code = AUDIT.format(traffic=str(traffic), lake=str(tmp_path / "lake")) if program == "audit pipeline" else COMPOSITE
+    if program == "audit pipeline":
+        code = AUDIT.format(traffic=str(traffic), lake=str(tmp_path / "lake"))
+    else:
+        code = COMPOSITE.format(model=write_tiny_model(tmp_path / "nli", ["a", "test"]))
     err = stderr_of(code)
-    assert "apitools" not in err
+    assert "apitools" not in err and "Resource module" not in err
     assert "another warning" in err  # only that one message is dropped
