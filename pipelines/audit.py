@@ -46,8 +46,8 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from pipelines.metrics import recompute_window_metrics, windows_across_passes
 from pipelines.options.audit import AUDIT_FLAGS, AuditOptions, load_calibration, validate_options
 from pipelines.options.flags import add_flags, flags_argv
-from pipelines.options.judge import add_judge_arguments, apply_judge_reports, judge_argv, judge_verifier_config
-from pipelines.options.model import add_model_arguments, model_argv, model_verifier_config
+from pipelines.options.judge import apply_judge_reports, judge_verifier_config
+from pipelines.options.model import add_stage_arguments, model_verifier_config, stage_argv
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.runner.passes import JsonlPlan, plan_jsonl_passes, read_ranges
 from pipelines.runner.worker_pool import separate_environment
@@ -363,15 +363,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `groundwatch audit` flags; anything else is passed to Beam as a pipeline option."""
     parser.allow_abbrev = False  # as Beam's parser: a prefix of a flag is not that flag
     add_flags(parser, _CLI_FLAGS)
-    add_judge_arguments(parser)
-    add_model_arguments(parser)
+    add_stage_arguments(parser)
 
 
 def to_argv(args: argparse.Namespace) -> list[str]:
     """The pipeline argv for parsed CLI arguments plus the Beam options passed through."""
-    return (
-        flags_argv(args, _CLI_FLAGS) + judge_argv(args) + model_argv(args) + list(getattr(args, "extra_args", []) or [])
-    )
+    return flags_argv(args, _CLI_FLAGS) + stage_argv(args) + list(getattr(args, "extra_args", []) or [])
 
 
 def exit_code(command: str, run_pipeline: Callable[[list[str]], AuditCounts | None], argv: list[str]) -> int:

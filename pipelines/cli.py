@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 from datetime import UTC, datetime
 
@@ -59,22 +58,7 @@ def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
     return parser, flags
 
 
-class _DropApitoolsNotice(logging.Filter):
-    """Beam's BigQuery client logs "apitools not found" on the root logger when imported without the GCP extras,
-    in every command; it says nothing about what groundwatch does. Only that message is dropped."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.name == "root" and str(record.msg).startswith("apitools not found"))
-
-
-def _quiet_beam_imports() -> None:
-    root = logging.getLogger()
-    if not any(isinstance(f, _DropApitoolsNotice) for f in root.filters):
-        root.addFilter(_DropApitoolsNotice())
-
-
 def main(argv: list[str] | None = None) -> int:
-    _quiet_beam_imports()  # before a command module imports Beam
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser, flags = _parser(command if command in COMMANDS else None)

@@ -4,4 +4,7 @@
 Helpers and fixture modules live in `tests/support/`; test modules import them as `tests.support.<name>`.
 """
 
+# Before any test module imports apache_beam (they import it ahead of our packages): no "apitools not found" line.
+import transforms.beam_quiet  # noqa: F401
+
 pytest_plugins = ["tests.support.kafka_fixtures", "tests.support.s3_fixtures"]

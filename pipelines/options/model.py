@@ -4,7 +4,9 @@
     groundwatch audit --input traffic.jsonl --verifier cascade --model-path ./nli-onnx \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model qwen2.5-7b-instruct
 
-The folder holds model.onnx, tokenizer.json and labels.json (docs/model-stage.md). `add_model_arguments` adds
+The folder holds model.onnx, tokenizer.json and labels.json (docs/model-stage.md). `add_stage_arguments` and
+`stage_argv` are what a command that verifies uses: the judge's flags and these, one group for audit and monitor
+alike. `add_model_arguments` adds
 the dashed CLI flags, `add_model_pipeline_options` the same flags with underscores to a `PipelineOptions`
 class, `model_argv` turns parsed CLI flags into pipeline argv, `model_verifier_config` gives them as verifier
 configuration, and `validate_model_options` loads the model once so a bad folder fails before the run.
@@ -16,13 +18,16 @@ import argparse
 from typing import Any
 
 from pipelines.options.flags import Flag, add_flags, add_pipeline_options, flags_argv
+from pipelines.options.judge import add_judge_arguments, judge_argv
 
 __all__ = [
     "MODEL_FLAGS",
     "add_model_arguments",
     "add_model_pipeline_options",
+    "add_stage_arguments",
     "model_argv",
     "model_verifier_config",
+    "stage_argv",
     "validate_model_options",
 ]
 
@@ -53,6 +58,17 @@ MODEL_FLAGS: list[Flag] = [
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The `--model-*` CLI flags (`--model_path` and the like work too)."""
     add_flags(parser, MODEL_FLAGS, title="model stage (with --verifier model or cascade)")
+
+
+def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of the verifier's later stages: the judge's (`--judge-*`) and the model's (`--model-*`)."""
+    add_judge_arguments(parser)
+    add_model_arguments(parser)
+
+
+def stage_argv(args: argparse.Namespace) -> list[str]:
+    """Pipeline argv for the judge and model flags that were given."""
+    return judge_argv(args) + model_argv(args)
 
 
 def add_model_pipeline_options(parser) -> None:

@@ -24,7 +24,7 @@ from pipelines.options.flags import (
     flags_argv,
     with_cli_defaults,
 )
-from pipelines.options.judge import add_judge_arguments, judge_argv
+from pipelines.options.model import add_stage_arguments, stage_argv
 from transforms.io.kafka.client import START_FROM
 from transforms.io.kafka.partitions import DISCOVERY_INTERVAL_SECONDS
 
@@ -179,9 +179,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.allow_abbrev = False  # as Beam's parser: a prefix of a flag is not that flag
     add_flags(parser, [f for f in _CLI_FLAGS if f not in SECURITY_FLAGS])
     add_kafka_security_arguments(parser)
-    add_judge_arguments(parser)
+    add_stage_arguments(parser)
 
 
 def to_argv(args: argparse.Namespace) -> list[str]:
     """The pipeline argv for parsed CLI arguments plus the Beam options passed through."""
-    return flags_argv(args, _CLI_FLAGS) + judge_argv(args) + list(getattr(args, "extra_args", []) or [])
+    return flags_argv(args, _CLI_FLAGS) + stage_argv(args) + list(getattr(args, "extra_args", []) or [])

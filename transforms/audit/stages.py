@@ -192,7 +192,9 @@ class VerifySentences(beam.PTransform):
         if verifier not in VERIFIERS:  # fail at construction, not on the first element
             raise ValueError(f"unknown verifier {verifier!r}; choose one of: {', '.join(available_verifiers())}")
         self._judge = None
-        if verifier in ("openai", "cascade"):  # the LLM judge runs through RunInference, not one call per element
+        # The LLM judge and the model stage run through RunInference (batched, one model per worker process),
+        # not one call per element in the verify DoFn.
+        if verifier in ("openai", "cascade", "model"):
             from transforms.verify.judge.pipeline import judge_sentences
 
             self._judge = judge_sentences(verifier, self._config, threshold=threshold, clock=clock)

@@ -1,23 +1,25 @@
-"""`JudgeSentences`: the sentence audit with the LLM judge, as a Beam composite over `RunInference`.
+"""`JudgeSentences`: the staged sentence audit (heuristic, model, LLM judge) as a Beam composite over `RunInference`.
 
     verified = responses | "VerifySentences" >> JudgeSentences("cascade", judge_config, threshold=0.7)
     verified[AUDITED], verified[DEAD_LETTERS]
 
 The steps, each labelled:
 
-1. `PlanJudgeWork`: split each response, run the heuristic verifier (and, in a
-   cascade given a model, the model stage on the heuristic's uncertain sentences,
-   in the DoFn with the model loaded once per worker process), and pick the
-   sentences the judge should see (all, or those the cascade's stages left
-   uncertain, for responses in the judge sample). Responses are keyed by response id.
-2. `RunJudge`: `RunInference(JudgeModelHandler)` over the judge items; Beam
+1. `PlanJudgeWork`: split each response, run the heuristic verifier and, in a cascade, its gate: which
+   sentences it leaves open ("openai": all, for responses in the judge sample). Responses are keyed by id.
+2. `ModelStage` (a cascade given `--model-path`, and `--verifier model`): `RunModelStage`, the model through
+   `RunInference(PairModelHandler)` on the (evidence sentence, claim) pairs of the open sentences, merged back
+   per sentence; what the model's gate leaves open goes on (`transforms.verify.model.pipeline`).
+3. `PickJudgeSentences`: the judge item of each response in the judge sample with sentences still open.
+4. `RunJudge`: `RunInference(JudgeModelHandler)` over the judge items; Beam
    batches several answers into one call, retries 429/5xx with backoff and
    throttles. Its dead-letter output (`FailedJudgeCalls`) is turned into
    `judge_error` outcomes with a `judge_calls` row each: nothing is dropped.
-3. `JoinJudgeOutcomes` (CoGroupByKey per window) and `MergeVerdicts`: the
-   judge's verdicts where it settled a sentence, the heuristic's elsewhere,
+5. `JoinJudgeOutcomes` (CoGroupByKey per window) and `MergeVerdicts`: the
+   judge's verdicts where it settled a sentence, the earlier stages' elsewhere,
    `decided_by` per sentence, `judge_status` and the call log on the
-   `AuditedResponse` (the lake writes them to `judge_calls`).
+   `AuditedResponse` (the lake writes them to `judge_calls`). `--verifier model` has no judge: its plans go
+   straight to `MergeVerdicts`.
 
 The result has the same outputs as `transforms.audit.stages.VerifySentences`, so the
 audit and monitor pipelines use either by the `--verifier` flag.
@@ -54,14 +56,24 @@ from transforms.verify.judge.verifier import (
 )
 
 if TYPE_CHECKING:  # the model stage's modules load only for a cascade given a model
+    from transforms.verify.calibration import Calibration
     from transforms.verify.model.cascade import CascadeStages
 
-__all__ = ["AUDITED", "JUDGE_NAMESPACE", "JUDGE_VERIFIERS", "JudgeSentences", "failed_outcomes", "judge_sentences"]
+__all__ = [
+    "AUDITED",
+    "JUDGE_NAMESPACE",
+    "JUDGE_VERIFIERS",
+    "STAGED_VERIFIERS",
+    "JudgeSentences",
+    "failed_outcomes",
+    "judge_sentences",
+]
 
 AUDITED = "audited"
 JUDGE_NAMESPACE = "groundwatch.judge"
 JUDGE_VERIFIERS = ("openai", "cascade")
-_ITEMS = "judge_items"
+STAGED_VERIFIERS = (*JUDGE_VERIFIERS, "model")
+"""The verifiers this composite runs: the judge's two, and the model alone (`--verifier model`)."""
 
 
 class _Plan(NamedTuple):
@@ -73,6 +85,7 @@ class _Plan(NamedTuple):
     now: datetime
     decided_by: tuple[str, ...] | None = None  # the stage of each verdict before the judge; None: all heuristic
     prepared: AnswerSentences | None = None  # the answer's claims and non-claims; None: no evidence
+    undecided: tuple[int, ...] = ()  # the claims the stages so far left open: the next stage's to decide
 
 
 class _PlanDoFn(beam.DoFn):
@@ -84,18 +97,14 @@ class _PlanDoFn(beam.DoFn):
         stages: CascadeStages | None = None,
     ) -> None:
         self._band, self._rate, self._clock, self._stages = band, sample_rate, clock, stages
-        self._sent = Metrics.counter(JUDGE_NAMESPACE, "sentences_to_judge")
-        self._kept = Metrics.counter(JUDGE_NAMESPACE, "sentences_kept_heuristic")
 
     def setup(self) -> None:
         from transforms.verify.heuristic.verifier import HeuristicVerifier
 
         self._heuristic = HeuristicVerifier()
-        if self._stages is not None and self._stages.model is not None:
-            self._stages.model.scorer()  # loaded here, once per worker process (the loader is cached)
 
     def process(self, parsed: ParsedResponse, window: Any = beam.DoFn.WindowParam) -> Iterator[Any]:
-        """Yields (response id, `_Plan`) and, tagged, the judge item and dead letters."""
+        """Yields (response id, `_Plan`) and, tagged, dead letters."""
         r, now = parsed.response, self._clock()
         start, end = window_bounds(window, r.timestamp)
         try:
@@ -104,14 +113,13 @@ class _PlanDoFn(beam.DoFn):
             sentences = prepared.claims if prepared is not None else []
             heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
             decided_by: tuple[str, ...] | None = None
+            undecided: Sequence[int]
             if self._stages is None:
-                indexes = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
-            else:  # the cascade: heuristic, then the model if configured, then what is left for the judge
-                staged = self._stages.run(heuristic, sentences, r.evidence)
-                heuristic, decided_by = staged.verdicts, staged.decided_by
-                sampled = judge_sample_point(r.response_id) < self._rate
-                indexes = list(staged.undecided) if sampled else []
-        except Exception as e:  # one bad response (or a model failing on it) must not stop the run
+                undecided = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
+            else:  # the cascade: what the heuristic's gate leaves open goes to the model stage, if any, then the judge
+                staged = self._stages.gate_heuristic(heuristic)
+                heuristic, decided_by, undecided = staged.verdicts, staged.decided_by, staged.undecided
+        except Exception as e:  # one bad response must not stop the run
             Metrics.counter(DEAD_LETTER_NAMESPACE, "verify_failed").inc()
             raw = parsed.raw if parsed.raw is not None else r.model_dump_json().encode()
             error = f"verify_failed: {type(e).__name__}: {e}"[:300]
@@ -119,13 +127,25 @@ class _PlanDoFn(beam.DoFn):
                 DEAD_LETTERS, dead_letter_row(raw, parsed.origin, stage="verify", error=error, received_at=now)
             )
             return
+        plan = _Plan(parsed, tuple(heuristic), has_evidence, start, end, now, decided_by, prepared, tuple(undecided))
+        yield r.response_id, plan
+
+
+class _PickDoFn(beam.DoFn):
+    def __init__(self, sample_rate: float) -> None:
+        self._rate = sample_rate
+        self._sent = Metrics.counter(JUDGE_NAMESPACE, "sentences_to_judge")
+        self._kept = Metrics.counter(JUDGE_NAMESPACE, "sentences_kept_heuristic")
+
+    def process(self, element: tuple[str, _Plan]) -> Iterator[JudgeItem]:
+        """The judge item of a sampled response with sentences left open (the sample is the response id's)."""
+        response_id, plan = element
+        r = plan.parsed.response
+        indexes = list(plan.undecided) if judge_sample_point(response_id) < self._rate else []
         self._sent.inc(len(indexes))
-        self._kept.inc(len(heuristic) - len(indexes))
-        yield r.response_id, _Plan(parsed, heuristic, has_evidence, start, end, now, decided_by, prepared)
-        if indexes:
-            yield beam.pvalue.TaggedOutput(
-                _ITEMS, sentence_item(r.response_id, r.answer, r.query, sentences, indexes, r.evidence)
-            )
+        self._kept.inc(len(plan.heuristic) - len(indexes))
+        if indexes and plan.prepared is not None:
+            yield sentence_item(response_id, r.answer, r.query, plan.prepared.claims, indexes, r.evidence)
 
 
 def failed_outcomes(
@@ -165,8 +185,9 @@ def failed_outcomes(
 
 
 class _MergeDoFn(beam.DoFn):
-    def __init__(self, verifier_name: str, threshold: float, version: str) -> None:
+    def __init__(self, verifier_name: str, threshold: float, version: str, calibration_sha256: str | None) -> None:
         self._name, self._threshold, self._version = verifier_name, threshold, version
+        self._calibration_sha256 = calibration_sha256
         self._statuses = {s: Metrics.counter(JUDGE_NAMESPACE, s) for s in ("judged", "judge_validation_failed")}
 
     def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[AuditedResponse]:
@@ -194,6 +215,7 @@ class _MergeDoFn(beam.DoFn):
                 window_end=plan.window_end,
                 verifier=self._name,
                 verifier_version=self._version,
+                calibration_sha256=self._calibration_sha256,
                 report=report,
                 decided_by=list(result.decided_by) if plan.has_evidence else [],
                 audited_at=plan.now,
@@ -204,55 +226,91 @@ class _MergeDoFn(beam.DoFn):
 
 
 class JudgeSentences(beam.PTransform):
-    """Verify sentences with the heuristic and the LLM judge ("openai": all sampled, "cascade": uncertain ones).
+    """Verify sentences in stages: "openai" (the judge on all of a sampled response), "cascade" (heuristic, the
+    model if given, the judge on what is left open) or "model" (the model on every claim, no judge).
 
     Returns `{AUDITED: AuditedResponses, DEAD_LETTERS: DeadLetterRows}`, like `VerifySentences`.
+    `calibration_sha256` (the calibration file's digest, when one set the stages' bands and confidences) is
+    written on every response, as the lake's `responses.calibration_sha256`.
     """
 
     def __init__(
         self,
         verifier: str,
-        config: JudgeConfig,
+        config: JudgeConfig | None,
         *,
         threshold: float,
         band: tuple[float, float] = DEFAULT_BAND,
         stages: CascadeStages | None = None,
+        calibration_sha256: str | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         super().__init__()
-        if verifier not in JUDGE_VERIFIERS:
-            raise ValueError(f"JudgeSentences runs {' or '.join(JUDGE_VERIFIERS)}, not {verifier!r}")
+        if verifier not in STAGED_VERIFIERS:
+            raise ValueError(f"JudgeSentences runs {', '.join(STAGED_VERIFIERS)}, not {verifier!r}")
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"confidence threshold must be in [0, 1], got {threshold}")
+        if (config is None) != (verifier == "model"):
+            raise ValueError(f"--verifier {verifier}: " + ("no judge to configure" if config else "needs the judge"))
+        if verifier == "model" and (stages is None or stages.model is None):
+            raise ValueError("--verifier model needs --model-path: a folder with model.onnx, tokenizer.json ...")
         self._verifier, self._config, self._threshold, self._clock = verifier, config, threshold, clock
         self._band = band if verifier == "cascade" else None
-        # The cascade's offline stages (`CascadeStages`: heuristic gate, optional model stage); "openai" has none.
-        self._stages = stages if verifier == "cascade" else None
-        self._version = prompt_version(Task.sentences)
-        if self._stages is not None and self._stages.model is not None:
+        # The offline stages (`CascadeStages`: heuristic gate, optional model stage); "openai" has none.
+        self._stages = stages if verifier != "openai" else None
+        self._calibration_sha256 = calibration_sha256 if self._stages is not None else None
+        model = self._stages.model if self._stages is not None else None
+        if model is not None:
             from transforms.verify.model.verifier import model_digest
 
-            self._version += f"+model-{model_digest(self._stages.model.model_path)}"
+            digest = model_digest(model.model_path)
+        if verifier == "model":
+            self._version = f"model-1+{digest}"
+        else:
+            self._version = prompt_version(Task.sentences) + (f"+model-{digest}" if model is not None else "")
 
     def expand(self, responses: PCollection) -> dict[str, PCollection]:
-        config, clock = self._config, self._clock
-        planned = responses | "PlanJudgeWork" >> beam.ParDo(
-            _PlanDoFn(self._band, config.sample_rate, clock, self._stages)
-        ).with_outputs(_ITEMS, DEAD_LETTERS, main="plans")
-        judged, failed = (
-            planned[_ITEMS] | "RunJudge" >> RunInference(JudgeModelHandler(config)).with_exception_handling()
+        config, clock, stages = self._config, self._clock, self._stages
+        rate = config.sample_rate if config is not None else 0.0
+        planned = responses | "PlanJudgeWork" >> beam.ParDo(_PlanDoFn(self._band, rate, clock, stages)).with_outputs(
+            DEAD_LETTERS, main="plans"
         )
+        plans, dead = planned["plans"], [planned[DEAD_LETTERS]]
+        if stages is not None and stages.model is not None:
+            from transforms.verify.model.pipeline import PLANS, RunModelStage
+
+            modelled = plans | "ModelStage" >> RunModelStage(stages)
+            plans, dead = modelled[PLANS], [*dead, modelled[DEAD_LETTERS]]
+        merge = _MergeDoFn(self._verifier, self._threshold, self._version, self._calibration_sha256)
+        if config is None:  # the model alone: no judge to wait for
+            audited = plans | "AsUnjudged" >> beam.Map(_unjudged) | "MergeVerdicts" >> beam.ParDo(merge)
+        else:
+            audited = self._judged(plans, config, clock, merge)
+        dead_letters = dead[0] if len(dead) == 1 else tuple(dead) | "FlattenVerifyDeadLetters" >> beam.Flatten()
+        return {AUDITED: audited, DEAD_LETTERS: dead_letters}
+
+    @staticmethod
+    def _judged(
+        plans: PCollection, config: JudgeConfig, clock: Callable[[], datetime], merge: beam.DoFn
+    ) -> PCollection:
+        items = plans | "PickJudgeSentences" >> beam.ParDo(_PickDoFn(config.sample_rate))
+        judged, failed = items | "RunJudge" >> RunInference(JudgeModelHandler(config)).with_exception_handling()
         outcomes = (
             judged | "OutcomeByResponse" >> beam.Map(lambda result: (result.example.response_id, result.inference)),
             failed.failed_inferences
             | "FailedJudgeCalls" >> beam.FlatMap(lambda failure: failed_outcomes(failure, config, clock())),
         ) | "FlattenOutcomes" >> beam.Flatten()
-        audited = (
-            {"plan": planned["plans"], "outcome": outcomes}
+        return (
+            {"plan": plans, "outcome": outcomes}
             | "JoinJudgeOutcomes" >> beam.CoGroupByKey()
-            | "MergeVerdicts" >> beam.ParDo(_MergeDoFn(self._verifier, self._threshold, self._version))
+            | "MergeVerdicts" >> beam.ParDo(merge)
         )
-        return {AUDITED: audited, DEAD_LETTERS: planned[DEAD_LETTERS]}
+
+
+def _unjudged(element: tuple[str, _Plan]) -> tuple[str, dict[str, list[Any]]]:
+    """A plan as `MergeVerdicts` takes it, with no judge outcome."""
+    key, plan = element
+    return key, {"plan": [plan], "outcome": []}
 
 
 def judge_sentences(
@@ -265,9 +323,26 @@ def judge_sentences(
     options = dict(verifier_config)
     band = parse_band(options.pop("band", None) or DEFAULT_BAND)
     stage_options = [options.pop(k, None) for k in _STAGE_OPTIONS]
+    calibration = stage_options[0] = _calibration(stage_options[0])
+    digest = (calibration.digest or None) if calibration is not None else None
+    if verifier == "model":
+        from transforms.verify.model.verifier import model_alone_stages
+
+        alone = model_alone_stages(*stage_options[:5])
+        return JudgeSentences(verifier, None, threshold=threshold, stages=alone, calibration_sha256=digest, clock=clock)
     stages = cascade_stages(band, *stage_options) if verifier == "cascade" else None
     config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
-    return JudgeSentences(verifier, config, threshold=threshold, band=band, stages=stages, clock=clock)
+    return JudgeSentences(
+        verifier, config, threshold=threshold, band=band, stages=stages, calibration_sha256=digest, clock=clock
+    )
+
+
+def _calibration(calibration: Calibration | str | None) -> Calibration | None:
+    if calibration is None or not isinstance(calibration, str):
+        return calibration
+    from transforms.verify.calibration import Calibration
+
+    return Calibration.load(calibration)
 
 
 _STAGE_OPTIONS = ("calibration", "model_path", "model_top_k", "model_max_length", "model_batch_size", "model_band")

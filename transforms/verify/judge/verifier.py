@@ -209,6 +209,8 @@ class CascadeVerifier(JudgeVerifier):
     only on what is still uncertain (bands from `calibration` when given: `transforms.verify.model.cascade`)."""
 
     name = "cascade"
+    calibration_sha256: str | None = None
+    """The calibration file's digest, when one set the bands (the lake's `responses.calibration_sha256`)."""
 
     def __init__(
         self,
@@ -226,6 +228,12 @@ class CascadeVerifier(JudgeVerifier):
     ):
         super().__init__(base_url, model, **options)
         self.band = parse_band(band)
+        if calibration is not None:
+            from transforms.verify.model.cascade import load_calibration
+
+            loaded = load_calibration(calibration)
+            self.calibration_sha256 = loaded.digest or None if loaded is not None else None
+            calibration = loaded
         self.stages = cascade_stages(
             self.band, calibration, model_path, model_top_k, model_max_length, model_batch_size, model_band
         )

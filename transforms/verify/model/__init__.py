@@ -2,8 +2,9 @@
 
 Pieces: `files` (the model folder and its label map), `scorer` (ONNX Runtime and the tokenizer, loaded once per
 process), `stage` (candidates and the verdict mapping), `cascade` (the three-stage routing), `verifier`
-(`ModelVerifier`) and `handler` (`PairModelHandler` for Beam's RunInference). `onnxruntime` and `tokenizers`
-are imported only when a model is loaded. See docs/model-stage.md.
+(`ModelVerifier`, outside Beam), `handler` (`PairModelHandler` for Beam's RunInference) and `pipeline`
+(`RunModelStage`: the stage in the audit and monitor graphs, through RunInference). `onnxruntime` and
+`tokenizers` are imported only when a model is loaded. See docs/model-stage.md.
 """
 
-__all__ = ["cascade", "files", "handler", "scorer", "stage", "verifier"]
+__all__ = ["cascade", "files", "handler", "pipeline", "scorer", "stage", "verifier"]

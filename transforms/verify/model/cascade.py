@@ -16,7 +16,7 @@ stage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from schemas import EvidencePassage, SentenceVerdict
@@ -124,15 +124,23 @@ class CascadeStages:
     def run(
         self, heuristic: Sequence[SentenceVerdict], sentences: Sequence[str], evidence: Sequence[EvidencePassage]
     ) -> Staged:
+        staged = self.gate_heuristic(heuristic)
+        if self.model is None or not staged.undecided:
+            return staged
+        return self.apply_model(staged, self.model.verdicts(sentences, evidence, staged.undecided))
+
+    def gate_heuristic(self, heuristic: Sequence[SentenceVerdict]) -> Staged:
+        """The heuristic's verdicts as its gate writes them, and the indexes it escalates."""
         # Every verdict a stage gives is written as that stage's (calibrated) one, the judge's fallbacks included.
-        verdicts = [self.heuristic_gate.decided(v) for v in heuristic]
-        decided_by = [HEURISTIC] * len(heuristic)
-        open_ = [v.sentence_index for v in heuristic if self.heuristic_gate.escalates(v)]
-        if self.model is None or not open_:
-            return Staged(tuple(verdicts), tuple(decided_by), tuple(open_))
-        scored = self.model.verdicts(sentences, evidence, open_)
-        still_open = []
-        for i in open_:
+        verdicts = tuple(self.heuristic_gate.decided(v) for v in heuristic)
+        open_ = tuple(v.sentence_index for v in heuristic if self.heuristic_gate.escalates(v))
+        return Staged(verdicts, (HEURISTIC,) * len(heuristic), open_)
+
+    def apply_model(self, staged: Staged, scored: Mapping[int, SentenceVerdict]) -> Staged:
+        """`staged` with the model's verdicts (`scored`, by index) on what it left open, and what the model's
+        gate escalates in turn. The same step whether the model ran here or in Beam's RunInference."""
+        verdicts, decided_by, still_open = list(staged.verdicts), list(staged.decided_by), []
+        for i in staged.undecided:
             verdicts[i], decided_by[i] = self.model_gate.decided(scored[i]), MODEL
             if self.model_gate.escalates(scored[i]):
                 still_open.append(i)

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from schemas import EvidencePassage
 from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.calibration import Calibration
-from transforms.verify.model.cascade import MODEL, ModelStage, StageGate, load_calibration
+from transforms.verify.model.cascade import MODEL, CascadeStages, ModelStage, StageGate, load_calibration
 from transforms.verify.model.files import ModelFiles
 from transforms.verify.model.stage import DEFAULT_BATCH_SIZE, DEFAULT_CONTRADICTION_THRESHOLD, DEFAULT_TOP_K
 
-__all__ = ["ModelVerifier", "model_digest", "model_stage_from"]
+__all__ = ["ModelVerifier", "model_alone_stages", "model_digest", "model_stage_from"]
 
 
 def model_digest(folder: str) -> str:
@@ -72,6 +72,22 @@ def _loaded_stage(
     return stage
 
 
+def model_alone_stages(
+    calibration: Calibration | str | None,
+    model_path: str | None,
+    model_top_k: int | None = None,
+    model_max_length: int | None = None,
+    model_batch_size: int | None = None,
+) -> CascadeStages:
+    """`--verifier model` as cascade stages, for the pipeline: the heuristic's gate hands every claim on (the
+    alignment still picks the pairs), and the model decides all of them, calibrated by the file's "model" stage
+    as `ModelVerifier` does. The model is loaded now, so a bad folder fails before the run."""
+    if not model_path:
+        raise ValueError("--verifier model needs --model-path: a folder with model.onnx, tokenizer.json ...")
+    stage = _loaded_stage(model_path, model_top_k, model_max_length, model_batch_size, None)
+    return CascadeStages(StageGate(band=(0.0, 1.0)), stage, StageGate.of(load_calibration(calibration), MODEL))
+
+
 class ModelVerifier(Verifier):
     """The cross-encoder alone, on the few evidence sentences the heuristic's alignment ranks best per claim."""
 
@@ -90,8 +106,10 @@ class ModelVerifier(Verifier):
         if not model_path:
             raise ValueError("--verifier model needs --model-path: a folder with model.onnx, tokenizer.json ...")
         self.stage = _loaded_stage(model_path, model_top_k, model_max_length, model_batch_size, contradiction_threshold)
-        self._gate = StageGate.of(load_calibration(calibration), MODEL)
+        calibration = load_calibration(calibration)
+        self._gate = StageGate.of(calibration, MODEL)
         self.version = f"model-1+{model_digest(model_path)}"
+        self.calibration_sha256 = (calibration.digest or None) if calibration is not None else None
 
     def __repr__(self) -> str:
         return f"ModelVerifier({self.stage.model_path!r}, top_k={self.stage.top_k})"
