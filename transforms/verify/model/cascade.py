@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from schemas import EvidencePassage, SentenceVerdict
-from transforms.verify.calibration import Calibration, StageCalibration, calibrated_verdict, grounded_score
+from transforms.verify.calibration import Calibration, StageCalibration, calibrated_verdict
 from transforms.verify.model.scorer import PairScorer
 from transforms.verify.model.stage import (
     DEFAULT_BATCH_SIZE,
@@ -59,7 +59,7 @@ class StageGate:
 
     def escalates(self, verdict: SentenceVerdict) -> bool:
         if self.calibration is not None:
-            return self.calibration.escalates(self.calibration.probability(grounded_score(verdict)))
+            return self.calibration.escalates(self.calibration.verdict_probability(verdict))
         return self.band is not None and self.band[0] <= verdict.confidence <= self.band[1]
 
     def decided(self, verdict: SentenceVerdict) -> SentenceVerdict:
