@@ -1,12 +1,15 @@
 """Where the lake lives: a local folder or object storage (`s3://bucket/prefix`, `gs://...`, `hdfs://...`).
 
-The writer, the cleanup, the reader, the DuckDB views and the Kafka offset commit reach the lake only through
-the few operations here, so each works the same on a folder and on a bucket:
+The writer, the cleanup, the reader, the DuckDB views, the Kafka offset commit, `groundwatch compact` and the
+Evidently workspace of a bucket lake reach the lake only through the few operations here, so each works the
+same on a folder and on a bucket:
 
     write_parquet(join(lake, "responses", "date=2026-11-29", "hour=09", "part-1.parquet"), table)
     list_files(join(lake, "responses"), ".parquet")      # full locations, URIs for a remote lake
     read_parquet(location, columns=["origin_offset"])
     attach_duckdb(con, lake)                             # read_parquet('s3://...') then works on `con`
+    file_signature(location)                             # (size, mtime ns): has the file changed since?
+    remove_file(location); write_bytes(location, data); read_bytes(location)
 
 A location with a scheme other than `file://` is remote; it is resolved by pyarrow
 (`pyarrow.fs.FileSystem.from_uri`), so any filesystem pyarrow reaches works, and one filesystem object is kept
