@@ -2,6 +2,7 @@
 
     groundwatch compact --lake ./groundwatch-lake
     groundwatch compact --lake ./groundwatch-lake --table sentences --since 2026-11-29T00:00Z
+    groundwatch compact --lake s3://bucket/lake
 
 At-least-once delivery writes some rows twice (a stream restarted from its last commit, a pass run again),
 and a bounded run writes one file per bundle, so an hour of a table is usually several files. The views
@@ -13,17 +14,19 @@ views read it straight.
 
 The rewrite is safe to stop at any point and to run beside writers and readers:
 
-- the new file is published whole (hidden temporary name, then renamed) before any old file is removed, so a
-  reader listing the partition sees the old files, or the old ones and the new one (a partition of several
-  files, ranked: the same rows), or the new one; never none;
-- an old file is removed only if it is unchanged since it was read (same size and modification time): a
-  file a writer replaced meanwhile stays, and the partition stays ranked until the next compaction;
+- the new file is published whole (in a folder: hidden temporary name, then renamed; in a bucket: one object
+  upload) before any old file is removed, so a reader listing the partition sees the old files, or the old
+  ones and the new one (a partition of several files, ranked: the same rows), or the new one; never none;
+- an old file is removed only if it is unchanged since it was read (same size and modification time, as
+  `transforms.io.lake.filesystem.file_signature` gives them for a file or an object): a file a writer
+  replaced meanwhile stays, and the partition stays ranked until the next compaction;
 - a file written into a partition later makes it a partition of several files again, ranked, until the next
   compaction; run it again (it skips clean partitions) and it converges.
 
 Tables whose copies of a key may lie in different hours (`TableSpec.partition_local` is false: dead letters,
 judge calls, where the time is the version) are left as they are; the views rank them whole, and they are
-small. Exit 0, or 2 on bad usage (a lake that does not exist, an unknown table).
+small. A lake in a folder or in object storage (`s3://...`) is compacted the same way. Exit 0, or 2 on bad
+usage (a lake that does not exist or cannot be reached, an unknown table).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 
 from schemas import TABLES, TableSpec
+from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.reader import (
     compacted_prefix,
     deduplicated_sql,
@@ -83,7 +87,7 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
     whether every old file could be removed, so the partition is now clean)."""
     from transforms.io.lake.writer import file_stem, remove_file, write_rows_file
 
-    seen: dict[str, tuple[int, int] | None] = {path: _signature(path) for path in files}
+    seen: dict[str, tuple[int, int] | None] = {path: lakefs.file_signature(path) for path in files}
     listed = ", ".join("'" + path.replace("'", "''") + "'" for path in files)
     rows_before = con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()[0]
     order = ", ".join(f'"{c}"' for c in (spec.time_column, *spec.key))
@@ -94,21 +98,13 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
     written = write_rows_file(os.path.dirname(files[0]), stem, spec.name, rows)
     whole = True
     for path in files:
-        if os.path.abspath(path) == os.path.abspath(written):
+        if lakefs.normalize(path) == lakefs.normalize(written):
             continue
-        if _signature(path) != seen[path]:
+        if lakefs.file_signature(path) != seen[path]:
             whole = False  # a writer replaced it meanwhile: it may hold newer rows; keep it, stay ranked
             continue
         remove_file(path)
     return rows_before, rows.num_rows, whole
-
-
-def _signature(path: str) -> tuple[int, int] | None:
-    try:
-        stat = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return stat.st_size, stat.st_mtime_ns
 
 
 def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -> TableCompaction:
@@ -118,6 +114,7 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
     if not spec.partition_local:
         return summary
     con = duckdb.connect(":memory:")
+    lakefs.attach_duckdb(con, lake_dir)  # a bucket's objects are read through the lake's own filesystem
     try:
         for folder, files in partitions(table_files(lake_dir, table)).items():
             start = _partition_start(folder)
@@ -132,7 +129,7 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
             summary.rows_before += before
             summary.rows_after += after
             if not whole:
-                summary.left_ranked.append(os.path.relpath(folder, lake_dir))
+                summary.left_ranked.append(lakefs.relative(folder, lake_dir))
     finally:
         con.close()
     return summary
@@ -141,7 +138,11 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from pipelines.cli import iso_time
 
-    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    parser.add_argument(
+        "--lake",
+        default="./groundwatch-lake",
+        help="Audit lake: a folder or a URI (s3://bucket/prefix). Default ./groundwatch-lake.",
+    )
     parser.add_argument(
         "--table",
         action="append",
@@ -156,11 +157,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if "://" in args.lake:
-        # Its "file unchanged since read" check is a local stat; object storage would need the objects' ETags.
-        print(f"groundwatch compact: {args.lake}: compaction works on a lake in a local folder only", file=sys.stderr)
+    try:
+        found = lakefs.is_dir(lakefs.normalize(args.lake))
+    except (ValueError, OSError) as error:
+        print(f"groundwatch compact: --lake: {error}", file=sys.stderr)
         return 2
-    if not os.path.isdir(args.lake):
+    if not found:
         print(f"groundwatch compact: the lake {args.lake} does not exist or is not a folder", file=sys.stderr)
         return 2
     tables = args.table or sorted(name for name, spec in TABLES.items() if spec.partition_local)

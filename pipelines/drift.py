@@ -9,8 +9,9 @@ before (see `transforms.monitoring.drift`), and writes what it found back to the
 per check, slice and window, and one `alerts` row per alert episode (rewritten when it clears).
 Alerts also go to the log, to the console and, when Kafka is configured (`--kafka-bootstrap` or
 GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic. Each checked window adds one snapshot to the
-Evidently workspace in `<lake>/evidently` (`groundwatch ui` shows it); a lake in object storage keeps no
-workspace (Evidently's is a local folder), its checks and alerts are written all the same.
+Evidently workspace in `<lake>/evidently` (`groundwatch ui` shows it); a lake in object storage keeps its
+workspace under the same prefix, `s3://bucket/lake/evidently/` (`dashboards.workspace_sync`: Evidently works on a
+local copy, and the snapshots added are uploaded at the end of the run).
 
 Exit codes: 0 done; 1 with `--fail-on-alert` when an alert fired in this run or is still firing;
 2 bad usage.
@@ -19,6 +20,7 @@ Exit codes: 0 done; 1 with `--fail-on-alert` when an alert fired in this run or 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -128,17 +130,36 @@ def run_drift(
     incidents = IncidentTracker(examples=config.examples)
     if not recompute:
         incidents = IncidentTracker.from_lake_rows(frames.incidents, config.examples)
-    board = None
-    if workspace and workspace_dir is None and lakefs.is_remote(lake_dir):
-        # Evidently's workspace (and `groundwatch ui`) is a local folder; the checks and alerts still go to the lake.
-        out(f"no Evidently workspace for a lake in object storage ({lake_dir}): snapshots are not kept")
-        workspace = False
-    if workspace:
-        from dashboards.workspace import GroundwatchWorkspace
+    with contextlib.ExitStack() as stack:
+        board, copy = None, None
+        if workspace and workspace_dir is None and lakefs.is_remote(lake_dir):
+            # Evidently's workspace is a local folder: work on a copy of the bucket's, then upload what changed.
+            from dashboards.workspace_sync import local_copy
 
-        board = GroundwatchWorkspace.open(
-            lake_dir, path=workspace_dir, **({"project_name": project_name} if project_name else {})
-        )
+            copy = stack.enter_context(local_copy(lake_dir))
+            workspace_dir = copy.folder
+        if workspace:
+            from dashboards.workspace import GroundwatchWorkspace
+
+            board = GroundwatchWorkspace.open(
+                lake_dir, path=workspace_dir, **({"project_name": project_name} if project_name else {})
+            )
+        try:
+            outcome = _check_windows(frames, checked, history, tracker, incidents, board, config, now, lake_dir)
+        finally:
+            if copy is not None:  # even after a failure: the windows checked so far keep their snapshots
+                copy.push()
+    if kafka_bootstrap and (outcome.changes or outcome.incident_changes):
+        sent = send_alerts_to_kafka([*outcome.incident_changes, *outcome.changes], kafka_bootstrap, alerts_topic)
+        out(f"sent {sent} alert updates to Kafka topic {alerts_topic}")
+    outcome.firing = list(tracker.open.values())
+    outcome.open_incidents = list(incidents.open.values())
+    out(summary(outcome, lake_dir))
+    return outcome
+
+
+def _check_windows(frames, checked, history, tracker, incidents, board, config, now, lake_dir) -> DriftOutcome:
+    """Check every window not `checked` yet; write the checks, alerts and incidents; add the snapshots."""
     outcome = DriftOutcome()
     for window in frames.windows:
         if window[0] in checked:
@@ -162,12 +183,6 @@ def run_drift(
         outcome.windows.append(window[0])
         outcome.checks.extend(evaluation.checks)
         outcome.changes.extend(changes)
-    if kafka_bootstrap and (outcome.changes or outcome.incident_changes):
-        sent = send_alerts_to_kafka([*outcome.incident_changes, *outcome.changes], kafka_bootstrap, alerts_topic)
-        out(f"sent {sent} alert updates to Kafka topic {alerts_topic}")
-    outcome.firing = list(tracker.open.values())
-    outcome.open_incidents = list(incidents.open.values())
-    out(summary(outcome, lake_dir))
     return outcome
 
 
@@ -190,9 +205,7 @@ def summary(outcome: DriftOutcome, lake_dir: str) -> str:
 
 
 def _workspace_note(lake_dir: str) -> str:
-    if lakefs.is_remote(lake_dir):
-        return "no Evidently workspace in object storage"
-    return f"Evidently {os.path.join(lake_dir, 'evidently')}"
+    return f"Evidently {lakefs.join(lake_dir, 'evidently')}"
 
 
 def _where(alert: AlertRow) -> str:

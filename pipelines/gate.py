@@ -8,7 +8,8 @@ Every line is audited in process by the same stage function as the audit pipelin
 (`transforms.audit.stages.audit_response` through `pipelines.runner.inline`): no runner and no lake are
 needed, and each response's verdict comes back for its JUnit test case. Lines that are not valid logged
 responses, and repeated response ids (the pipeline dead-letters them too), are test errors and fail the
-gate. `--baseline` is a JSONL file (audited the same way) or an audit lake folder (its `sentences` view);
+gate. `--baseline` is a JSONL file (audited the same way) or an audit lake (its `sentences` view), in a folder or
+in object storage (`s3://bucket/lake`);
 `--max-drop` is the largest allowed fall of the mean faithfulness score (the supported share of each
 answer) below it.
 
@@ -33,6 +34,7 @@ from pipelines.reporting.gate_report import (
     write_junit,
     write_markdown,
 )
+from transforms.io.lake import filesystem as lakefs
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
 
@@ -48,7 +50,11 @@ def _fraction(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True, help="JSONL file of logged responses (one JSON object per line).")
-    parser.add_argument("--baseline", metavar="LAKE_OR_FILE", help="A JSONL file or an audit lake folder to compare.")
+    parser.add_argument(
+        "--baseline",
+        metavar="LAKE_OR_FILE",
+        help="A JSONL file, or an audit lake (a folder or a URI, s3://bucket/lake), to compare with.",
+    )
     parser.add_argument("--max-review-share", type=_fraction, help="Fail above this share needing review, in [0, 1].")
     parser.add_argument("--fail-on-contradicted", action="store_true", help="Fail if any sentence is contradicted.")
     parser.add_argument("--fail-on-fabricated", action="store_true", help="Fail if any citation names no passage.")
@@ -120,7 +126,11 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise ValueError(f"--input {args.input!r} is not a file")
     if args.max_drop is not None and not args.baseline:
         raise ValueError("--max-drop needs --baseline (a JSONL file or an audit lake folder)")
-    if args.baseline and not os.path.exists(args.baseline):
+    if args.baseline and lakefs.is_remote(args.baseline):
+        lakefs.check_location(args.baseline)  # ValueError on one line, without secrets
+        if not lakefs.is_dir(lakefs.normalize(args.baseline)):
+            raise ValueError(f"--baseline {args.baseline!r}: no audit lake there (no object under that prefix)")
+    elif args.baseline and not os.path.exists(args.baseline):
         raise ValueError(f"--baseline {args.baseline!r} does not exist")
     for flag in ("junit", "summary"):
         folder = os.path.dirname(os.path.abspath(getattr(args, flag)))
@@ -139,7 +149,7 @@ def main(args: argparse.Namespace) -> int:
         )
         baseline = None
         if args.baseline:
-            if os.path.isdir(args.baseline):
+            if lakefs.is_remote(args.baseline) or os.path.isdir(args.baseline):
                 baseline = lake_figures(args.baseline)
             else:
                 baseline = gate_figures(audit_file(args.baseline, auditor))

@@ -77,12 +77,16 @@ def test_a_pass_needs_a_budget():
 
 
 @pytest.mark.kafka
-def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, new_topic, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
+def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, new_topic, tmp_path, lake_in, request):  # noqa: F811
+    """The passes write a local folder, or a bucket of a real S3-protocol server (tests.support.s3_fixtures):
+    each pass's commit reads its rows back from there, and the windows spanning passes are computed from it."""
     topic = new_topic(partitions=2)
     messages = generated_messages(300, seed=13, malformed_fraction=0.05, start=DEFAULT_START)
     assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages) == 300
     produced = offsets_by_value(kafka_bootstrap, topic)
-    lake, lines = tmp_path / "lake", []
+    lake = request.getfixturevalue("s3_lake") if lake_in == "bucket" else str(tmp_path / "lake")
+    lines: list[str] = []
 
     counts = run(monitor_argv(kafka_bootstrap, topic, lake, "--max_records_per_run=100"), out=lines.append)
     assert "passes         3 (at most 100 messages each)" in lines
@@ -91,7 +95,7 @@ def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, n
         "pass 2         100 of 200 messages left",
         "pass 3         100 of 100 messages left",
     ]
-    assert_accounted_once(str(lake), topic, produced, expected_fates(messages, 1.0), counts)
+    assert_accounted_once(lake, topic, produced, expected_fates(messages, 1.0), counts)
     committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 2)
     assert committed == ends
 
@@ -102,7 +106,7 @@ def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, n
     assert after_passes.keys() == in_one_run.keys() and len(after_passes) >= 4  # all traffic, tenants, ...
     for key, figures in in_one_run.items():
         assert after_passes[key] == pytest.approx(figures), key
-    responses_in_lake = connect_lake(str(lake)).execute("SELECT count(*) FROM responses").fetchone()[0]
+    responses_in_lake = connect_lake(lake).execute("SELECT count(*) FROM responses").fetchone()[0]
     assert sum(n for (_, dimension, _), (n, *_) in after_passes.items() if dimension == "all") == responses_in_lake
     # The 300 messages fall in one window, which all three passes read from: it is computed again.
     assert len({window for window, _, _ in after_passes}) == 1

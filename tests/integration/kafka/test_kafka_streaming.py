@@ -5,6 +5,10 @@
   views once, none missing;
 - the broker stops and comes back mid-run: the monitor recovers and finishes the work.
 
+The two exactly-once tests (the SIGKILL and the broker restart) run with the lake in a local folder and in an
+S3 bucket (moto's server, `tests.support.s3_fixtures`): the monitor and Prism write the bucket, and the offset
+commit reads the rows back from it.
+
 Waiting is bounded (a test fails if the lake does not catch up within minutes), never a speed assertion.
 """
 
@@ -27,6 +31,7 @@ from tests.support.kafka_fixtures import (
     wait_for,
 )
 from tests.support.prism_fixtures import NEEDS_PRISM
+from transforms.io.lake import filesystem as lakefs
 
 pytestmark = [
     pytest.mark.kafka,
@@ -34,6 +39,15 @@ pytestmark = [
 ]
 
 CATCH_UP_S = 240
+
+LAKE_IN = pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
+"""Where an exactly-once test's lake lives: a local folder, or a bucket of moto's S3 server."""
+
+
+def _lake(lake_in: str, request, tmp_path):
+    """The lake of a `LAKE_IN` test: `<tmp>/lake`, or `s3://<a fresh bucket>/lake` with the environment that
+    reaches it (inherited by the monitor's process)."""
+    return request.getfixturevalue("s3_lake") if lake_in == "bucket" else tmp_path / "lake"
 
 
 class Monitor:
@@ -93,7 +107,7 @@ def _committed(bootstrap: str, topic: str) -> dict[int, int | None]:
 def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
     """The lake accounting once every produced offset is in it and the group has committed them all."""
     monitor.assert_running()
-    if not os.path.isdir(lake):
+    if not lakefs.is_dir(str(lake)):
         return None
     found = lake_accounting(str(lake), topic)
     in_lake = set(found["responses"]) | set(found["dead_letters"])
@@ -106,6 +120,16 @@ def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
     committed = _committed(bootstrap, topic)
     # A partition that never had a message has nothing to commit.
     return found if all((committed[p] or 0) == ends.get(p, 0) for p in committed) else None
+
+
+def _assert_in_bucket(lake_in: str, lake) -> None:
+    """For a lake in a bucket: its rows are objects of the bucket, not files of some local folder."""
+    if lake_in == "bucket":
+        from tests.support.s3_fixtures import bucket_keys
+
+        keys = bucket_keys(str(lake).removeprefix("s3://").split("/")[0])
+        tables = {k.split("/")[1] for k in keys if k.startswith("lake/")}
+        assert {"responses", "window_metrics", "dead_letters"} <= tables
 
 
 def _produce(bootstrap: str, topic: str, count: int, seed: int, *, rate: float | None = None) -> None:
@@ -230,9 +254,17 @@ def test_the_llm_judge_audits_a_stream(kafka_bootstrap, new_topic, monitors, tmp
     assert all(secret.encode() not in f.read_bytes() for f in lake.rglob("*.parquet"))
 
 
-def test_sigkill_and_restart_loses_nothing_and_counts_once(kafka_bootstrap, new_topic, monitors, tmp_path):  # noqa: F811
+@LAKE_IN
+def test_sigkill_and_restart_loses_nothing_and_counts_once(
+    kafka_bootstrap,  # noqa: F811
+    new_topic,  # noqa: F811
+    monitors,
+    tmp_path,
+    lake_in,
+    request,
+):
     topic = new_topic(partitions=2)
-    lake = tmp_path / "lake"
+    lake = _lake(lake_in, request, tmp_path)
     _produce(kafka_bootstrap, topic, 400, seed=31)
     first = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor-1.log")
 
@@ -249,12 +281,14 @@ def test_sigkill_and_restart_loses_nothing_and_counts_once(kafka_bootstrap, new_
     found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, second), timeout_s=CATCH_UP_S, what="restart")
     assert len(found["responses"]) + len(found["dead_letters"]) == 700
     _assert_once_each(found)
+    _assert_in_bucket(lake_in, lake)
 
 
-def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, tmp_path):  # noqa: F811
+@LAKE_IN
+def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, tmp_path, lake_in, request):  # noqa: F811
     bootstrap = private_broker.bootstrap
     topic = create_topic(bootstrap, "gw-restart", partitions=2)
-    lake = tmp_path / "lake"
+    lake = _lake(lake_in, request, tmp_path)
     monitor = monitors(bootstrap, topic, lake, tmp_path / "monitor.log")
     _produce(bootstrap, topic, 200, seed=41)
     wait_for(lambda: _caught_up(bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="before the restart")
@@ -267,3 +301,4 @@ def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, 
     found = wait_for(lambda: _caught_up(bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="after restart")
     assert len(found["responses"]) + len(found["dead_letters"]) == 400
     _assert_once_each(found)
+    _assert_in_bucket(lake_in, lake)

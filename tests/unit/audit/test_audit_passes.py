@@ -95,9 +95,12 @@ def _metrics(lake: str) -> dict[tuple, tuple]:
     return {row[:3]: row[3:] for row in connect_lake(lake).execute(f"{sql} FROM window_metrics").fetchall()}
 
 
-def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path):
+@pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
+def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, lake_in, request):
     """The shipped sample traffic (308 lines over 30 one-minute windows), then a gzipped file holding a copy
-    of its first response and a malformed line, audited in passes of 70 lines and in one run."""
+    of its first response and a malformed line, audited in passes of 70 lines and in one run. The passes write
+    a local folder, or a bucket of a real S3-protocol server (`tests.support.s3_fixtures`), from which the
+    windows that span passes are computed again."""
     with open(sample_traffic_path(), "rb") as f:
         sample = f.read().splitlines()
     first_id = json.loads(sample[0])["response_id"]
@@ -108,16 +111,15 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path):
     pattern = str(traffic / "*")
     one = run([f"--input={pattern}", f"--lake={tmp_path / 'one'}"], out=lambda _: None)
     lines = []
-    in_passes = run(
-        [f"--input={pattern}", f"--lake={tmp_path / 'passes'}", "--max_records_per_run=70"], out=lines.append
-    )
+    lake = request.getfixturevalue("s3_lake") if lake_in == "bucket" else str(tmp_path / "passes")
+    in_passes = run([f"--input={pattern}", f"--lake={lake}", "--max_records_per_run=70"], out=lines.append)
 
     assert lines[0] == "passes         5 for 310 messages (at most 70 each)"
     assert lines[1:6] == [line for line in lines if line.startswith("pass ")]
     # Each pass writes the metrics of its part of a window: only the metrics rows written differ.
     assert replace(in_passes, rows_written={}) == replace(one, rows_written={}) and one.read == 310 and one.adds_up
     assert in_passes.rows_written["responses"] == one.rows_written["responses"] == one.audited
-    rows_one, rows_passes = lake_rows(str(tmp_path / "one")), lake_rows(str(tmp_path / "passes"))
+    rows_one, rows_passes = lake_rows(str(tmp_path / "one")), lake_rows(lake)
     assert rows_passes == rows_one
     # The copy in the last pass is dropped as a copy of the first line of the first pass.
     duplicates = [error for _, _, error in rows_passes["dead_letters"] if error.startswith("duplicate_response_id")]
@@ -127,15 +129,13 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path):
     passes = plan_jsonl_passes(pattern, max_records=70).passes
     pass_of = {origin: n for n, part in enumerate(passes) for origin in _read(part)}
     passes_of_window = defaultdict(set)
-    audited = connect_lake(str(tmp_path / "passes")).execute(
-        "SELECT origin_source, origin_offset, window_start FROM responses"
-    )
+    audited = connect_lake(lake).execute("SELECT origin_source, origin_offset, window_start FROM responses")
     for source, line, window in audited.fetchall():
         passes_of_window[window].add(pass_of[source, line])
     spanning = sum(1 for seen in passes_of_window.values() if len(seen) > 1)
     assert 0 < spanning < len(passes_of_window)
     assert f"window metrics {spanning} windows span passes: computed again from the lake" in lines
-    metrics_one, metrics_passes = _metrics(str(tmp_path / "one")), _metrics(str(tmp_path / "passes"))
+    metrics_one, metrics_passes = _metrics(str(tmp_path / "one")), _metrics(lake)
     assert metrics_passes.keys() == metrics_one.keys()
     for key, (responses, confidence, review) in metrics_one.items():
         assert metrics_passes[key][0] == responses and metrics_passes[key][2] == review

@@ -6,6 +6,8 @@ import json
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
+import pytest
+
 from pipelines.cli import main
 from pipelines.runner.inline import InlineAuditor
 from tests.support.audit_messages import BAD_MESSAGES, message
@@ -113,21 +115,36 @@ def test_a_drop_against_a_baseline_file_fails(tmp_path):
     assert "baseline 1.000" in drop.find("failure").get("message")
 
 
-def test_a_drop_against_a_baseline_lake_fails(tmp_path):
+@pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
+def test_a_drop_against_a_baseline_lake_fails(tmp_path, lake_in, request, capsys):
+    """The baseline lake in a folder, or in a bucket of a real S3-protocol server (tests.support.s3_fixtures)."""
     auditor = InlineAuditor()
     tables = defaultdict(list)
     for m in _grounded(3):
         for table, row in to_lake_rows(auditor.audit(auditor.parse(json.dumps(m).encode()))):
             tables[table].append(row)
-    lake = tmp_path / "lake"
+    lake = request.getfixturevalue("s3_lake") if lake_in == "bucket" else str(tmp_path / "lake")
     for table, rows in tables.items():
-        write_table(str(lake), table, rows)
+        write_table(lake, table, rows)
     worse = _jsonl(tmp_path / "worse.jsonl", verdict_message("ungrounded"), verdict_message("contradicted"))
-    assert _gate(tmp_path, worse, "--baseline", str(lake), "--max-drop", "0.05")[0] == 1
+    code, root, summary = _gate(tmp_path, worse, "--baseline", lake, "--max-drop", "0.05")
+    assert code == 1 and f"baseline `{lake}`" in summary
+    [drop] = [c for c in root.iter("testcase") if c.get("name") == "drop in mean faithfulness vs baseline"]
+    assert "baseline 1.000" in drop.find("failure").get("message")  # the baseline's 3 grounded answers, read back
     assert (
-        _gate(tmp_path, _jsonl(tmp_path / "ok.jsonl", *_grounded(2)), "--baseline", str(lake), "--max-drop", "0.05")[0]
-        == 0
+        _gate(tmp_path, _jsonl(tmp_path / "ok.jsonl", *_grounded(2)), "--baseline", lake, "--max-drop", "0.05")[0] == 0
     )
+    if lake_in == "bucket":  # a prefix holding no lake, and a bucket that does not exist: usage errors
+        from tests.support.s3_fixtures import S3_SECRET
+
+        capsys.readouterr()
+        bucket = lake.removeprefix("s3://").split("/")[0]
+        refused = ((f"s3://{bucket}/no-lake-here", "no audit lake there"), ("s3://gw-nope/lake", "does not exist"))
+        for nowhere, why in refused:
+            assert _gate(tmp_path, worse, "--baseline", nowhere, "--max-drop", "0.05")[0] == 2
+            err = capsys.readouterr().err
+            assert err.startswith("groundwatch gate: ") and nowhere in err and why in err, err
+            assert S3_SECRET not in err
 
 
 def test_bad_usage_exits_2(tmp_path):

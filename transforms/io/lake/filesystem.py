@@ -1,12 +1,15 @@
 """Where the lake lives: a local folder or object storage (`s3://bucket/prefix`, `gs://...`, `hdfs://...`).
 
-The writer, the cleanup, the reader, the DuckDB views and the Kafka offset commit reach the lake only through
-the few operations here, so each works the same on a folder and on a bucket:
+The writer, the cleanup, the reader, the DuckDB views, the Kafka offset commit, `groundwatch compact` and the
+Evidently workspace of a bucket lake reach the lake only through the few operations here, so each works the
+same on a folder and on a bucket:
 
     write_parquet(join(lake, "responses", "date=2026-11-29", "hour=09", "part-1.parquet"), table)
     list_files(join(lake, "responses"), ".parquet")      # full locations, URIs for a remote lake
     read_parquet(location, columns=["origin_offset"])
     attach_duckdb(con, lake)                             # read_parquet('s3://...') then works on `con`
+    file_signature(location)                             # (size, mtime ns): has the file changed since?
+    remove_file(location); write_bytes(location, data); read_bytes(location)
 
 A location with a scheme other than `file://` is remote; it is resolved by pyarrow
 (`pyarrow.fs.FileSystem.from_uri`), so any filesystem pyarrow reaches works, and one filesystem object is kept
@@ -50,13 +53,18 @@ __all__ = [
     "attach_duckdb",
     "check_location",
     "ensure_folder",
+    "file_signature",
     "is_dir",
     "is_remote",
     "join",
     "list_files",
     "normalize",
+    "read_bytes",
     "read_parquet",
+    "relative",
+    "remove_file",
     "remove_tree",
+    "write_bytes",
     "write_parquet",
 ]
 
@@ -205,6 +213,36 @@ def ensure_folder(location: str) -> None:
         os.makedirs(_local(location), exist_ok=True)
 
 
+def write_bytes(location: str, data: bytes | pa.Buffer) -> str:
+    """Publish `data` as the file `location`, whole or not at all (see the module's docstring)."""
+    import pyarrow as pa
+
+    if not is_remote(location):
+        final = location.removeprefix("file://")
+        folder = os.path.dirname(os.path.abspath(final))
+        os.makedirs(folder, exist_ok=True)
+        stem = os.path.basename(final).removesuffix(".parquet")
+        # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
+        temp = os.path.join(folder, f".{stem}.{uuid.uuid4().hex}.tmp")
+        try:
+            with open(temp, "wb") as f:
+                f.write(data)
+            os.replace(temp, final)
+        finally:
+            if os.path.exists(temp):
+                os.remove(temp)
+        return final
+    filesystem, path = _resolve(location)
+    try:
+        # One upload of the whole file: the object appears when close() completes it, never before.
+        stream = filesystem.open_output_stream(path)
+        stream.write(data)
+        stream.close()
+    except (OSError, pa.ArrowException) as e:
+        raise OSError(f"writing {location}: {_scrub(str(e))}") from None
+    return normalize(location)
+
+
 def write_parquet(location: str, table: pa.Table) -> str:
     """Publish `table` as the Parquet file `location`, whole or not at all (see the module's docstring)."""
     import pyarrow as pa
@@ -215,10 +253,9 @@ def write_parquet(location: str, table: pa.Table) -> str:
         folder = os.path.dirname(os.path.abspath(final))
         os.makedirs(folder, exist_ok=True)
         stem = os.path.basename(final).removesuffix(".parquet")
-        # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
         temp = os.path.join(folder, f".{stem}.{uuid.uuid4().hex}.tmp")
         try:
-            pq.write_table(table, temp, compression="zstd")
+            pq.write_table(table, temp, compression="zstd")  # streamed to the disk, not held in memory
             os.replace(temp, final)
         finally:
             if os.path.exists(temp):
@@ -226,16 +263,22 @@ def write_parquet(location: str, table: pa.Table) -> str:
         return final
     buffer = pa.BufferOutputStream()
     pq.write_table(table, buffer, compression="zstd")
-    data = buffer.getvalue()
+    return write_bytes(location, buffer.getvalue())  # an Arrow buffer: no copy
+
+
+def read_bytes(location: str) -> bytes:
+    """The whole content of the file at `location`."""
+    import pyarrow as pa
+
+    if not is_remote(location):
+        with open(_local(location), "rb") as f:
+            return f.read()
     filesystem, path = _resolve(location)
     try:
-        # One upload of the whole file: the object appears when close() completes it, never before.
-        stream = filesystem.open_output_stream(path)
-        stream.write(data)
-        stream.close()
+        with filesystem.open_input_stream(path) as stream:
+            return stream.read()
     except (OSError, pa.ArrowException) as e:
-        raise OSError(f"writing {location}: {_scrub(str(e))}") from None
-    return normalize(location)
+        raise OSError(f"reading {location}: {_scrub(str(e))}") from None
 
 
 def read_parquet(location: str, columns: Sequence[str] | None = None) -> pa.Table:
@@ -250,6 +293,53 @@ def read_parquet(location: str, columns: Sequence[str] | None = None) -> pa.Tabl
         return pq.read_table(path, filesystem=filesystem, columns=list(columns) if columns is not None else None)
     except (OSError, pa.ArrowException) as e:
         raise OSError(f"reading {location}: {_scrub(str(e))}") from None
+
+
+def file_signature(location: str) -> tuple[int, int] | None:
+    """(size in bytes, modification time in ns) of the file at `location`, None when there is none: what
+    `groundwatch compact` compares to know a file is unchanged since it read it.
+
+    A folder gives the filesystem's own modification time (ns on Linux). S3 gives the object's Last-Modified,
+    to the second: an object replaced within the second it was written, by one of the same size, keeps its
+    signature (the lake's names are hashes of the rows' keys, so such a replacement holds the same keys).
+    """
+    import pyarrow.fs as pafs
+
+    info = _info(location)
+    if info.type != pafs.FileType.File:
+        return None
+    return info.size, info.mtime_ns or 0
+
+
+def remove_file(location: str) -> bool:
+    """Remove one file (or object); False when it was already gone."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    if not is_remote(location):
+        try:
+            os.remove(_local(location))
+        except FileNotFoundError:
+            return False
+        return True
+    filesystem, path = _resolve(location)
+    try:
+        # An S3 delete of a missing key succeeds: ask first, so the answer means something.
+        if filesystem.get_file_info(path).type != pafs.FileType.File:
+            return False
+        filesystem.delete_file(path)
+    except FileNotFoundError:
+        return False
+    except (OSError, pa.ArrowException) as e:
+        raise OSError(f"removing {location}: {_scrub(str(e))}") from None
+    return True
+
+
+def relative(location: str, base: str) -> str:
+    """`location` (a path or URI under `base`) relative to `base`, with `/` between its parts."""
+    if not is_remote(base):
+        return os.path.relpath(_local(location), _local(base))
+    return normalize(location).removeprefix(normalize(base) + "/")
 
 
 def remove_tree(location: str) -> None:

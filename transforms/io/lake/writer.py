@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -105,12 +104,9 @@ def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[
 
 
 def remove_file(path: str) -> bool:
-    """Remove a published file of the lake; False when it was already gone (another compaction removed it)."""
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        return False
-    return True
+    """Remove a published file of the lake (a folder's or a bucket's); False when it was already gone (another
+    compaction removed it)."""
+    return lakefs.remove_file(path)
 
 
 def write_table(
