@@ -206,9 +206,9 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
     misquote_from = _misquote_time(spec)
     pending: list[tuple[datetime, dict]] = []
     index = 0
-    fabricated = traffic.Profile().fabricated_citation_rate  # citation ids as rare as the other flaws, if asked
-    if spec.flaw_rate is not None:
-        fabricated = traffic.Profile.with_flaw_rate(spec.flaw_rate).fabricated_citation_rate
+    # Citation flaws as rare as the other flaws when a flaw rate is asked for; as they always were otherwise.
+    base = traffic.Profile() if spec.flaw_rate is None else traffic.Profile.with_flaw_rate(spec.flaw_rate)
+    citation_flaws = (base.fabricated_citation_rate, base.extra_citation_rate)
     for window in range(spec.windows):
         window_start = spec.start + timedelta(seconds=window * spec.window_seconds)
         weights = _weights(rng, spec.flaw_rate)
@@ -218,7 +218,7 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
             regressed = changed_at is not None and when >= changed_at and not canary
             regressed = regressed and (recovered_at is None or when < recovered_at)
             version = CANARY_RETRIEVER if canary else NEW_RETRIEVER if regressed else OLD_RETRIEVER
-            profile = traffic.Profile(weights, version, fabricated)
+            profile = traffic.Profile(weights, version, *citation_flaws)
             message = traffic._response(rng, index, when, profile, None, None)
             if regressed:
                 # The generator keeps its raw claims: on weak evidence it hedges and cites less.

@@ -25,7 +25,8 @@ version: `SCENARIOS[name](index, count) -> Profile`. Add one by registering a
 function (e.g. a retriever regression that degrades grounding after a point).
 
 `flaw_rate` is the share of sentences drawn flawed (partial, ungrounded or contradicted, in the
-proportions 12 : 10 : 8) and scales fabricated citation ids with it. The default,
+proportions 12 : 10 : 8) and scales the citation flaws with it (fabricated ids, a second passage
+cited beside the one that supports the sentence). The default,
 `HEALTHY_FLAW_RATE` (3%), is traffic of a healthy production system: about nine answers in ten
 fully supported. `FLAWED_FLAW_RATE` (30%) is the traffic tests of the verifier and the audit want,
 full of problems to find; with it the generator draws exactly what it drew before the default changed.
@@ -69,6 +70,8 @@ sentence, enough for the review queue and the drift checks to have something to 
 _FLAW_MIX = {"partial": 0.12, "ungrounded": 0.10, "contradicted": 0.08}
 _FABRICATED_AT_FLAWED = 0.04
 """Chance that a cited sentence names a passage that does not exist, at `FLAWED_FLAW_RATE`."""
+_EXTRA_CITATION_AT_FLAWED = 0.15
+"""Chance that a grounded sentence also cites a passage that does not support it, at `FLAWED_FLAW_RATE`."""
 
 
 def flawed_weights(flaw_rate: float) -> dict[str, float]:
@@ -88,12 +91,19 @@ class Profile:
     """None lets the generator pick one of the usual versions."""
     fabricated_citation_rate: float = _FABRICATED_AT_FLAWED
     """Chance that a cited sentence names a passage that is not in the evidence."""
+    extra_citation_rate: float = _EXTRA_CITATION_AT_FLAWED
+    """Chance that a grounded sentence also cites a second passage, which does not support it (misattributed)."""
 
     @classmethod
     def with_flaw_rate(cls, flaw_rate: float, **kwargs) -> Profile:
-        """A profile with `flaw_rate` of its sentences flawed and fabricated ids as rare in proportion."""
-        rate = _FABRICATED_AT_FLAWED * flaw_rate / FLAWED_FLAW_RATE
-        return cls(verdict_weights=flawed_weights(flaw_rate), fabricated_citation_rate=rate, **kwargs)
+        """A profile with `flaw_rate` of its sentences flawed and citation flaws as rare in proportion."""
+        scale = flaw_rate / FLAWED_FLAW_RATE
+        return cls(
+            verdict_weights=flawed_weights(flaw_rate),
+            fabricated_citation_rate=min(1.0, _FABRICATED_AT_FLAWED * scale),
+            extra_citation_rate=min(1.0, _EXTRA_CITATION_AT_FLAWED * scale),
+            **kwargs,
+        )
 
 
 Scenario = Callable[[int, int, float], Profile]
@@ -188,7 +198,7 @@ def _response(
         cited = [doc_ids[fact_i]]
         if verdict == "grounded":
             text = fact.answer
-            if rng.random() < 0.15 and n_passages > 1:
+            if rng.random() < profile.extra_citation_rate and n_passages > 1:
                 other = order[(s + 1) % n_passages]
                 cited.append(doc_ids[other])
         elif verdict == "partial":
