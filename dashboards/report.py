@@ -155,6 +155,8 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
             value = record[column]
             if value is None or (not isinstance(value, list | tuple) and pd.isna(value)):
                 text = ""
+            elif isinstance(value, datetime):  # pandas' Timestamp too: minutes are what an operator reads
+                text = f"{value:%Y-%m-%d %H:%M}"
             else:
                 text = f"{value:.3g}" if isinstance(value, float) else str(value)
             css = ' class="firing"' if column == "status" and value == "firing" else ""
@@ -272,7 +274,13 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
         _table(incidents, INCIDENT_COLUMNS),
         "<h2>Alerts</h2>",
         _table(
-            alerts.sort_values("started_at") if len(alerts) else alerts,
+            # Firing first, then by start; within a start, the slice's dimension groups what fired together.
+            alerts.sort_values(
+                ["status", "started_at", "slice_dimension", "slice_value", "check"],
+                key=lambda c: c != "firing" if c.name == "status" else c,
+            )
+            if len(alerts)
+            else alerts,
             ["status", "severity", "check", "slice_dimension", "slice_value", "started_at", "cleared_at", "message"],
         ),
         "<h2>Review queue by tenant and reason</h2>",

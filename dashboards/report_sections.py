@@ -49,7 +49,7 @@ def _items(value) -> list:
 
 
 def incidents_frame(incidents: pd.DataFrame, start, end) -> pd.DataFrame:
-    """The incidents open at some time in [start, end), firing first, then the latest; one row per incident."""
+    """The incidents open at some time in [start, end), firing first, the most alerts first, then the latest."""
     if not len(incidents):
         return pd.DataFrame(columns=INCIDENT_COLUMNS)
     still_open = incidents["cleared_at"].isna() | (incidents["cleared_at"] >= start)
@@ -78,7 +78,10 @@ def incidents_frame(incidents: pd.DataFrame, start, end) -> pd.DataFrame:
             }
         )
     frame = pd.DataFrame(rows, columns=INCIDENT_COLUMNS)
-    return frame.sort_values("status", key=lambda s: s != "firing", kind="stable")
+    # Open ones first; among them the one with the most alerts (the widest cause), then the latest.
+    frame["_firing"] = frame["status"] != "firing"
+    frame = frame.sort_values(["_firing", "alerts"], ascending=[True, False], kind="stable")
+    return frame.drop(columns="_firing")
 
 
 def review_frame(responses: pd.DataFrame, limit: int = 15) -> pd.DataFrame:

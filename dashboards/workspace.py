@@ -3,8 +3,8 @@
 `groundwatch drift` adds a snapshot for every window it checks (`GroundwatchWorkspace.add_window`);
 `groundwatch ui` serves `<lake>/evidently`. The dashboard answers an operator's first questions first:
 open incidents and firing alerts, the review queue's share per tenant and its reasons, and the worst
-slices (mean attribution confidence per retriever_version, generator_model and tenant: the lowest line
-is the worst slice; a panel is rebuilt when a new value appears). Then, for all traffic: responses
+slices (mean attribution confidence per retriever_version and generator_model: the lowest line is the
+worst slice; a panel is rebuilt when a new value appears). Then, for all traffic: responses
 audited, mean attribution confidence with its reference and alert limit (the reference band), the K-S
 drift p-values with their threshold, attribution coverage and low-confidence claim rates with the
 spec's limits, verdict shares, alerts fired and open. Every legend names its slice.
@@ -31,7 +31,10 @@ PROJECT_NAME = "groundwatch"
 _SHARES = ("fully_grounded_share", "partially_grounded_share", "ungrounded_share", "contradicted_share")
 _RATES = ("attribution_coverage_rate", "low_confidence_claim_rate", "citation_failure_rate")
 _SLICE_DIMENSIONS = ("retriever_version", "generator_model", "tenant")
-"""Dimensions with a confidence panel of their own, one line per value: where the worst slice shows."""
+"""Dimensions whose values the dashboard's panels list (a panel is rebuilt when a new value appears)."""
+_CONFIDENCE_PANELS = ("retriever_version", "generator_model")
+"""Dimensions with a confidence panel, one line per value: where the worst slice shows. Not tenants: with a
+few responses each per window their means swing too much to read; the report ranks them over its period."""
 _REVIEW_TITLE = "Review queue by tenant"
 
 
@@ -76,7 +79,7 @@ def dashboard_panels(slices: dict[str, list[str]] | list[str]) -> list:
             description="The lowest line is the worst slice of that dimension.",
             size="half" if dimension != "retriever_version" else "full",
         )
-        for dimension in _SLICE_DIMENSIONS
+        for dimension in _CONFIDENCE_PANELS
         if (values := slices.get(dimension, [])) or dimension == "retriever_version"
     ]
     return [
@@ -261,7 +264,7 @@ def _snapshot_columns(evaluation, plan: SlicePlan, open_alerts, changes, config:
         pd.DataFrame({column_name("faithfulness", ALL_TRAFFIC, ""): plan.responses["faithfulness"]}),
     ]
     for (dimension, value), slice_plan in evaluation.plans.items():
-        if dimension in _SLICE_DIMENSIONS:
+        if dimension in _CONFIDENCE_PANELS:
             column = column_name("attribution_confidence", dimension, value)
             parts.append(pd.DataFrame({column: slice_plan.sentences["attribution_confidence"]}))
     constants = {

@@ -32,7 +32,6 @@ PANELS = (
     "Review queue by tenant",
     "Review queue by reason",
     "Mean attribution confidence by generator_model",
-    "Mean attribution confidence by tenant",
     "Responses audited (last window)",
     "Mean attribution confidence and its reference band",
     "Drift test p-value (K-S)",
@@ -50,7 +49,7 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
         command = [
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", "--window-size=1400,2600", "--virtual-time-budget=30000",
+            f"--user-data-dir={profile}", "--window-size=1400,3800", "--virtual-time-budget=30000",
             # The charts animate their lines in; without this a screenshot catches them before they are drawn.
             "--force-prefers-reduced-motion", *args,
         ]  # fmt: skip
