@@ -3,7 +3,7 @@
     audit_regression("./groundwatch-lake", beam_args)     # the scenario's traffic into the demo lake
     outcome = regression_demo("./groundwatch-lake")       # drift over the lake; prints incidents, then alerts
 
-Generates the `retriever-regression` scenario (20 one-minute windows; at 60% the main
+Generates the `retriever-regression` scenario (20 one-minute windows of healthy traffic; at 60% the main
 retriever is replaced by `r9`, whose evidence is partly irrelevant or stale) an hour after the sample
 traffic, and audits it with the audit pipeline into the demo's own lake, beside the sample traffic. Then it
 runs `groundwatch drift` over that lake (the sample traffic's windows have too few responses to be judged,
@@ -25,7 +25,7 @@ from importlib import resources
 from pipelines.audit import run as run_audit
 from pipelines.drift import DriftOutcome, run_drift
 from pipelines.traffic.scenarios import NEW_RETRIEVER, ScenarioSpec, change_time, scenario_jsonl
-from pipelines.traffic.synthetic import DEFAULT_START, write_jsonl
+from pipelines.traffic.synthetic import DEFAULT_START, HEALTHY_FLAW_RATE, write_jsonl
 from transforms.monitoring.alerts import format_alert
 from transforms.monitoring.drift import DriftConfig
 from transforms.monitoring.incidents import format_incident
@@ -40,11 +40,11 @@ DEMO_SPEC = ScenarioSpec(
     windows=20,
     per_window=45,
     change_at=0.6,
-    seed=7,
+    # Seed 1: over seeds 1-5 and 7 of this shape, incident grouping opens one incident on 4 of 6 (seeds 3 and 7
+    # add a second one on generator_model=gen-small-1), the same count as at the scenario's own ~28% flaws.
+    seed=1,
     start=DEFAULT_START + timedelta(hours=1),
-    # The scenario's own ~28% flawed sentences, on which incident grouping was tuned. At HEALTHY_FLAW_RATE the
-    # same seed opens a second incident (generator_model=gen-small-1, one alert, 21 responses) beside r9's.
-    flaw_rate=None,
+    flaw_rate=HEALTHY_FLAW_RATE,  # healthy before r9, like the sample traffic: the regression is the contrast
 )
 
 
