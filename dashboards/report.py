@@ -1,4 +1,8 @@
-"""A standalone HTML report of the lake: charts, alerts, slices, and an Evidently drift report, in one file.
+"""A standalone HTML report of the lake: incidents, alerts, the review queue, charts, slices, and an Evidently report.
+
+The page answers an operator's first questions first: what is broken (open incidents, named by the slice
+that explains them, then their raw alerts), what waits for a human (the review queue by tenant and reason),
+and where (the worst slices by mean attribution confidence); the charts and the Evidently report follow.
 
     html = build_report(lake_dir, start=None, end=None)   # the period [start, end), default all of it
 
@@ -16,6 +20,14 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from dashboards.report_sections import (
+    INCIDENT_COLUMNS,
+    SLICE_COLUMNS,
+    incidents_frame,
+    review_frame,
+    slice_label,
+    worst_slices,
+)
 from schemas.monitoring import ALL_TRAFFIC
 
 __all__ = ["build_report", "evidently_period_report"]
@@ -41,7 +53,10 @@ def _png(fig) -> str:
     return f'<img alt="chart" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
 
 
-def _charts(metrics: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
+_KS_METRICS = {"confidence_drift": "response confidence", "faithfulness_drift": "faithfulness"}
+
+
+def _charts(metrics: pd.DataFrame, checks: pd.DataFrame, causes: list[tuple[str, str]] | None = None) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -84,18 +99,21 @@ def _charts(metrics: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
     ax.legend(fontsize=8)
     charts.append(_png(fig))
 
-    ks = checks[
-        (checks["slice_dimension"] == ALL_TRAFFIC) & checks["check"].isin(["confidence_drift", "faithfulness_drift"])
-    ]
-    ks = ks.dropna(subset=["p_value"])
+    # All traffic, and the cause slice of each incident: every line's legend names its slice and its metric.
+    shown = [(ALL_TRAFFIC, ALL_TRAFFIC), *[c for c in causes or [] if c[0] != ALL_TRAFFIC]]
+    ks = checks[checks["check"].isin(list(_KS_METRICS))].dropna(subset=["p_value"])
+    ks = ks[[(d, v) in shown for d, v in zip(ks["slice_dimension"], ks["slice_value"], strict=True)]]
     if not ks.empty:
-        fig, ax = plt.subplots(figsize=(11, 3.0))
-        for check, group in ks.groupby("check"):
+        fig, ax = plt.subplots(figsize=(11, 3.2))
+        for (dimension, value, check), group in ks.groupby(["slice_dimension", "slice_value", "check"]):
             group = group.sort_values("window_start")
-            ax.semilogy(group["window_start"], group["p_value"].clip(lower=1e-12), marker="o", ms=3, label=check)
-        ax.axhline(float(ks["threshold"].iloc[0]), color="#b3261e", ls="--", label="threshold")
-        ax.set_title("K-S drift p-values, all traffic (log scale)")
-        ax.legend(fontsize=8)
+            label = f"{slice_label(dimension, value)}: {_KS_METRICS[check]}"
+            style = "-" if check == "confidence_drift" else ":"
+            ax.semilogy(group["window_start"], group["p_value"].clip(lower=1e-12), style, marker="o", ms=3, label=label)
+        # The threshold is family-wise (the window's p-value over its judged slices): its highest value is the bar.
+        ax.axhline(float(ks["threshold"].max()), color="#b3261e", ls="--", label="alert threshold (at most)")
+        ax.set_title("K-S drift p-values by slice (log scale; lower is more drifted)")
+        ax.legend(fontsize=8, loc="lower left")
         charts.append(_png(fig))
 
     fig, ax = plt.subplots(figsize=(11, 3.0))
@@ -137,6 +155,8 @@ def _table(frame: pd.DataFrame, columns: list[str]) -> str:
             value = record[column]
             if value is None or (not isinstance(value, list | tuple) and pd.isna(value)):
                 text = ""
+            elif isinstance(value, datetime):  # pandas' Timestamp too: minutes are what an operator reads
+                text = f"{value:%Y-%m-%d %H:%M}"
             else:
                 text = f"{value:.3g}" if isinstance(value, float) else str(value)
             css = ' class="firing"' if column == "status" and value == "firing" else ""
@@ -178,6 +198,13 @@ def evidently_period_report(
     return snapshot.get_html_str(as_iframe=False)
 
 
+def _overall_confidence(overall: pd.DataFrame) -> str:
+    rows = overall.dropna(subset=["mean_attribution_confidence"])
+    if not len(rows) or not rows["responses"].sum():
+        return "n/a"
+    return f"{(rows['mean_attribution_confidence'] * rows['responses']).sum() / rows['responses'].sum():.3f}"
+
+
 def build_report(lake_dir: str, start: datetime | None = None, end: datetime | None = None) -> str:
     """The report of the period [start, end) of the lake (all of it by default) as one HTML page."""
     from transforms.monitoring.lake_frames import load_lake_frames
@@ -196,6 +223,13 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
     if len(alerts):
         alerts = alerts[(alerts["started_at"] < end) & (alerts["cleared_at"].isna() | (alerts["cleared_at"] >= start))]
     overall = metrics[metrics["slice_dimension"] == ALL_TRAFFIC]
+    incidents = incidents_frame(frames.incidents, start, end)
+    causes = []
+    if len(frames.incidents):
+        causes = sorted(set(zip(frames.incidents["cause_dimension"], frames.incidents["cause_value"], strict=True)))
+    responses = frames.responses
+    responses = responses[(responses["window_start"] >= start) & (responses["window_start"] < end)]
+    in_review = int(responses["needs_review"].fillna(False).sum()) if "needs_review" in responses else 0
 
     # The Evidently section: this period against the one just before it (or its own first third).
     length = end - start
@@ -221,7 +255,8 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
     cards = [
         ("responses audited", int(overall["responses"].sum())),
         ("windows", int(overall["window_start"].nunique())),
-        ("alerts in period", len(alerts)),
+        ("in review", f"{in_review} ({in_review / len(responses):.0%})" if len(responses) else "0"),
+        ("open incidents", int((incidents["status"] == "firing").sum())),
         ("alerts firing", int((alerts["status"] == "firing").sum()) if len(alerts) else 0),
     ]
     parts = [
@@ -234,13 +269,30 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
         "<div class='cards'>"
         + "".join(f"<div class='card'><b>{v}</b>{html.escape(k)}</div>" for k, v in cards)
         + "</div>",
+        "<h2>Open incidents</h2>",
+        "<p class='meta'>Alerts of one cause, grouped under the slice that explains them; the alerts follow.</p>",
+        _table(incidents, INCIDENT_COLUMNS),
         "<h2>Alerts</h2>",
         _table(
-            alerts.sort_values("started_at") if len(alerts) else alerts,
+            # Firing first, then by start; within a start, the slice's dimension groups what fired together.
+            alerts.sort_values(
+                ["status", "started_at", "slice_dimension", "slice_value", "check"],
+                key=lambda c: c != "firing" if c.name == "status" else c,
+            )
+            if len(alerts)
+            else alerts,
             ["status", "severity", "check", "slice_dimension", "slice_value", "started_at", "cleared_at", "message"],
         ),
+        "<h2>Review queue by tenant and reason</h2>",
+        "<p class='meta'>Responses routed to a human, per tenant and kind of reason (a response counts once per "
+        "kind); the share is of the tenant's responses in the period.</p>",
+        _table(review_frame(responses), ["tenant", "reason", "responses_in_review", "share_of_tenant"]),
+        "<h2>Worst slices by confidence</h2>",
+        f"<p class='meta'>Tenants, retriever versions and generator models with at least 20 responses, lowest mean "
+        f"attribution confidence first (all traffic: {_overall_confidence(overall)}).</p>",
+        _table(worst_slices(metrics), SLICE_COLUMNS),
         "<h2>Over time</h2>",
-        *_charts(metrics, checks if len(checks) else pd.DataFrame(columns=_CHECK_COLUMNS)),
+        *_charts(metrics, checks if len(checks) else pd.DataFrame(columns=_CHECK_COLUMNS), causes),
         "<h2>Retriever versions</h2>",
         _table(by_version.sort_values("mean_attribution_confidence"), list(by_version.columns)),
         f"<h2>Evidently drift report</h2><p class='meta'>The period from {split:%H:%M} against {label}.</p>",

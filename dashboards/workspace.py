@@ -1,11 +1,13 @@
 """The Evidently workspace of a lake: a `groundwatch` project, its dashboard, one snapshot per window.
 
 `groundwatch drift` adds a snapshot for every window it checks (`GroundwatchWorkspace.add_window`);
-`groundwatch ui` serves `<lake>/evidently`. The dashboard shows, over time, for all traffic:
-responses audited, mean attribution confidence with its reference and alert limit (the reference
-band), the K-S drift p-values with their threshold, attribution coverage and low-confidence claim
-rates with the spec's limits, verdict shares, alerts fired and open, and mean attribution
-confidence per retriever_version (the panel is rebuilt when a new version appears).
+`groundwatch ui` serves `<lake>/evidently`. The dashboard answers an operator's first questions first:
+open incidents and firing alerts, the review queue's share per tenant and its reasons, and the worst
+slices (mean attribution confidence per retriever_version and generator_model: the lowest line is the
+worst slice; a panel is rebuilt when a new value appears). Then, for all traffic: responses
+audited, mean attribution confidence with its reference and alert limit (the reference band), the K-S
+drift p-values with their threshold, attribution coverage and low-confidence claim rates with the
+spec's limits, verdict shares, alerts fired and open. Every legend names its slice.
 
 Window-level figures that are not distributions (rates, shares, alert counts, the reference mean)
 enter the snapshot as one-value columns measured with `MeanValue`, so that the dashboard plots
@@ -18,6 +20,7 @@ import os
 
 import pandas as pd
 
+from dashboards.review_reasons import REASON_KINDS, reason_kind
 from schemas.monitoring import ALL_TRAFFIC
 from transforms.monitoring.drift import DriftConfig, SlicePlan, WindowEvaluation
 from transforms.monitoring.evidently_report import column_name, run_report
@@ -27,6 +30,20 @@ __all__ = ["PROJECT_NAME", "GroundwatchWorkspace", "dashboard_panels", "workspac
 PROJECT_NAME = "groundwatch"
 _SHARES = ("fully_grounded_share", "partially_grounded_share", "ungrounded_share", "contradicted_share")
 _RATES = ("attribution_coverage_rate", "low_confidence_claim_rate", "citation_failure_rate")
+_SLICE_DIMENSIONS = ("retriever_version", "generator_model", "tenant")
+"""Dimensions whose values the dashboard's panels list (a panel is rebuilt when a new value appears)."""
+_CONFIDENCE_PANELS = ("retriever_version", "generator_model")
+"""Dimensions with a confidence panel, one line per value: where the worst slice shows. Not tenants: with a
+few responses each per window their means swing too much to read; the report ranks them over its period."""
+_REVIEW_TITLE = "Review queue by tenant"
+
+
+def _review_column(tenant: str) -> str:
+    return f"review_count|tenant={tenant}"
+
+
+def _reason_column(kind: str) -> str:
+    return f"review_reason|{kind}"
 
 
 def workspace_path(lake_dir: str) -> str:
@@ -40,18 +57,51 @@ def _mean(column: str, legend: str):
     return PanelMetric(legend=legend, metric="MeanValue", metric_labels={"column": column})
 
 
-def dashboard_panels(retriever_versions: list[str]) -> list:
-    """The dashboard's panels, in display order."""
+def dashboard_panels(slices: dict[str, list[str]] | list[str]) -> list:
+    """The dashboard's panels, in display order; `slices` gives the values of each slice dimension to plot
+    (a plain list: retriever versions only)."""
     from evidently.sdk.models import PanelMetric
     from evidently.sdk.panels import bar_plot_panel, counter_panel, line_plot_panel
 
+    if not isinstance(slices, dict):
+        slices = {"retriever_version": list(slices)}
     drift = [
         PanelMetric(legend=legend, metric="ValueDrift", metric_labels={"column": column_name(metric, ALL_TRAFFIC, "")})
-        for metric, legend in (("response_confidence", "attribution confidence"), ("faithfulness", "faithfulness"))
+        for metric, legend in (
+            ("response_confidence", "all traffic: attribution confidence"),
+            ("faithfulness", "all traffic: faithfulness"),
+        )
+    ]
+    by_slice = [
+        line_plot_panel(
+            f"Mean attribution confidence by {dimension}",
+            [_mean(column_name("attribution_confidence", dimension, v), f"{dimension}={v}") for v in sorted(values)],
+            description="The lowest line is the worst slice of that dimension.",
+            size="half" if dimension != "retriever_version" else "full",
+        )
+        for dimension in _CONFIDENCE_PANELS
+        if (values := slices.get(dimension, [])) or dimension == "retriever_version"
     ]
     return [
-        counter_panel("Responses audited (last window)", [_mean("responses", "responses")], size="half"),
+        counter_panel("Open incidents", [_mean("open_incidents", "open incidents")], size="half"),
         counter_panel("Alerts firing", [_mean("open_alerts", "open alerts")], size="half"),
+        bar_plot_panel(
+            _REVIEW_TITLE,
+            [_mean(_review_column(t), f"tenant={t}") for t in sorted(slices.get("tenant", []))],
+            stacked=True,
+            # Counts, not shares: a tenant with two responses in a window would swing between 0% and 100%.
+            description="Responses routed to human review in the window, per tenant.",
+            size="half",
+        ),
+        bar_plot_panel(
+            "Review queue by reason",
+            [_mean(_reason_column(kind), kind) for kind in REASON_KINDS],
+            stacked=True,
+            description="Responses routed to review in the window, per kind of reason (once per kind).",
+            size="half",
+        ),
+        *by_slice,
+        counter_panel("Responses audited (last window)", [_mean("responses", "responses")], size="half"),
         line_plot_panel(
             "Mean attribution confidence and its reference band",
             [
@@ -84,23 +134,17 @@ def dashboard_panels(retriever_versions: list[str]) -> list:
             size="half",
         ),
         bar_plot_panel("Alerts", [_mean("alerts_fired", "fired"), _mean("open_alerts", "firing")], size="half"),
-        line_plot_panel(
-            "Mean attribution confidence by retriever_version",
-            [
-                _mean(column_name("attribution_confidence", "retriever_version", v), v)
-                for v in sorted(retriever_versions)
-            ],
-        ),
     ]
 
 
 class GroundwatchWorkspace:
     """The lake's Evidently workspace and its groundwatch project."""
 
-    def __init__(self, workspace, project_id, retriever_versions: set[str]):
+    def __init__(self, workspace, project_id, slices: dict[str, set[str]] | set[str]):
         self._ws = workspace
         self.project_id = project_id
-        self._versions = set(retriever_versions)
+        known = slices if isinstance(slices, dict) else {"retriever_version": set(slices)}
+        self._slices = {d: set(known.get(d, ())) for d in _SLICE_DIMENSIONS}
 
     @classmethod
     def open(cls, lake_dir: str, *, path: str | None = None, project_name: str = PROJECT_NAME) -> GroundwatchWorkspace:
@@ -114,11 +158,12 @@ class GroundwatchWorkspace:
         else:
             project = ws.create_project(project_name, description="Are RAG answers supported by their evidence?")
             project.save()
-        versions = set()
+        slices: dict[str, set[str]] = {}
         for panel in ws.get_dashboard(project.id).panels:
-            if panel.title.endswith("by retriever_version"):
-                versions = {v.legend for v in panel.values if v.legend}
-        board = cls(ws, project.id, versions)
+            for dimension in _SLICE_DIMENSIONS:
+                if panel.title.endswith(f"by {dimension}"):
+                    slices[dimension] = {v.legend.split("=", 1)[-1] for v in panel.values if v.legend}
+        board = cls(ws, project.id, slices)
         if not found:
             board._save_dashboard()
         return board
@@ -126,22 +171,33 @@ class GroundwatchWorkspace:
     def _save_dashboard(self) -> None:
         from evidently.sdk.models import DashboardModel, DashboardTabModel
 
-        panels = dashboard_panels(sorted(self._versions))
+        panels = dashboard_panels({d: sorted(v) for d, v in self._slices.items()})
         tab = DashboardTabModel(title="Overview", panels=[p.id for p in panels])
         self._ws.save_dashboard(self.project_id, DashboardModel(tabs=[tab], panels=panels))
 
-    def add_window(self, frames, evaluation: WindowEvaluation, open_alerts: list, changes: list, config: DriftConfig):
-        """Add the snapshot of one checked window (all traffic, per retriever_version means, alerts)."""
+    def add_window(
+        self,
+        frames,
+        evaluation: WindowEvaluation,
+        open_alerts: list,
+        changes: list,
+        config: DriftConfig,
+        open_incidents: int = 0,
+    ):
+        """Add the snapshot of one checked window (all traffic, per-slice means, review queue, alerts, incidents)."""
         from evidently.metrics import MeanValue, ValueDrift
 
         plan = evaluation.plans.get((ALL_TRAFFIC, ALL_TRAFFIC))
         if plan is None:
             return None
-        versions = {v for d, v in evaluation.plans if d == "retriever_version"}
-        if not versions <= self._versions:
-            self._versions |= versions
+        seen = {d: {v for dd, v in evaluation.plans if dd == d} for d in _SLICE_DIMENSIONS}
+        if any(not seen[d] <= self._slices[d] for d in _SLICE_DIMENSIONS):
+            for d in _SLICE_DIMENSIONS:
+                self._slices[d] |= seen[d]
             self._save_dashboard()
         current = _snapshot_columns(evaluation, plan, open_alerts, changes, config)
+        extra = {"open_incidents": float(open_incidents), **_review_columns(evaluation, frames)}
+        current = pd.concat([current, pd.DataFrame({k: [v] for k, v in extra.items()})], ignore_index=True)
         metrics = [MeanValue(column=c, tests=[]) for c in current.columns if not c.startswith(_KS_PREFIXES)]
         reference = pd.DataFrame(columns=current.columns, dtype=float)
         if plan.reference_responses is not None and plan.status is None:
@@ -153,9 +209,10 @@ class GroundwatchWorkspace:
             }
             reference = pd.concat([pd.DataFrame({c: s.dropna().to_numpy(float)}) for c, s in ks.items()])
             reference = reference.reindex(columns=current.columns)
-            metrics += [
-                ValueDrift(column=c, method="ks", threshold=evaluation.p_threshold or config.drift_p_value) for c in ks
-            ]
+            # One threshold for every window: a threshold per window (the family-wise one varies with the number
+            # of judged slices) makes a metric per window, which the panel drew as a series each. The window's
+            # own threshold is the `drift_threshold` line.
+            metrics += [ValueDrift(column=c, method="ks", threshold=config.drift_p_value) for c in ks]
         else:
             current = current.drop(columns=[c for c in current.columns if c.startswith(_KS_PREFIXES)])
             reference = None
@@ -177,6 +234,25 @@ class GroundwatchWorkspace:
 _KS_PREFIXES = ("response_confidence|", "faithfulness|")
 
 
+def _review_columns(evaluation, frames) -> dict[str, float]:
+    """The window's responses in review per tenant (from its window metrics) and per reason kind."""
+    columns = {}
+    for (dimension, value), slice_plan in evaluation.plans.items():
+        responses = slice_plan.metrics.get("responses")
+        in_review = slice_plan.metrics.get("needs_review_responses")
+        if dimension == "tenant" and responses and in_review is not None and not pd.isna(in_review):
+            columns[_review_column(value)] = float(in_review)
+    window = frames.responses_in(evaluation.window_start) if frames is not None else None
+    if window is not None and len(window) and "review_reasons" in window:
+        counts = dict.fromkeys(REASON_KINDS, 0)
+        for needs, reasons in zip(window["needs_review"], window["review_reasons"], strict=True):
+            if needs:
+                for kind in {reason_kind(str(r)) for r in ([] if reasons is None else list(reasons))} or {"other"}:
+                    counts[kind] += 1
+        columns.update({_reason_column(k): float(n) for k, n in counts.items() if n})
+    return columns
+
+
 def _snapshot_columns(evaluation, plan: SlicePlan, open_alerts, changes, config: DriftConfig) -> pd.DataFrame:
     parts = [
         pd.DataFrame(
@@ -188,7 +264,7 @@ def _snapshot_columns(evaluation, plan: SlicePlan, open_alerts, changes, config:
         pd.DataFrame({column_name("faithfulness", ALL_TRAFFIC, ""): plan.responses["faithfulness"]}),
     ]
     for (dimension, value), slice_plan in evaluation.plans.items():
-        if dimension == "retriever_version":
+        if dimension in _CONFIDENCE_PANELS:
             column = column_name("attribution_confidence", dimension, value)
             parts.append(pd.DataFrame({column: slice_plan.sentences["attribution_confidence"]}))
     constants = {

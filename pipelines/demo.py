@@ -3,11 +3,13 @@
     groundwatch demo [--lake ./groundwatch-lake] [Beam options]
 
 Runs the audit pipeline over `pipelines/data/sample_traffic.jsonl` (a few
-hundred synthetic responses from clinical, legal and financial tenants, with a
-handful of malformed lines), then prints tables queried from the lake with the
-SQL files in `dashboards/queries/`. Re-running overwrites the same files.
-Then it audits a short retriever-regression scenario into `<lake>/demo-regression/`, runs drift
-detection on it and prints the alert (`pipelines.reporting.drift_demo`); `groundwatch ui --lake <lake>` shows it.
+hundred synthetic responses from clinical, legal and financial tenants, the
+traffic of a healthy system, with a handful of malformed lines), and over a short
+retriever-regression scenario an hour later, into the same lake; prints tables
+queried from the lake with the SQL files in `dashboards/queries/`; then runs drift
+detection over the lake and prints the incident and its alerts
+(`pipelines.reporting.drift_demo`). Re-running overwrites the same files.
+`groundwatch report --lake <lake>` and `groundwatch ui --lake <lake>` show it all.
 A stage that adds figures to the demo appends `(title, sql file)` to `SUMMARIES`.
 """
 
@@ -52,7 +54,15 @@ def summarize(lake: str, counts: AuditCounts | None = None) -> str:
         columns, rows = run_query(lake, query_text(sql_file))
         parts.append(f"== {title} ==\n{format_rows(columns, rows, 'table')}")
     _, review = run_query(lake, "SELECT count(*) FILTER (WHERE needs_review), count(*) FROM responses")
-    parts.append(f"== Review ==\n{review[0][0]} of {review[0][1]} audited responses need human review")
+    _, by_version = run_query(
+        lake,
+        "SELECT retriever_version, count(*) FILTER (WHERE needs_review), count(*) FROM responses GROUP BY 1 ORDER BY 1",
+    )
+    shares = ", ".join(f"{v}: {n} of {total} ({n / total:.0%})" for v, n, total in by_version if total)
+    parts.append(
+        f"== Review ==\n{review[0][0]} of {review[0][1]} audited responses need human review"
+        f" (by retriever_version: {shares})"
+    )
     review_sql = resources.files("dashboards") / "queries" / "review_queue.sql"
     parts.append(
         f'Explore: groundwatch query --lake {lake} "SELECT * FROM responses LIMIT 5"\n'
@@ -70,12 +80,14 @@ def main(args: argparse.Namespace) -> int:
     print(f"Auditing the sample traffic {sample_traffic_path()}\n")
     try:
         counts = run(argv)
+        from pipelines.reporting.drift_demo import audit_regression, regression_demo  # Evidently loads only here
+
+        print("\nAuditing a retriever-regression scenario into the same lake")
+        audit_regression(args.lake, getattr(args, "extra_args", None) or [])
         print()
         print(summarize(args.lake, counts))
         print()
-        from pipelines.reporting.drift_demo import regression_demo  # Evidently loads only when the demo gets here
-
-        regression_demo(args.lake, getattr(args, "extra_args", None) or [])
+        regression_demo(args.lake)
     except (ValueError, QueryError) as e:
         print(f"groundwatch demo: {e}", file=sys.stderr)
         return 2

@@ -179,7 +179,9 @@ def _check_windows(frames, checked, history, tracker, incidents, board, config, 
             (log.warning if incident.status == AlertStatus.firing else log.info)(format_incident(incident))
         outcome.incident_changes.extend(incident_changes)
         if board is not None:
-            board.add_window(frames, evaluation, list(tracker.open.values()), changes, config)
+            board.add_window(
+                frames, evaluation, list(tracker.open.values()), changes, config, open_incidents=len(incidents.open)
+            )
         outcome.windows.append(window[0])
         outcome.checks.extend(evaluation.checks)
         outcome.changes.extend(changes)

@@ -39,7 +39,7 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 from process_memory import PeakMemory  # noqa: E402
 
 from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run, where_it_runs  # noqa: E402
-from pipelines.traffic.synthetic import generate_responses  # noqa: E402
+from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
 from transforms.audit.stages import score_and_flag, verify_response  # noqa: E402
 from transforms.ingest.parse import parse_message  # noqa: E402
@@ -105,7 +105,14 @@ def _runner_mode(argv: list[str]) -> str:
 
 def _traffic(args):
     """The generated responses to measure: 5 sentences and 5 passages each, with or without attribution."""
-    return generate_responses(args.responses, seed=args.seed, sentences=5, passages=5, attributed=not args.unattributed)
+    return generate_responses(
+        args.responses,
+        seed=args.seed,
+        sentences=5,
+        passages=5,
+        attributed=not args.unattributed,
+        flaw_rate=FLAWED_FLAW_RATE,  # the traffic the documented figures were measured on
+    )
 
 
 def bench_alone(args) -> None:

@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipelines.traffic.synthetic import generate_responses  # noqa: E402
+from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses  # noqa: E402
 from schemas import LoggedResponse  # noqa: E402
 from transforms.attribution.citations import audit_citations  # noqa: E402
 from transforms.attribution.claims import check_claims  # noqa: E402
@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verifier", default="heuristic", help="verifier for claim support (default heuristic)")
     args = parser.parse_args(argv)
 
-    responses = [LoggedResponse.model_validate(m) for m in generate_responses(args.responses)]
+    responses = [
+        LoggedResponse.model_validate(m) for m in generate_responses(args.responses, flaw_rate=FLAWED_FLAW_RATE)
+    ]
     verifier = make_verifier(args.verifier)
 
     started = time.perf_counter()

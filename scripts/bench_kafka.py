@@ -55,7 +55,7 @@ from process_memory import group_rss  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.produce import produce_messages  # noqa: E402
-from pipelines.traffic.synthetic import generate_responses  # noqa: E402
+from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses  # noqa: E402
 
 
 def _admin(bootstrap):
@@ -82,7 +82,14 @@ def _delete_topics(bootstrap: str, names: list[str]) -> None:
 
 def _messages(count: int, seed: int, start: datetime, rate: float, attributed: bool = True) -> list[bytes]:
     responses = generate_responses(
-        count, seed=seed, start=start, seconds_between=1.0 / rate, sentences=5, passages=5, attributed=attributed
+        count,
+        seed=seed,
+        start=start,
+        seconds_between=1.0 / rate,
+        sentences=5,
+        passages=5,
+        attributed=attributed,
+        flaw_rate=FLAWED_FLAW_RATE,  # the traffic the documented figures were measured on
     )
     return [json.dumps(r).encode() for r in responses]
 

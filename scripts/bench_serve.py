@@ -33,7 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from pipelines.runner.inline import InlineAuditor  # noqa: E402
-from pipelines.traffic.synthetic import generate_responses  # noqa: E402
+from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses  # noqa: E402
 from transforms.audit.stages import settle_garbage_collector  # noqa: E402
 
 
@@ -132,7 +132,10 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="Worker process counts to try. Default 1,2.")
     parser.add_argument("--concurrency", default="1,8", help="Client connections to try. Default 1,8.")
     args = parser.parse_args()
-    bodies = [json.dumps(r).encode() for r in generate_responses(args.responses, sentences=5, passages=5)]
+    bodies = [
+        json.dumps(r).encode()
+        for r in generate_responses(args.responses, sentences=5, passages=5, flaw_rate=FLAWED_FLAW_RATE)
+    ]
     auditor = InlineAuditor("heuristic")
     settle_garbage_collector()  # as the service's workers do at start-up
     local, local_cpu = in_process(auditor, bodies, args.requests)

@@ -1,12 +1,15 @@
 """The drift part of `groundwatch demo`: a short retriever regression, audited, checked, alerted, on the dashboard.
 
-    outcome = regression_demo("./groundwatch-lake", beam_args)
+    audit_regression("./groundwatch-lake", beam_args)     # the scenario's traffic into the demo lake
+    outcome = regression_demo("./groundwatch-lake")       # drift over the lake; prints incidents, then alerts
 
-Generates the `retriever-regression` scenario (20 one-minute windows; at 60% the main retriever is
-replaced by `r9`, whose evidence is partly irrelevant or stale), audits it with the audit pipeline
-into its own lake `<lake>/demo-regression/` (so the sample traffic's tables stay as they are), runs
-`groundwatch drift` on it with snapshots in the project `groundwatch demo: retriever regression` of
-`<lake>/evidently`, and prints the alerts. `groundwatch ui --lake <lake>` then shows the dashboard.
+Generates the `retriever-regression` scenario (20 one-minute windows of healthy traffic; at 60% the main
+retriever is replaced by `r9`, whose evidence is partly irrelevant or stale) an hour after the sample
+traffic, and audits it with the audit pipeline into the demo's own lake, beside the sample traffic. Then it
+runs `groundwatch drift` over that lake (the sample traffic's windows have too few responses to be judged,
+so they raise nothing), with snapshots in the project `groundwatch demo: retriever regression` of
+`<lake>/evidently`, and prints the open incident and its alerts. Everything an operator looks at next
+reads the same lake: `groundwatch report --lake <lake>`, `groundwatch ui --lake <lake>`, `groundwatch query`.
 """
 
 from __future__ import annotations
@@ -22,35 +25,27 @@ from importlib import resources
 from pipelines.audit import run as run_audit
 from pipelines.drift import DriftOutcome, run_drift
 from pipelines.traffic.scenarios import NEW_RETRIEVER, ScenarioSpec, change_time, scenario_jsonl
-from pipelines.traffic.synthetic import DEFAULT_START, write_jsonl
+from pipelines.traffic.synthetic import DEFAULT_START, HEALTHY_FLAW_RATE, write_jsonl
 from transforms.monitoring.alerts import format_alert
 from transforms.monitoring.drift import DriftConfig
 from transforms.monitoring.incidents import format_incident
 
-__all__ = ["DEMO_PROJECT", "DEMO_SPEC", "demo_lake", "regression_demo"]
+__all__ = ["DEMO_PROJECT", "DEMO_SPEC", "audit_regression", "regression_demo"]
 
 _ALERTS_SQL = resources.files("dashboards") / "queries" / "alerts.sql"
 
 DEMO_PROJECT = "groundwatch demo: retriever regression"
 DEMO_SPEC = ScenarioSpec(
-    "retriever-regression", windows=20, per_window=45, change_at=0.6, seed=7, start=DEFAULT_START + timedelta(hours=1)
+    "retriever-regression",
+    windows=20,
+    per_window=45,
+    change_at=0.6,
+    # Seed 1: over seeds 1-5 and 7 of this shape, incident grouping opens one incident on 4 of 6 (seeds 3 and 7
+    # add a second one on generator_model=gen-small-1), the same count as at the scenario's own ~28% flaws.
+    seed=1,
+    start=DEFAULT_START + timedelta(hours=1),
+    flaw_rate=HEALTHY_FLAW_RATE,  # healthy before r9, like the sample traffic: the regression is the contrast
 )
-
-
-def demo_lake(lake_dir: str) -> str:
-    """Where the demo's regression scenario is audited: a lake of its own inside the demo lake."""
-    return os.path.join(lake_dir, "demo-regression")
-
-
-def _forget_demo_project(workspace_dir: str) -> None:
-    """A re-run replaces the demo's project instead of adding a second set of snapshots."""
-    if not os.path.isdir(workspace_dir):
-        return
-    from evidently.ui.workspace import Workspace
-
-    ws = Workspace.create(workspace_dir)
-    for project in ws.search_project(DEMO_PROJECT):
-        ws.delete_project(project.id)
 
 
 @contextlib.contextmanager
@@ -66,27 +61,28 @@ def _quiet_drift_log():
         log.propagate = True
 
 
-def regression_demo(
-    lake_dir: str, beam_args: list[str] | None = None, out: Callable[[str], None] = print
-) -> DriftOutcome:
-    """Audit the regression scenario, check it for drift, print the alerts; returns the drift outcome."""
-    scenario_lake = demo_lake(lake_dir)
-    change = change_time(DEMO_SPEC)
-    out(
-        f"== Drift: a retriever regression ==\n{DEMO_SPEC.windows} one-minute windows of traffic; at {change:%H:%M} "
-        f"the main retriever r7 is replaced by {NEW_RETRIEVER}, which returns partly irrelevant or stale passages."
-    )
+def audit_regression(lake_dir: str, beam_args: list[str] | None = None) -> None:
+    """Audit the regression scenario's traffic into the demo lake (same files on a re-run)."""
     with tempfile.TemporaryDirectory(prefix="groundwatch-demo-") as folder:
         traffic = os.path.join(folder, "regression.jsonl")
         write_jsonl(scenario_jsonl(DEMO_SPEC), traffic)
-        argv = [f"--input={traffic}", f"--lake={scenario_lake}", f"--window_seconds={DEMO_SPEC.window_seconds}"]
+        argv = [f"--input={traffic}", f"--lake={lake_dir}", f"--window_seconds={DEMO_SPEC.window_seconds}"]
         run_audit([*argv, *(beam_args or [])], out=lambda _: None)
-    _forget_demo_project(os.path.join(lake_dir, "evidently"))
+
+
+def regression_demo(lake_dir: str, out: Callable[[str], None] = print) -> DriftOutcome:
+    """Check the demo lake for drift and print its incidents, then its alerts; returns the drift outcome."""
+    change = change_time(DEMO_SPEC)
+    out(
+        f"== Drift: a retriever regression ==\n{DEMO_SPEC.windows} one-minute windows of traffic from "
+        f"{DEMO_SPEC.start:%H:%M}; at {change:%H:%M} the main retriever r7 is replaced by {NEW_RETRIEVER}, "
+        "which returns partly irrelevant or stale passages."
+    )
     with _quiet_drift_log():  # the demo prints the alerts worth reading; `groundwatch drift` logs every one
         outcome = run_drift(
-            scenario_lake,
+            lake_dir,
             DriftConfig(),
-            recompute=True,
+            recompute=True,  # also replaces the workspace's earlier snapshots of the demo project
             out=lambda _: None,
             workspace_dir=os.path.join(lake_dir, "evidently"),
             project_name=DEMO_PROJECT,
@@ -103,7 +99,8 @@ def regression_demo(
     for alert in (named or outcome.fired)[:4]:
         out(format_alert(alert))
     out(
-        f"Alerts are in the lake: groundwatch query --lake {scenario_lake} --file {_ALERTS_SQL}\n"
+        f"Alerts are in the lake: groundwatch query --lake {lake_dir} --file {_ALERTS_SQL}\n"
+        f"Report:    groundwatch report --lake {lake_dir} --out groundwatch-report.html\n"
         f"Dashboard: groundwatch ui --lake {lake_dir}   (project '{DEMO_PROJECT}')"
     )
     return outcome

@@ -77,6 +77,9 @@ class ScenarioSpec:
     """Share of that model's answers with a misquoted number from then on."""
     seed: int = 7
     start: datetime = traffic.DEFAULT_START
+    flaw_rate: float | None = None
+    """Share of flawed sentences in ordinary traffic (`synthetic.HEALTHY_FLAW_RATE` for a healthy system); None
+    keeps the ~28% the drift benchmarks and tests were measured on."""
 
     def __post_init__(self):
         if self.name not in SCENARIO_NAMES:
@@ -85,6 +88,8 @@ class ScenarioSpec:
             raise ValueError("windows, per_window and window_seconds must be positive")
         if not 0 <= self.change_at <= 1 or not 0 <= self.damaged_share <= 1:
             raise ValueError("change_at and damaged_share must be in [0, 1]")
+        if self.flaw_rate is not None and not 0 <= self.flaw_rate <= 1:
+            raise ValueError(f"flaw_rate must be in [0, 1], got {self.flaw_rate}")
 
 
 def recovery_time(spec: ScenarioSpec) -> datetime | None:
@@ -185,9 +190,12 @@ def _volume(spec: ScenarioSpec, window: int, rng: random.Random) -> int:
     return max(1, round(spec.per_window * cycle * rng.lognormvariate(0.0, 0.15)))
 
 
-def _weights(rng: random.Random) -> dict[str, float]:
+def _weights(rng: random.Random, flaw_rate: float | None = None) -> dict[str, float]:
     # Answer quality wobbles from window to window (harder questions, other topics), without a trend.
-    grounded = 0.72 + rng.uniform(-0.03, 0.03)
+    wobble = rng.uniform(-0.03, 0.03)
+    if flaw_rate is not None:  # the same wobble, in proportion to how much is flawed
+        return traffic.flawed_weights(min(1.0, max(0.0, flaw_rate * (1 + wobble / 0.28))))
+    grounded = 0.72 + wobble
     return {"grounded": grounded, "partial": 0.12, "ungrounded": 0.09, "contradicted": 1.0 - grounded - 0.21}
 
 
@@ -198,16 +206,19 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
     misquote_from = _misquote_time(spec)
     pending: list[tuple[datetime, dict]] = []
     index = 0
+    # Citation flaws as rare as the other flaws when a flaw rate is asked for; as they always were otherwise.
+    base = traffic.Profile() if spec.flaw_rate is None else traffic.Profile.with_flaw_rate(spec.flaw_rate)
+    citation_flaws = (base.fabricated_citation_rate, base.extra_citation_rate)
     for window in range(spec.windows):
         window_start = spec.start + timedelta(seconds=window * spec.window_seconds)
-        weights = _weights(rng)
+        weights = _weights(rng, spec.flaw_rate)
         for _ in range(_volume(spec, window, rng)):
             when = window_start + timedelta(seconds=rng.uniform(0, spec.window_seconds))
             canary = rng.random() < spec.canary_share
             regressed = changed_at is not None and when >= changed_at and not canary
             regressed = regressed and (recovered_at is None or when < recovered_at)
             version = CANARY_RETRIEVER if canary else NEW_RETRIEVER if regressed else OLD_RETRIEVER
-            profile = traffic.Profile(verdict_weights=weights, retriever_version=version)
+            profile = traffic.Profile(weights, version, *citation_flaws)
             message = traffic._response(rng, index, when, profile, None, None)
             if regressed:
                 # The generator keeps its raw claims: on weak evidence it hedges and cites less.

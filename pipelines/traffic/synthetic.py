@@ -8,6 +8,8 @@ Regenerate the shipped sample (`pipelines/data/sample_traffic.jsonl`) with:
 
     python -m pipelines.traffic.synthetic --count 300 --seed 7 --out pipelines/data/sample_traffic.jsonl
 
+(`--flaw-rate 0.3` gives the flawed traffic of `FLAWED_FLAW_RATE`.)
+
 Responses come from three domains (clinical, legal, financial) and several
 tenants, retriever versions and risk levels. Each answer is built sentence by
 sentence from facts placed in the evidence, with a verdict drawn per sentence:
@@ -21,6 +23,13 @@ LOW / UNSUPPORTED labels or 0-1 scores.
 A scenario decides, for each response, the mix of verdicts and the retriever
 version: `SCENARIOS[name](index, count) -> Profile`. Add one by registering a
 function (e.g. a retriever regression that degrades grounding after a point).
+
+`flaw_rate` is the share of sentences drawn flawed (partial, ungrounded or contradicted, in the
+proportions 12 : 10 : 8) and scales the citation flaws with it (fabricated ids, a second passage
+cited beside the one that supports the sentence). The default,
+`HEALTHY_FLAW_RATE` (3%), is traffic of a healthy production system: about nine answers in ten
+fully supported. `FLAWED_FLAW_RATE` (30%) is the traffic tests of the verifier and the audit want,
+full of problems to find; with it the generator draws exactly what it drew before the default changed.
 """
 
 from __future__ import annotations
@@ -36,8 +45,11 @@ from datetime import UTC, datetime, timedelta
 from pipelines.traffic.facts import DOMAINS, Fact
 
 __all__ = [
+    "FLAWED_FLAW_RATE",
+    "HEALTHY_FLAW_RATE",
     "SCENARIOS",
     "Profile",
+    "flawed_weights",
     "generate_jsonl",
     "generate_responses",
     "malformed_lines",
@@ -48,19 +60,54 @@ __all__ = [
 VERDICTS = ("grounded", "partial", "ungrounded", "contradicted")
 DEFAULT_START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
+FLAWED_FLAW_RATE = 0.30
+"""Three sentences in ten flawed: traffic full of problems, for the tests of the verifier and the audit."""
+HEALTHY_FLAW_RATE = 0.03
+"""Three sentences in a hundred flawed: a healthy production system, about nine answers in ten fully supported.
+Published hallucination rates of current generators on grounded tasks are a few percent of answers; 3% of
+sentences (answers of 2 to 5 sentences) leaves about one answer in ten with an unsupported or wrong
+sentence, enough for the review queue and the drift checks to have something to show."""
+_FLAW_MIX = {"partial": 0.12, "ungrounded": 0.10, "contradicted": 0.08}
+_FABRICATED_AT_FLAWED = 0.04
+"""Chance that a cited sentence names a passage that does not exist, at `FLAWED_FLAW_RATE`."""
+_EXTRA_CITATION_AT_FLAWED = 0.15
+"""Chance that a grounded sentence also cites a passage that does not support it, at `FLAWED_FLAW_RATE`."""
+
+
+def flawed_weights(flaw_rate: float) -> dict[str, float]:
+    """Verdict weights with `flaw_rate` of the sentences flawed, in the proportions of `_FLAW_MIX`."""
+    if not 0.0 <= flaw_rate <= 1.0:
+        raise ValueError(f"flaw_rate must be in [0, 1], got {flaw_rate}")
+    total = sum(_FLAW_MIX.values())
+    return {"grounded": 1.0 - flaw_rate, **{v: flaw_rate * w / total for v, w in _FLAW_MIX.items()}}
+
 
 @dataclass(frozen=True)
 class Profile:
     """How one response is generated: verdict weights per sentence and the retriever that served it."""
 
-    verdict_weights: dict[str, float] = field(
-        default_factory=lambda: {"grounded": 0.7, "partial": 0.12, "ungrounded": 0.1, "contradicted": 0.08}
-    )
+    verdict_weights: dict[str, float] = field(default_factory=lambda: flawed_weights(HEALTHY_FLAW_RATE))
     retriever_version: str | None = None
     """None lets the generator pick one of the usual versions."""
+    fabricated_citation_rate: float = _FABRICATED_AT_FLAWED
+    """Chance that a cited sentence names a passage that is not in the evidence."""
+    extra_citation_rate: float = _EXTRA_CITATION_AT_FLAWED
+    """Chance that a grounded sentence also cites a second passage, which does not support it (misattributed)."""
+
+    @classmethod
+    def with_flaw_rate(cls, flaw_rate: float, **kwargs) -> Profile:
+        """A profile with `flaw_rate` of its sentences flawed and citation flaws as rare in proportion."""
+        scale = flaw_rate / FLAWED_FLAW_RATE
+        return cls(
+            verdict_weights=flawed_weights(flaw_rate),
+            fabricated_citation_rate=min(1.0, _FABRICATED_AT_FLAWED * scale),
+            extra_citation_rate=min(1.0, _EXTRA_CITATION_AT_FLAWED * scale),
+            **kwargs,
+        )
 
 
-Scenario = Callable[[int, int], Profile]
+Scenario = Callable[[int, int, float], Profile]
+"""(index, count, flaw_rate) -> the profile of that response."""
 SCENARIOS: dict[str, Scenario] = {}
 
 
@@ -69,7 +116,7 @@ def register_scenario(name: str, scenario: Scenario) -> None:
     SCENARIOS[name] = scenario
 
 
-register_scenario("mixed", lambda index, count: Profile())
+register_scenario("mixed", lambda index, count, flaw_rate: Profile.with_flaw_rate(flaw_rate))
 
 _DOC_STYLES = {
     "numeric": lambda i: str(i + 1),
@@ -151,7 +198,7 @@ def _response(
         cited = [doc_ids[fact_i]]
         if verdict == "grounded":
             text = fact.answer
-            if rng.random() < 0.15 and n_passages > 1:
+            if rng.random() < profile.extra_citation_rate and n_passages > 1:
                 other = order[(s + 1) % n_passages]
                 cited.append(doc_ids[other])
         elif verdict == "partial":
@@ -167,7 +214,7 @@ def _response(
             text = f'{domain.quote_lead} "{quote}."'
         unmarked_parts.append(text)
         if cited and rng.random() < 0.85:
-            if rng.random() < 0.04:
+            if rng.random() < profile.fabricated_citation_rate:
                 cited = [_DOC_STYLES[doc_style](n_passages + 1)]  # fabricated: not among the passages
             text = text[:-1] + _marker(cited) + text[-1]  # the marker goes before the final period
         answer_parts.append(text)
@@ -218,8 +265,12 @@ def generate_responses(
     sentences: int | None = None,
     passages: int | None = None,
     attributed: bool = True,
+    flaw_rate: float = HEALTHY_FLAW_RATE,
 ) -> Iterator[dict]:
     """`count` valid logged responses (dicts of the input contract), the same for the same arguments.
+
+    `flaw_rate` is the share of sentences drawn flawed: the healthy default, or `FLAWED_FLAW_RATE` for
+    traffic full of problems (what the generator drew by default before; same seed, same traffic).
 
     Event times advance by about `seconds_between`, about one in ten out of order; `sentences` and
     `passages` fix the answer and evidence sizes (the benchmark uses 5 and 5). With `attributed=False` the
@@ -228,13 +279,15 @@ def generate_responses(
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(sorted(SCENARIOS))}")
+    flawed_weights(flaw_rate)  # a bad rate fails here, before anything is generated
     rng = random.Random(seed)
     for index in range(count):
         offset = index * seconds_between + rng.uniform(0, seconds_between)
         if rng.random() < 0.1:
             offset -= rng.uniform(30, 150)  # arrives after responses answered later than it
         when = start + timedelta(seconds=max(0.0, offset))
-        yield _response(rng, index, when, SCENARIOS[scenario](index, count), sentences, passages, attributed)
+        profile = SCENARIOS[scenario](index, count, flaw_rate)
+        yield _response(rng, index, when, profile, sentences, passages, attributed)
 
 
 def malformed_lines(valid: list[dict], seed: int = 7) -> list[bytes]:
@@ -288,12 +341,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=300, help="Valid responses to generate. Default 300.")
     parser.add_argument("--seed", type=int, default=7, help="Random seed; same seed, same traffic. Default 7.")
     parser.add_argument("--scenario", default="mixed", help=f"One of: {', '.join(sorted(SCENARIOS))}.")
+    parser.add_argument(
+        "--flaw-rate",
+        type=float,
+        default=HEALTHY_FLAW_RATE,
+        help=f"Share of sentences drawn flawed, in [0, 1]. Default {HEALTHY_FLAW_RATE} (healthy); "
+        f"{FLAWED_FLAW_RATE} for traffic full of problems.",
+    )
     parser.add_argument("--no-malformed", action="store_true", help="Leave out the malformed lines.")
     parser.add_argument("--out", default="-", help="Output JSONL file, or - for stdout. Default -.")
     args = parser.parse_args(argv)
-    write_jsonl(
-        generate_jsonl(args.count, seed=args.seed, scenario=args.scenario, malformed=not args.no_malformed), args.out
+    lines = generate_jsonl(
+        args.count, seed=args.seed, scenario=args.scenario, malformed=not args.no_malformed, flaw_rate=args.flaw_rate
     )
+    write_jsonl(lines, args.out)
     return 0
 
 

@@ -4,7 +4,7 @@
 in-memory DuckDB connection, so it never locks a database file another process uses), one row per key of:
 
 - `window_metrics`: the windows and slices to check, with their rates;
-- `responses`: one faithfulness score and mean confidence per response, with its slices;
+- `responses`: one faithfulness score and mean confidence per response, with its slices and review decision;
 - `sentences`: one confidence per sentence, joined to its response's slices;
 - `drift_checks` and `alerts`: what earlier `groundwatch drift` runs concluded (their memory).
 
@@ -115,6 +115,7 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
     support = sentences.groupby("response_id")["attribution_confidence"].mean().rename("mean_attribution_confidence")
     responses = responses.merge(support, left_on="response_id", right_index=True, how="left")
     keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
+    keep += [c for c in ("needs_review", "review_reasons") if c in responses]  # the review queue of the report
     problems = _problems(citations, claims)
     return LakeFrames(wm, responses[keep], sentences, checks, alerts, incidents, problems)
 

@@ -20,15 +20,19 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main as groundwatch
-from pipelines.reporting.drift_demo import DEMO_PROJECT, DEMO_SPEC, demo_lake
+from pipelines.reporting.drift_demo import DEMO_PROJECT, DEMO_SPEC
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
 OUTPUT = Path(__file__).resolve().parents[3] / "test-output"
 PANELS = (
-    "Responses audited (last window)",
+    "Open incidents",
     "Alerts firing",
+    "Review queue by tenant",
+    "Review queue by reason",
+    "Mean attribution confidence by generator_model",
+    "Responses audited (last window)",
     "Mean attribution confidence and its reference band",
     "Drift test p-value (K-S)",
     "Attribution coverage and low-confidence claim rates",
@@ -45,7 +49,7 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
         command = [
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", "--window-size=1400,2600", "--virtual-time-budget=30000",
+            f"--user-data-dir={profile}", "--window-size=1400,3800", "--virtual-time-budget=30000",
             # The charts animate their lines in; without this a screenshot catches them before they are drawn.
             "--force-prefers-reduced-motion", *args,
         ]  # fmt: skip
@@ -92,9 +96,10 @@ def ui(demo):
         process.wait(timeout=30)
 
 
-def test_demo_prints_the_regression_alert(demo):
-    alerts = Path(demo_lake(demo)) / "alerts"
-    assert alerts.is_dir() and any(alerts.rglob("*.parquet"))
+def test_demo_writes_its_alerts_and_incident_into_its_own_lake(demo):
+    for table in ("alerts", "incidents"):
+        folder = Path(demo) / table
+        assert folder.is_dir() and any(folder.rglob("*.parquet")), table
 
 
 def test_dashboard_renders_the_project_and_its_panels_with_data(ui):
@@ -111,6 +116,12 @@ def test_dashboard_renders_the_project_and_its_panels_with_data(ui):
     assert dom.count("MuiLineElement") >= 5
     counter = re.sub(r"<[^>]+>", " ", dom[dom.index("Responses audited (last window)") :])
     assert int(counter.split()[4]) > 0, counter[:200]
+    incidents = re.sub(r"<[^>]+>", " ", dom[dom.index("Open incidents") :]).split()
+    assert incidents[2] == "1", incidents[:6]  # the regression's one incident, on the counter
+    # The K-S panel names its slice, once per series (a threshold per window used to draw each metric 5 times).
+    ks_panel = dom[dom.index("Drift test p-value (K-S)") : dom.index("Attribution coverage and low-confidence")]
+    ks = re.sub(r"<[^>]+>", " ", ks_panel)
+    assert ks.count("all traffic: faithfulness") == 1, ks[:600]
 
     OUTPUT.mkdir(exist_ok=True)
     shot = OUTPUT / "dashboard.png"
@@ -123,12 +134,20 @@ def test_dashboard_renders_the_project_and_its_panels_with_data(ui):
 def test_html_report_renders_offline(demo):
     OUTPUT.mkdir(exist_ok=True)
     report = OUTPUT / "report.html"
-    assert groundwatch(["report", "--lake", demo_lake(demo), "--out", str(report)]) == 0
+    # The demo's own lake: its alerts and incident are there, not in a lake of their own.
+    assert groundwatch(["report", "--lake", demo, "--out", str(report)]) == 0
     dom = _chromium("--dump-dom", report.as_uri()).stdout
     assert "groundwatch report" in dom and "responses audited" in dom
     assert dom.count("data:image/png;base64") >= 4  # the charts
-    alerts = dom[dom.index("<h2>Alerts</h2>") : dom.index("<h2>Over time</h2>")]
+    incidents = dom[dom.index("<h2>Open incidents</h2>") : dom.index("<h2>Alerts</h2>")]
+    assert incidents.count("<tr>") == 2 and "retriever_version=r9" in incidents and "firing" in incidents
+    alerts = dom[dom.index("<h2>Alerts</h2>") : dom.index("<h2>Review queue by tenant and reason</h2>")]
     assert "r9" in alerts and "firing" in alerts
+    queue = dom[dom.index("<h2>Review queue by tenant and reason</h2>") : dom.index("<h2>Worst slices by confidence")]
+    assert "contradicted sentence" in queue and "st-marys" in queue
+    worst = dom[dom.index("<h2>Worst slices by confidence") : dom.index("<h2>Over time</h2>")]
+    first_row = worst[worst.index("<td>") :].split("</tr>")[0]
+    assert "retriever_version=r9" in first_row  # the regressed retriever is the worst slice
     assert "<iframe" in dom and "Evidently" in dom
     shot = OUTPUT / "report.png"
     shot.unlink(missing_ok=True)

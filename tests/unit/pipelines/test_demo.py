@@ -8,6 +8,7 @@ import sys
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
+from pipelines.reporting.drift_demo import DEMO_SPEC
 from pipelines.traffic.synthetic import generate_jsonl
 
 
@@ -21,9 +22,18 @@ def test_demo_audits_the_sample_traffic_and_prints_a_summary(tmp_path, capsys):
     with open(sample_traffic_path(), "rb") as f:
         messages = sum(1 for line in f if line.strip())
     con = connect_lake(lake)
-    audited = con.execute("SELECT count(*) FROM responses").fetchone()[0]
+    # The regression scenario shares the lake (an hour later): the sample traffic is what came before it.
+    sample = f"window_start < TIMESTAMPTZ '{DEMO_SPEC.start.isoformat()}'"
+    audited = con.execute(f"SELECT count(*) FROM responses WHERE {sample}").fetchone()[0]
     dead = con.execute("SELECT count(*) FROM dead_letters").fetchone()[0]
     assert audited + dead == messages and dead >= 6  # no sampling in the demo: everything is audited or dead
+    # Healthy traffic: most of the sample's answers stay out of the review queue (73% went to review at 30% flaws).
+    in_review = con.execute(f"SELECT count(*) FILTER (WHERE needs_review) FROM responses WHERE {sample}").fetchone()[0]
+    assert in_review / audited < 0.5
+    # ... and the demo's alerts and incident are in the same lake, naming the regressed retriever.
+    causes = con.execute("SELECT cause_value FROM incidents WHERE status = 'firing'").fetchall()
+    assert causes == [("r9",)]
+    assert "INCIDENT retriever_version=r9" in out
     verdicts = {v for (v,) in con.execute("SELECT DISTINCT attribution_verdict FROM sentences").fetchall()}
     assert verdicts == {"fully_grounded", "partially_grounded", "ungrounded", "contradicted"}
     assert con.execute("SELECT count(DISTINCT tenant) FROM responses").fetchone()[0] >= 5

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipelines.traffic.synthetic import generate_responses
 from schemas import LoggedResponse
 from transforms.attribution.markers import parse_citations, strip_markers
@@ -22,3 +24,18 @@ def test_unattributed_traffic_is_the_same_answers_without_markers_citations_or_c
         assert not after.claims and not after.citations
         # The same sentences: only the markers (and the quotes' explicit citation entries) are gone.
         assert " ".join(after.answer.split()) == strip_markers(before.answer)
+
+
+def test_default_traffic_is_healthy_and_the_flawed_rate_is_asked_for():
+    from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, HEALTHY_FLAW_RATE, Profile, flawed_weights
+
+    assert Profile().verdict_weights["grounded"] == pytest.approx(1 - HEALTHY_FLAW_RATE)
+    assert HEALTHY_FLAW_RATE <= 0.05
+    # The flawed rate is what the generator drew by default before: same weights, same traffic for a seed.
+    old = {"grounded": 0.7, "partial": 0.12, "ungrounded": 0.1, "contradicted": 0.08}
+    assert flawed_weights(FLAWED_FLAW_RATE) == pytest.approx(old)
+    healthy = list(generate_responses(50, seed=5))
+    flawed = list(generate_responses(50, seed=5, flaw_rate=FLAWED_FLAW_RATE))
+    assert sum(h["answer"] != f["answer"] for h, f in zip(healthy, flawed, strict=True)) >= 10
+    with pytest.raises(ValueError, match="flaw_rate"):
+        list(generate_responses(1, flaw_rate=1.5))

@@ -1,0 +1,129 @@
+"""The operator's sections of the HTML report: open incidents, the review queue by tenant and reason, the worst slices.
+
+    incidents_frame(frames.incidents, start, end)      # the period's incidents, open ones first
+    review_frame(responses_of_the_period)              # responses in review per tenant and reason kind
+    worst_slices(window_metrics_of_the_period)         # the slices of lowest mean attribution confidence
+
+Each returns a plain frame that `dashboards.report` renders as a table; none of them reads the lake.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dashboards.review_reasons import review_queue
+from schemas.monitoring import ALL_TRAFFIC
+
+__all__ = ["INCIDENT_COLUMNS", "SLICE_COLUMNS", "incidents_frame", "review_frame", "slice_label", "worst_slices"]
+
+INCIDENT_COLUMNS = [
+    "status",
+    "cause_slice",
+    "started_at",
+    "cleared_at",
+    "drop",
+    "responses",
+    "likely_cause",
+    "breakdown",
+    "alerts",
+    "also_affected",
+    "examples",
+]
+SLICE_COLUMNS = ["slice", "windows", "responses", "mean_attribution_confidence", "mean_faithfulness", "review_share"]
+MIN_SLICE_RESPONSES = 20
+"""A slice with fewer responses in the period is left out of the worst slices: its mean is mostly noise."""
+
+
+def slice_label(dimension: str, value: str) -> str:
+    """`retriever_version=r9`, or `all traffic`."""
+    return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
+
+
+def _percent(value) -> str:
+    return "" if value is None or pd.isna(value) else f"{100 * float(value):.0f}%"
+
+
+def _items(value) -> list:
+    """A list cell of a lake row (a numpy array once read back), as a list."""
+    return [] if value is None or (isinstance(value, float) and pd.isna(value)) else list(value)
+
+
+def incidents_frame(incidents: pd.DataFrame, start, end) -> pd.DataFrame:
+    """The incidents open at some time in [start, end), firing first, the most alerts first, then the latest."""
+    if not len(incidents):
+        return pd.DataFrame(columns=INCIDENT_COLUMNS)
+    still_open = incidents["cleared_at"].isna() | (incidents["cleared_at"] >= start)
+    period = incidents[(incidents["started_at"] < end) & still_open]
+    rows = []
+    for r in period.sort_values("started_at", ascending=False).to_dict("records"):
+        breakdown = (
+            f"retrieval {_percent(r.get('retrieval_share'))}, generation {_percent(r.get('generation_share'))}, "
+            f"citation hygiene {_percent(r.get('citation_hygiene_share'))}"
+        )
+        rows.append(
+            {
+                "status": r["status"],
+                "cause_slice": slice_label(r["cause_dimension"], r["cause_value"]),
+                "started_at": f"{r['started_at']:%Y-%m-%d %H:%M}",
+                "cleared_at": "" if pd.isna(r["cleared_at"]) else f"{r['cleared_at']:%Y-%m-%d %H:%M}",
+                "drop": f"-{_percent(r['drop'])}" if not pd.isna(r["drop"]) else "",
+                "responses": int(r["responses"]),
+                "likely_cause": str(r["cause"]).replace("_", " "),
+                "breakdown": breakdown,
+                "alerts": len(_items(r["alert_ids"])),
+                "also_affected": ", ".join(
+                    "all traffic" if s == ALL_TRAFFIC else s for s in _items(r["affected_slices"])
+                ),
+                "examples": ", ".join(_items(r["example_response_ids"])[:3]),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=INCIDENT_COLUMNS)
+    # Open ones first; among them the one with the most alerts (the widest cause), then the latest.
+    frame["_firing"] = frame["status"] != "firing"
+    frame = frame.sort_values(["_firing", "alerts"], ascending=[True, False], kind="stable")
+    return frame.drop(columns="_firing")
+
+
+def review_frame(responses: pd.DataFrame, limit: int = 15) -> pd.DataFrame:
+    """The review queue of the period per tenant and reason kind, the largest first, with the share in percent."""
+    if not len(responses) or "needs_review" not in responses:
+        return pd.DataFrame(columns=["tenant", "reason", "responses_in_review", "share_of_tenant"])
+    queue = review_queue(responses).head(limit).copy()
+    queue["share_of_tenant"] = queue["share_of_tenant"].map(_percent)
+    return queue
+
+
+def worst_slices(metrics: pd.DataFrame, limit: int = 8) -> pd.DataFrame:
+    """Slices (not all traffic) with at least `MIN_SLICE_RESPONSES` responses, lowest mean confidence first.
+
+    Means are weighted by each window's responses, so a small window counts as little as it should."""
+    sliced = metrics[metrics["slice_dimension"] != ALL_TRAFFIC].dropna(subset=["mean_attribution_confidence"])
+    if not len(sliced):
+        return pd.DataFrame(columns=SLICE_COLUMNS)
+    sliced = sliced.assign(
+        weighted_conf=sliced["mean_attribution_confidence"] * sliced["responses"],
+        weighted_faith=sliced["mean_faithfulness"].fillna(0.0) * sliced["responses"],
+    )
+    grouped = sliced.groupby(["slice_dimension", "slice_value"]).agg(
+        windows=("window_start", "nunique"),
+        responses=("responses", "sum"),
+        weighted_conf=("weighted_conf", "sum"),
+        weighted_faith=("weighted_faith", "sum"),
+        in_review=("needs_review_responses", "sum"),
+    )
+    grouped = grouped[grouped["responses"] >= MIN_SLICE_RESPONSES].reset_index()
+    if not len(grouped):
+        return pd.DataFrame(columns=SLICE_COLUMNS)
+    frame = pd.DataFrame(
+        {
+            "slice": [
+                slice_label(d, v) for d, v in zip(grouped["slice_dimension"], grouped["slice_value"], strict=True)
+            ],
+            "windows": grouped["windows"],
+            "responses": grouped["responses"],
+            "mean_attribution_confidence": grouped["weighted_conf"] / grouped["responses"],
+            "mean_faithfulness": grouped["weighted_faith"] / grouped["responses"],
+            "review_share": (grouped["in_review"] / grouped["responses"]).map(_percent),
+        }
+    )
+    return frame.sort_values(["mean_attribution_confidence", "slice"]).head(limit)[SLICE_COLUMNS]
