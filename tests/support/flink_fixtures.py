@@ -1,18 +1,41 @@
 """A local Flink session cluster for the tests marked `flink`: one JobManager, one TaskManager with 2 slots, and
 Beam's Flink job server pointed at it (`scripts/flink_cluster.py`), started once per session on free ports in a
 folder of the session's own, and stopped at its end. `pytest -m "not flink"` never starts it.
-`tests/integration/flink/conftest.py` registers the fixture for the tests there.
+`tests/integration/flink/conftest.py` registers the fixtures for the tests there.
+
+`sample_lake_fnapi` is the sample traffic audited by the FnApiRunner into a local folder, once per session: the
+reference the Flink runs are compared with. `audit_process` / `finished` run `groundwatch audit` as a process of
+its own (so a test can kill what it started, and its LOOPBACK worker is that process).
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 
+from pipelines.demo import sample_traffic_path
 from tests.support.scripts import load_script
 
 LocalFlink = load_script("flink_cluster").LocalFlink
 
-__all__ = ["LocalFlink", "flink_argv", "flink_cluster", "flink_jobs"]
+__all__ = [
+    "LocalFlink",
+    "RUN_TIMEOUT_S",
+    "audit_process",
+    "finished",
+    "flink_argv",
+    "flink_cluster",
+    "flink_jobs",
+    "log_tail",
+    "sample_lake_fnapi",
+]
+
+RUN_TIMEOUT_S = 300
+"""How long one run may take before a test gives up on it (a bound, not a speed assertion)."""
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +47,15 @@ def flink_cluster(tmp_path_factory):
         yield flink
     finally:
         flink.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_lake_fnapi(tmp_path_factory) -> str:
+    """The sample traffic audited by the FnApiRunner (the default bounded runner) into a local folder."""
+    folder = tmp_path_factory.mktemp("fnapi")
+    lake, log = folder / "lake", folder / "audit.log"
+    assert finished(audit_process(lake, log_path=log), log) == 0, log_tail(log)
+    return str(lake)
 
 
 def flink_argv(flink, parallelism: int = 2) -> list[str]:
@@ -40,3 +72,25 @@ def flink_argv(flink, parallelism: int = 2) -> list[str]:
 def flink_jobs(flink) -> dict[str, str]:
     """Every job the cluster knows, as job id -> state (`RUNNING`, `FINISHED`, `CANCELED`, `FAILED`, ...)."""
     return {job["jid"]: job["state"] for job in flink.rest("/jobs/overview")["jobs"]}
+
+
+def audit_process(lake, *beam_options: str, log_path=None, input_path: str | None = None) -> subprocess.Popen:
+    """`groundwatch audit` of `input_path` (the sample traffic by default) into `lake`, started, not awaited."""
+    command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", input_path or sample_traffic_path(),
+               "--lake", str(lake), *beam_options]  # fmt: skip
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def finished(process: subprocess.Popen, log_path, timeout_s: float = RUN_TIMEOUT_S) -> int:
+    """The exit status of `process`; the test fails (and the process group is killed) past `timeout_s`."""
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"the run did not end within {timeout_s}s:\n{log_tail(log_path)}")
+
+
+def log_tail(log_path, chars: int = 4000) -> str:
+    """The end of a run's log, for a failure message."""
+    return open(log_path, errors="replace").read()[-chars:] if log_path and os.path.exists(log_path) else ""
