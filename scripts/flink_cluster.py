@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import glob
+import importlib.util
 import json
 import os
-import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -38,6 +36,17 @@ from pathlib import Path
 
 __all__ = ["FlinkError", "LocalFlink", "beam_version", "ensure_libs", "find_java"]
 
+
+def _sibling(name: str):
+    """`scripts/<name>.py` as a module, loaded by its path beside this file (run as a script or loaded by tests)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+maven_libs = _sibling("maven_libs")
 POM = Path(__file__).resolve().parent / "flink" / "pom.xml"
 CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
 DEFAULT_HOME = CACHE / "flink" / "run"
@@ -45,6 +54,8 @@ DEFAULT_HOME = CACHE / "flink" / "run"
 DEFAULT_JOB_PORT = 38099
 DEFAULT_REST_PORT = 38081
 DEFAULT_SLOTS = 2
+EMBEDDED_REST_PORTS = 10
+"""How many jobs of the embedded mini-cluster can run at once, each with a REST server on a port of its range."""
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 20.0
 JOB_SERVER = "org.apache.beam.runners.flink.FlinkJobServerDriver"
@@ -59,59 +70,18 @@ class FlinkError(RuntimeError):
 
 def beam_version() -> str:
     """The Beam job server version the pom pins."""
-    match = re.search(r"<beam.version>([^<]+)</beam.version>", POM.read_text())
-    if not match:
-        raise FlinkError(f"no <beam.version> in {POM}")
-    return match.group(1)
-
-
-def _java_major(java: str) -> int | None:
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2)) if major == 1 else major
+    return maven_libs.pom_property(POM, "beam.version", FlinkError)
 
 
 def find_java() -> str:
-    """A Java 11 or 17 runtime (Flink 1.19 supports 8, 11 and 17; 21 and later fail in its serializers):
-    `$GROUNDWATCH_FLINK_JAVA`, `$JAVA_HOME`, `java` on PATH, or one under /usr/lib/jvm."""
-    candidates = [os.environ.get("GROUNDWATCH_FLINK_JAVA")]
-    if home := os.environ.get("JAVA_HOME"):
-        candidates.append(os.path.join(home, "bin", "java"))
-    candidates.append(shutil.which("java"))
-    candidates += sorted(glob.glob("/usr/lib/jvm/*17*/bin/java")) + sorted(glob.glob("/usr/lib/jvm/*11*/bin/java"))
-    for java in filter(None, candidates):
-        if os.access(java, os.X_OK) and _java_major(java) in (11, 17):
-            return os.path.realpath(java)
-    raise FlinkError("no Java 11 or 17 runtime found (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)")
+    """A Java 11 or 17 runtime (Flink 1.19 supports 8, 11 and 17; 21 and later fail in its serializers)."""
+    return maven_libs.find_java((11, 17), FlinkError, env_var="GROUNDWATCH_FLINK_JAVA")
 
 
 def ensure_libs(version: str | None = None) -> Path:
     """Resolve the job server's jars with mvn into the cache once; return the folder holding them."""
     version = version or beam_version()
-    lib = CACHE / "flink" / version / "lib"
-    if (lib / ".complete").exists():
-        return lib
-    if shutil.which("mvn") is None:
-        raise FlinkError("mvn is not on PATH; install Maven (apt-get install maven) and a Java 17 runtime")
-    staging = lib.with_name(f"lib.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [
-        "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise FlinkError(f"mvn could not resolve Beam {version}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
-    (staging / ".complete").write_text(version)
-    shutil.rmtree(lib, ignore_errors=True)
-    staging.rename(lib)
-    return lib
+    return maven_libs.ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
 
 
 def _port_free(port: int) -> bool:
@@ -146,18 +116,27 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
-def _flink_conf(ports: dict[str, int], slots: int) -> str:
-    return f"""\
+def _flink_conf(ports: dict[str, int], slots: int, cluster: bool) -> str:
+    local = """\
 jobmanager.rpc.address: 127.0.0.1
 jobmanager.bind-host: 127.0.0.1
-jobmanager.rpc.port: {ports["rpc"]}
-jobmanager.memory.process.size: 1024m
 rest.address: 127.0.0.1
 rest.bind-address: 127.0.0.1
-rest.port: {ports["rest"]}
-blob.server.port: {ports["blob"]}
 taskmanager.host: 127.0.0.1
 taskmanager.bind-host: 127.0.0.1
+"""
+    if not cluster:
+        # The embedded mini-cluster is one Flink cluster per job, reading this file: fixed ports would let only one
+        # job run (the second fails on "Unable to open BLOB Server"). Its REST server takes the first free port of
+        # a range, where `groundwatch monitor --flink-rest` finds its job to cancel it; the rest stay random.
+        return local + f"rest.bind-port: {ports['rest']}-{ports['rest'] + EMBEDDED_REST_PORTS - 1}\n"
+    return (
+        local
+        + f"""\
+jobmanager.rpc.port: {ports["rpc"]}
+jobmanager.memory.process.size: 1024m
+rest.port: {ports["rest"]}
+blob.server.port: {ports["blob"]}
 taskmanager.rpc.port: {ports["tm_rpc"]}
 taskmanager.data.port: {ports["tm_data"]}
 taskmanager.numberOfTaskSlots: {slots}
@@ -167,6 +146,7 @@ parallelism.default: 1
 heartbeat.interval: 2000
 heartbeat.timeout: 10000
 """
+    )
 
 
 class LocalFlink:
@@ -219,6 +199,12 @@ class LocalFlink:
         """`localhost:PORT` of the job server, for `--job_endpoint`."""
         port = self._state().get("ports", {}).get("job")
         return f"localhost:{port}" if port else None
+
+    @property
+    def rest_address(self) -> str | None:
+        """`127.0.0.1:PORT` of the cluster's REST API, or the `127.0.0.1:LOW-HIGH` range where the embedded
+        mini-cluster's jobs serve theirs (each only while it runs): for `groundwatch monitor --flink-rest`."""
+        return self._state().get("rest")
 
     @property
     def rest_url(self) -> str | None:
@@ -325,8 +311,11 @@ class LocalFlink:
                 ports[name] = port
                 taken.add(port)
         self._conf_dir.mkdir(parents=True, exist_ok=True)
-        (self._conf_dir / "flink-conf.yaml").write_text(_flink_conf(ports, self._slots))
-        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "pids": state.get("pids", {})}
+        (self._conf_dir / "flink-conf.yaml").write_text(_flink_conf(ports, self._slots, cluster))
+        last = ports["rest"] + (0 if cluster else EMBEDDED_REST_PORTS - 1)
+        rest = f"127.0.0.1:{ports['rest']}" + (f"-{last}" if last != ports["rest"] else "")
+        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "rest": rest,
+                 "pids": state.get("pids", {})}  # fmt: skip
         self._write_state(state)
         return state
 
@@ -446,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.action == "start":
             print(flink.start(cluster=args.cluster, master=args.flink_master))
+            if not args.flink_master:  # stdout stays the endpoint alone, for $(scripts/flink.sh start)
+                print(f"REST API: {flink.rest_address} (groundwatch monitor --flink-rest)", file=sys.stderr)
         elif args.action == "stop":
             print("stopped" if flink.stop() else "not running", file=sys.stderr)
         else:

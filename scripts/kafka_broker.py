@@ -20,9 +20,9 @@ import argparse
 import base64
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -34,6 +34,17 @@ from pathlib import Path
 
 __all__ = ["BrokerError", "LocalKafka", "ensure_libs", "kafka_version"]
 
+
+def _sibling(name: str):
+    """`scripts/<name>.py` as a module, loaded by its path beside this file (run as a script or loaded by tests)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+maven_libs = _sibling("maven_libs")
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
 DEFAULT_HOME = CACHE / "kafka" / "run"
@@ -48,33 +59,13 @@ class BrokerError(RuntimeError):
 
 def kafka_version() -> str:
     """The Kafka version the pom pins."""
-    match = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text())
-    if not match:
-        raise BrokerError(f"no <kafka.version> in {POM}")
-    return match.group(1)
+    return maven_libs.pom_property(POM, "kafka.version", BrokerError)
 
 
 def ensure_libs(version: str | None = None) -> Path:
     """Resolve the broker's jars with mvn into the cache once; return the folder holding them."""
     version = version or kafka_version()
-    libs = CACHE / "kafka" / version / "libs"
-    if (libs / ".complete").exists():
-        return libs
-    if shutil.which("mvn") is None:
-        raise BrokerError("mvn is not on PATH; install Maven (apt-get install maven) and a Java 17 runtime")
-    staging = libs.with_name(f"libs.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [
-        "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BrokerError(f"mvn could not resolve Kafka {version}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
-    (staging / ".complete").write_text(version)
-    shutil.rmtree(libs, ignore_errors=True)
-    staging.rename(libs)
-    return libs
+    return maven_libs.ensure_libs(POM, CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
 
 
 def _port_free(port: int) -> bool:
