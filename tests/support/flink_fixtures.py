@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from pipelines.demo import sample_traffic_path
+from tests.support.kafka_fixtures import committed_offsets, lake_accounting
 from tests.support.scripts import load_script
 
 LocalFlink = load_script("flink_cluster").LocalFlink
@@ -31,6 +32,8 @@ __all__ = [
     "flink_cluster",
     "flink_jobs",
     "log_tail",
+    "monitor_process",
+    "stream_in_lake",
     "sample_lake_fnapi",
 ]
 
@@ -94,3 +97,24 @@ def finished(process: subprocess.Popen, log_path, timeout_s: float = RUN_TIMEOUT
 def log_tail(log_path, chars: int = 4000) -> str:
     """The end of a run's log, for a failure message."""
     return open(log_path, errors="replace").read()[-chars:] if log_path and os.path.exists(log_path) else ""
+
+
+def monitor_process(bootstrap: str, topic: str, lake, beam_argv: list[str], log_path) -> subprocess.Popen:
+    """`groundwatch monitor` of `topic` (group `g-<topic>`, 5 s windows) into `lake`, started, not awaited."""
+    command = [
+        sys.executable, "-m", "pipelines.cli", "monitor", "--bootstrap-servers", bootstrap, "--topic", topic,
+        "--lake", str(lake), "--group-id", f"g-{topic}", "--window-seconds", "5", *beam_argv,
+    ]  # fmt: skip
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stream_in_lake(bootstrap: str, topic: str, lake, count: int, monitor: subprocess.Popen, log_path):
+    """The lake's accounting of `topic` once all `count` records are in it (a row or a dead letter each) and the
+    group's offsets are committed to the end of both partitions; else None. Fails if the monitor exited."""
+    if monitor.poll() is not None:
+        pytest.fail(f"the monitor exited with {monitor.returncode}:\n{log_tail(log_path)}")
+    found = lake_accounting(str(lake), topic)  # a lake not written yet has empty views
+    offsets = set(found["responses"]) | set(found["dead_letters"])
+    committed, ends = committed_offsets(bootstrap, f"g-{topic}", topic, partitions=2)
+    return len(offsets) == count and all((committed[p] or 0) == ends[p] for p in ends) and found

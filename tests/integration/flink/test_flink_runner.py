@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -24,8 +23,17 @@ import pytest
 from dashboards.views import connect_lake
 from pipelines.traffic.synthetic import generate_jsonl, write_jsonl
 from schemas import TABLES
-from tests.support.flink_fixtures import RUN_TIMEOUT_S, audit_process, finished, flink_argv, flink_jobs, log_tail
-from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
+from tests.support.flink_fixtures import (
+    RUN_TIMEOUT_S,
+    audit_process,
+    finished,
+    flink_argv,
+    flink_jobs,
+    log_tail,
+    monitor_process,
+    stream_in_lake,
+)
+from tests.support.kafka_fixtures import wait_for
 from tests.support.lake_compare import assert_same_tables
 
 pytestmark = [pytest.mark.flink]
@@ -40,26 +48,6 @@ def test_audit_on_flink_gives_the_rows_of_the_fnapirunner(flink_cluster, sample_
     assert assert_same_tables(sample_lake_fnapi, str(on_flink), TABLES) > 3000
 
 
-def _monitor(bootstrap: str, topic: str, lake, flink, log_path) -> subprocess.Popen:
-    command = [
-        sys.executable, "-m", "pipelines.cli", "monitor", "--bootstrap-servers", bootstrap, "--topic", topic,
-        "--lake", str(lake), "--group-id", f"g-{topic}", "--window-seconds", "5", *flink_argv(flink, parallelism=2),
-    ]  # fmt: skip
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _all_in_lake(bootstrap: str, topic: str, lake, count: int, monitor: subprocess.Popen, log_path):
-    if monitor.poll() is not None:
-        pytest.fail(f"the monitor exited with {monitor.returncode}:\n{log_tail(log_path)}")
-    if not os.path.isdir(lake):
-        return None
-    found = lake_accounting(str(lake), topic)
-    offsets = set(found["responses"]) | set(found["dead_letters"])
-    committed, ends = committed_offsets(bootstrap, f"g-{topic}", topic, partitions=2)
-    return len(offsets) == count and all((committed[p] or 0) == ends[p] for p in ends) and found
-
-
 def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
     flink_cluster, kafka_bootstrap, new_topic, tmp_path
 ):
@@ -69,12 +57,12 @@ def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
 
     topic, lake, log, count = new_topic(partitions=2), tmp_path / "lake", tmp_path / "monitor.log", 80
     before = set(flink_jobs(flink_cluster))
-    monitor = _monitor(kafka_bootstrap, topic, lake, flink_cluster, log)
+    monitor = monitor_process(kafka_bootstrap, topic, lake, flink_argv(flink_cluster, parallelism=2), log)
     try:
         messages = generated_messages(count, seed=20, malformed_fraction=0.05, start=datetime.now(UTC))
         assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages, rate=100) == count
         found = wait_for(
-            lambda: _all_in_lake(kafka_bootstrap, topic, lake, count, monitor, log),
+            lambda: stream_in_lake(kafka_bootstrap, topic, lake, count, monitor, log),
             timeout_s=RUN_TIMEOUT_S,
             what=f"{count} responses in the lake, offsets committed",
         )
