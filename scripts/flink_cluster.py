@@ -84,38 +84,6 @@ def ensure_libs(version: str | None = None) -> Path:
     return maven_libs.ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(ChildProcessError):  # a zombie child of ours is dead: reap it
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
-
-
 def _flink_conf(ports: dict[str, int], slots: int, cluster: bool) -> str:
     local = """\
 jobmanager.rpc.address: 127.0.0.1
@@ -215,7 +183,7 @@ class LocalFlink:
     def pid(self, role: str) -> int | None:
         """The process id of `job_server`, `job_manager` or `task_manager`, when it runs."""
         pid = self._state().get("pids", {}).get(role)
-        return pid if _pid_alive(pid) else None
+        return pid if maven_libs.pid_alive(pid) else None
 
     def log_file(self, role: str) -> Path:
         return self.home / "logs" / f"{role}.log"
@@ -254,7 +222,7 @@ class LocalFlink:
         with self._locked():
             state = self._state()
             mode_changed = state.get("cluster", False) != cluster or state.get("master") != master
-            if state and mode_changed and _pid_alive(state.get("pids", {}).get("job_server")):
+            if state and mode_changed and maven_libs.pid_alive(state.get("pids", {}).get("job_server")):
                 self._stop_all(state)
                 state = self._state()
             lib, java = ensure_libs(), find_java()
@@ -299,15 +267,15 @@ class LocalFlink:
     def _configure(self, state: dict, cluster: bool) -> dict:
         """Ports kept across restarts when still free; a fresh Flink config for the cluster's processes."""
         ports = dict(state.get("ports", {}))
-        alive = any(_pid_alive(pid) for pid in state.get("pids", {}).values())
+        alive = any(maven_libs.pid_alive(pid) for pid in state.get("pids", {}).values())
         if not alive:
             job = self._wanted["job"]  # 0: any free port, for the artifact and expansion services too
             wanted = {**self._wanted, "artifact": job and job - 1, "expansion": job and job - 2}
             taken: set[int] = set()
             for name in ("job", "artifact", "expansion", "rest", "rpc", "blob", "tm_rpc", "tm_data"):
-                port = wanted.get(name) or ports.get(name) or _free_port()
-                while port in taken or not _port_free(port):
-                    port = _free_port()
+                port = wanted.get(name) or ports.get(name) or maven_libs.free_port()
+                while port in taken or not maven_libs.port_free(port):
+                    port = maven_libs.free_port()
                 ports[name] = port
                 taken.add(port)
         self._conf_dir.mkdir(parents=True, exist_ok=True)
@@ -364,9 +332,9 @@ class LocalFlink:
     def _stop_all(self, state: dict, grace_s: float = STOP_GRACE_S) -> bool:
         pids = state.get("pids", {})
         # The job server first (it cancels nothing, but must not submit to a cluster going away), then the workers.
-        order = [role for role in ("job_server", "task_manager", "job_manager") if _pid_alive(pids.get(role))]
+        order = [role for role in ("job_server", "task_manager", "job_manager") if maven_libs.pid_alive(pids.get(role))]
         for role in order:
-            _terminate(pids[role], grace_s)
+            maven_libs.terminate(pids[role], grace_s)
         if state:
             state["pids"] = {}
             self._write_state(state)
@@ -378,22 +346,9 @@ class LocalFlink:
         if not pid:
             raise FlinkError(f"{role} is not running")
         os.kill(pid, signal.SIGKILL)
-        while _pid_alive(pid):
+        while maven_libs.pid_alive(pid):
             time.sleep(0.05)
         return pid
-
-
-def _terminate(pid: int, grace_s: float) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if _pid_alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        while _pid_alive(pid):
-            time.sleep(0.1)
 
 
 def _job_service_answers(endpoint: str, timeout_s: float) -> bool:

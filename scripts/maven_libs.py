@@ -1,11 +1,12 @@
-"""Jars from Maven Central for the local servers the scripts run (Kafka, Beam's Flink job server), and a Java to run
-them with.
+"""Jars from Maven Central for the local JVM servers the scripts run (Kafka, Beam's Flink job server), a Java to run
+them with, and the port and process helpers both need.
 
 `scripts/kafka_broker.py` and `scripts/flink_cluster.py` load this module by its path beside them (they are
 command-line tools, not a package, and tests load them by path too):
 
     libs = ensure_libs(POM, CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
     java = find_java((11, 17), BrokerError)
+    port = free_port()                              # or port_free(38099); pid_alive(pid); terminate(pid, 20.0)
 
 `ensure_libs` resolves a pom's runtime dependencies with `mvn dependency:copy-dependencies` into a staging folder
 of this process, marks it complete and renames it into place, so an interrupted or concurrent download never
@@ -14,14 +15,18 @@ leaves a half-filled folder that looks usable. Nothing it fetches is committed: 
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
+import time
 from pathlib import Path
 
-__all__ = ["ensure_libs", "find_java", "pom_property"]
+__all__ = ["ensure_libs", "find_java", "free_port", "pid_alive", "pom_property", "port_free", "terminate"]
 
 MARKER = ".complete"
 """The file written last into a resolved folder: its presence means every jar is there."""
@@ -82,3 +87,52 @@ def find_java(majors: tuple[int, ...], error: type[Exception] = RuntimeError, en
             return os.path.realpath(java)
     wanted = " or ".join(map(str, majors))
     raise error(f"no Java {wanted} runtime found (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)")
+
+
+def port_free(port: int) -> bool:
+    """Whether `port` can be bound on 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 that is free now (the system's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether process `pid` runs (a zombie child of this process is reaped and counts as dead)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def terminate(pid: int, grace_s: float) -> None:
+    """SIGTERM `pid`, and SIGKILL it if it still runs after `grace_s`; return once it is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while pid_alive(pid):
+            time.sleep(0.1)
