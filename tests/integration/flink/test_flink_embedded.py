@@ -70,6 +70,10 @@ def test_monitor_on_the_mini_cluster_writes_the_bucket_and_sigterm_cancels_its_j
     finally:
         if monitor.poll() is None:
             os.killpg(monitor.pid, signal.SIGKILL)
-    ended = [state for jid, state in _job_states(embedded_flink) if jid == job and state in ("CANCELED", "FAILED")]
+    ended = wait_for(
+        lambda: [s for jid, s in _job_states(embedded_flink) if jid == job and s in ("CANCELED", "FAILED", "FINISHED")],
+        timeout_s=60,
+        what="the monitor's job ended",
+    )
     assert ended == ["CANCELED"], log_tail(log)
     assert S3_SECRET not in log.read_text(errors="replace")
