@@ -256,6 +256,7 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
     audit.validate_options(options.view_as(audit.AuditOptions), need_input=False)
     opts = options.view_as(MonitorOptions)
     validate(opts)
+    flink_rest_urls(options)  # a bad --flink-rest is refused before a job starts, not when it is stopped
     connection = connection_from_options(opts)
     _check_topics(connection, opts)
     audit.clear_leftovers(options.view_as(audit.AuditOptions).lake, out)

@@ -42,3 +42,12 @@ def test_the_monitor_flag_reaches_the_pipeline_options():
     add_arguments(parser)
     args = parser.parse_args(["--bootstrap-servers", "b:9092", "--flink-rest", "127.0.0.1:38081-38090"])
     assert _urls(*to_argv(args))[-1] == "http://127.0.0.1:38090"
+
+
+def test_the_monitor_refuses_a_bad_flink_rest_before_reaching_kafka(capsys):
+    from pipelines.cli import main
+
+    # Port 9 of 127.0.0.1 answers nothing: reaching Kafka would be a different error.
+    assert main(["monitor", "--bootstrap-servers", "127.0.0.1:9", "--flink-rest", "127.0.0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "--flink-rest must be HOST:PORT or HOST:LOW-HIGH" in err and "Kafka" not in err
