@@ -65,7 +65,7 @@ from pipelines.runner.catch_up import (
 )
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.runner.drift_stage import StreamDrift
-from pipelines.runner.stop import flink_rest_url, wait_or_cancel
+from pipelines.runner.stop import flink_rest_urls, wait_or_cancel
 from pipelines.runner.worker_pool import local_audit_lanes, start_worker_pool
 from transforms.ingest.late import DeadLetterLateMessages, message_late_reason
 from transforms.ingest.parse import ParseError, parse_message
@@ -256,6 +256,7 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
     audit.validate_options(options.view_as(audit.AuditOptions), need_input=False)
     opts = options.view_as(MonitorOptions)
     validate(opts)
+    flink_rest_urls(options)  # a bad --flink-rest is refused before a job starts, not when it is stopped
     connection = connection_from_options(opts)
     _check_topics(connection, opts)
     audit.clear_leftovers(options.view_as(audit.AuditOptions).lake, out)
@@ -352,7 +353,7 @@ def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | N
     try:
         result = p.run()
         # Ctrl-C or SIGTERM cancels the job and waits for the runner to end it (CANCELED on Flink, not FAILED).
-        wait_or_cancel(result, flink_rest=flink_rest_url(options))
+        wait_or_cancel(result, flink_rest=flink_rest_urls(options))
     finally:
         if stop_workers:
             stop_workers()

@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import glob
+import importlib.util
 import json
 import os
-import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -38,6 +36,17 @@ from pathlib import Path
 
 __all__ = ["FlinkError", "LocalFlink", "beam_version", "ensure_libs", "find_java"]
 
+
+def _sibling(name: str):
+    """`scripts/<name>.py` as a module, loaded by its path beside this file (run as a script or loaded by tests)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+maven_libs = _sibling("maven_libs")
 POM = Path(__file__).resolve().parent / "flink" / "pom.xml"
 CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
 DEFAULT_HOME = CACHE / "flink" / "run"
@@ -45,6 +54,8 @@ DEFAULT_HOME = CACHE / "flink" / "run"
 DEFAULT_JOB_PORT = 38099
 DEFAULT_REST_PORT = 38081
 DEFAULT_SLOTS = 2
+EMBEDDED_REST_PORTS = 10
+"""How many jobs of the embedded mini-cluster can run at once, each with a REST server on a port of its range."""
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 20.0
 JOB_SERVER = "org.apache.beam.runners.flink.FlinkJobServerDriver"
@@ -59,105 +70,41 @@ class FlinkError(RuntimeError):
 
 def beam_version() -> str:
     """The Beam job server version the pom pins."""
-    match = re.search(r"<beam.version>([^<]+)</beam.version>", POM.read_text())
-    if not match:
-        raise FlinkError(f"no <beam.version> in {POM}")
-    return match.group(1)
-
-
-def _java_major(java: str) -> int | None:
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not match:
-        return None
-    major = int(match.group(1))
-    return int(match.group(2)) if major == 1 else major
+    return maven_libs.pom_property(POM, "beam.version", FlinkError)
 
 
 def find_java() -> str:
-    """A Java 11 or 17 runtime (Flink 1.19 supports 8, 11 and 17; 21 and later fail in its serializers):
-    `$GROUNDWATCH_FLINK_JAVA`, `$JAVA_HOME`, `java` on PATH, or one under /usr/lib/jvm."""
-    candidates = [os.environ.get("GROUNDWATCH_FLINK_JAVA")]
-    if home := os.environ.get("JAVA_HOME"):
-        candidates.append(os.path.join(home, "bin", "java"))
-    candidates.append(shutil.which("java"))
-    candidates += sorted(glob.glob("/usr/lib/jvm/*17*/bin/java")) + sorted(glob.glob("/usr/lib/jvm/*11*/bin/java"))
-    for java in filter(None, candidates):
-        if os.access(java, os.X_OK) and _java_major(java) in (11, 17):
-            return os.path.realpath(java)
-    raise FlinkError("no Java 11 or 17 runtime found (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)")
+    """A Java 11 or 17 runtime (Flink 1.19 supports 8, 11 and 17; 21 and later fail in its serializers)."""
+    return maven_libs.find_java((11, 17), FlinkError, env_var="GROUNDWATCH_FLINK_JAVA")
 
 
 def ensure_libs(version: str | None = None) -> Path:
     """Resolve the job server's jars with mvn into the cache once; return the folder holding them."""
     version = version or beam_version()
-    lib = CACHE / "flink" / version / "lib"
-    if (lib / ".complete").exists():
-        return lib
-    if shutil.which("mvn") is None:
-        raise FlinkError("mvn is not on PATH; install Maven (apt-get install maven) and a Java 17 runtime")
-    staging = lib.with_name(f"lib.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [
-        "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise FlinkError(f"mvn could not resolve Beam {version}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
-    (staging / ".complete").write_text(version)
-    shutil.rmtree(lib, ignore_errors=True)
-    staging.rename(lib)
-    return lib
+    return maven_libs.ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(ChildProcessError):  # a zombie child of ours is dead: reap it
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
-
-
-def _flink_conf(ports: dict[str, int], slots: int) -> str:
-    return f"""\
+def _flink_conf(ports: dict[str, int], slots: int, cluster: bool) -> str:
+    local = """\
 jobmanager.rpc.address: 127.0.0.1
 jobmanager.bind-host: 127.0.0.1
-jobmanager.rpc.port: {ports["rpc"]}
-jobmanager.memory.process.size: 1024m
 rest.address: 127.0.0.1
 rest.bind-address: 127.0.0.1
-rest.port: {ports["rest"]}
-blob.server.port: {ports["blob"]}
 taskmanager.host: 127.0.0.1
 taskmanager.bind-host: 127.0.0.1
+"""
+    if not cluster:
+        # The embedded mini-cluster is one Flink cluster per job, reading this file: fixed ports would let only one
+        # job run (the second fails on "Unable to open BLOB Server"). Its REST server takes the first free port of
+        # a range, where `groundwatch monitor --flink-rest` finds its job to cancel it; the rest stay random.
+        return local + f"rest.bind-port: {ports['rest']}-{ports['rest'] + EMBEDDED_REST_PORTS - 1}\n"
+    return (
+        local
+        + f"""\
+jobmanager.rpc.port: {ports["rpc"]}
+jobmanager.memory.process.size: 1024m
+rest.port: {ports["rest"]}
+blob.server.port: {ports["blob"]}
 taskmanager.rpc.port: {ports["tm_rpc"]}
 taskmanager.data.port: {ports["tm_data"]}
 taskmanager.numberOfTaskSlots: {slots}
@@ -167,6 +114,7 @@ parallelism.default: 1
 heartbeat.interval: 2000
 heartbeat.timeout: 10000
 """
+    )
 
 
 class LocalFlink:
@@ -221,6 +169,12 @@ class LocalFlink:
         return f"localhost:{port}" if port else None
 
     @property
+    def rest_address(self) -> str | None:
+        """`127.0.0.1:PORT` of the cluster's REST API, or the `127.0.0.1:LOW-HIGH` range where the embedded
+        mini-cluster's jobs serve theirs (each only while it runs): for `groundwatch monitor --flink-rest`."""
+        return self._state().get("rest")
+
+    @property
     def rest_url(self) -> str | None:
         """The JobManager's REST API (`http://127.0.0.1:PORT`) when a cluster runs, else None."""
         state = self._state()
@@ -229,7 +183,7 @@ class LocalFlink:
     def pid(self, role: str) -> int | None:
         """The process id of `job_server`, `job_manager` or `task_manager`, when it runs."""
         pid = self._state().get("pids", {}).get(role)
-        return pid if _pid_alive(pid) else None
+        return pid if maven_libs.pid_alive(pid) else None
 
     def log_file(self, role: str) -> Path:
         return self.home / "logs" / f"{role}.log"
@@ -268,7 +222,7 @@ class LocalFlink:
         with self._locked():
             state = self._state()
             mode_changed = state.get("cluster", False) != cluster or state.get("master") != master
-            if state and mode_changed and _pid_alive(state.get("pids", {}).get("job_server")):
+            if state and mode_changed and maven_libs.pid_alive(state.get("pids", {}).get("job_server")):
                 self._stop_all(state)
                 state = self._state()
             lib, java = ensure_libs(), find_java()
@@ -313,20 +267,23 @@ class LocalFlink:
     def _configure(self, state: dict, cluster: bool) -> dict:
         """Ports kept across restarts when still free; a fresh Flink config for the cluster's processes."""
         ports = dict(state.get("ports", {}))
-        alive = any(_pid_alive(pid) for pid in state.get("pids", {}).values())
+        alive = any(maven_libs.pid_alive(pid) for pid in state.get("pids", {}).values())
         if not alive:
             job = self._wanted["job"]  # 0: any free port, for the artifact and expansion services too
             wanted = {**self._wanted, "artifact": job and job - 1, "expansion": job and job - 2}
             taken: set[int] = set()
             for name in ("job", "artifact", "expansion", "rest", "rpc", "blob", "tm_rpc", "tm_data"):
-                port = wanted.get(name) or ports.get(name) or _free_port()
-                while port in taken or not _port_free(port):
-                    port = _free_port()
+                port = wanted.get(name) or ports.get(name) or maven_libs.free_port()
+                while port in taken or not maven_libs.port_free(port):
+                    port = maven_libs.free_port()
                 ports[name] = port
                 taken.add(port)
         self._conf_dir.mkdir(parents=True, exist_ok=True)
-        (self._conf_dir / "flink-conf.yaml").write_text(_flink_conf(ports, self._slots))
-        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "pids": state.get("pids", {})}
+        (self._conf_dir / "flink-conf.yaml").write_text(_flink_conf(ports, self._slots, cluster))
+        last = ports["rest"] + (0 if cluster else EMBEDDED_REST_PORTS - 1)
+        rest = f"127.0.0.1:{ports['rest']}" + (f"-{last}" if last != ports["rest"] else "")
+        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "rest": rest,
+                 "pids": state.get("pids", {})}  # fmt: skip
         self._write_state(state)
         return state
 
@@ -375,9 +332,9 @@ class LocalFlink:
     def _stop_all(self, state: dict, grace_s: float = STOP_GRACE_S) -> bool:
         pids = state.get("pids", {})
         # The job server first (it cancels nothing, but must not submit to a cluster going away), then the workers.
-        order = [role for role in ("job_server", "task_manager", "job_manager") if _pid_alive(pids.get(role))]
+        order = [role for role in ("job_server", "task_manager", "job_manager") if maven_libs.pid_alive(pids.get(role))]
         for role in order:
-            _terminate(pids[role], grace_s)
+            maven_libs.terminate(pids[role], grace_s)
         if state:
             state["pids"] = {}
             self._write_state(state)
@@ -389,22 +346,9 @@ class LocalFlink:
         if not pid:
             raise FlinkError(f"{role} is not running")
         os.kill(pid, signal.SIGKILL)
-        while _pid_alive(pid):
+        while maven_libs.pid_alive(pid):
             time.sleep(0.05)
         return pid
-
-
-def _terminate(pid: int, grace_s: float) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if _pid_alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        while _pid_alive(pid):
-            time.sleep(0.1)
 
 
 def _job_service_answers(endpoint: str, timeout_s: float) -> bool:
@@ -446,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.action == "start":
             print(flink.start(cluster=args.cluster, master=args.flink_master))
+            if not args.flink_master:  # stdout stays the endpoint alone, for $(scripts/flink.sh start)
+                print(f"REST API: {flink.rest_address} (groundwatch monitor --flink-rest)", file=sys.stderr)
         elif args.action == "stop":
             print("stopped" if flink.stop() else "not running", file=sys.stderr)
         else:

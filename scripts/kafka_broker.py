@@ -20,12 +20,10 @@ import argparse
 import base64
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
-import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +32,17 @@ from pathlib import Path
 
 __all__ = ["BrokerError", "LocalKafka", "ensure_libs", "kafka_version"]
 
+
+def _sibling(name: str):
+    """`scripts/<name>.py` as a module, loaded by its path beside this file (run as a script or loaded by tests)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+maven_libs = _sibling("maven_libs")
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
 DEFAULT_HOME = CACHE / "kafka" / "run"
@@ -48,64 +57,13 @@ class BrokerError(RuntimeError):
 
 def kafka_version() -> str:
     """The Kafka version the pom pins."""
-    match = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text())
-    if not match:
-        raise BrokerError(f"no <kafka.version> in {POM}")
-    return match.group(1)
+    return maven_libs.pom_property(POM, "kafka.version", BrokerError)
 
 
 def ensure_libs(version: str | None = None) -> Path:
     """Resolve the broker's jars with mvn into the cache once; return the folder holding them."""
     version = version or kafka_version()
-    libs = CACHE / "kafka" / version / "libs"
-    if (libs / ".complete").exists():
-        return libs
-    if shutil.which("mvn") is None:
-        raise BrokerError("mvn is not on PATH; install Maven (apt-get install maven) and a Java 17 runtime")
-    staging = libs.with_name(f"libs.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    command = [
-        "mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-    ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BrokerError(f"mvn could not resolve Kafka {version}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
-    (staging / ".complete").write_text(version)
-    shutil.rmtree(libs, ignore_errors=True)
-    staging.rename(libs)
-    return libs
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child of this process still "exists"; reap it if it is ours.
-    with contextlib.suppress(ChildProcessError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
+    return maven_libs.ensure_libs(POM, CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
 
 
 def _server_properties(port: int, controller_port: int, data_dir: Path) -> str:
@@ -208,7 +166,7 @@ class LocalKafka:
     def running(self) -> bool:
         """Whether the broker process is alive (not necessarily answering yet)."""
         pid = self._state().get("pid")
-        return bool(pid) and _pid_alive(pid)
+        return bool(pid) and maven_libs.pid_alive(pid)
 
     def answers(self, timeout_s: float = 5.0) -> bool:
         """Whether an admin client gets the cluster's topic list from the broker."""
@@ -247,11 +205,11 @@ class LocalKafka:
         data_dir = self.home / "data"
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         port, controller_port = state.get("port"), state.get("controller_port")
-        if not port or not (_port_free(port) and _port_free(controller_port)):
-            port = self._wanted_port or _free_port()
-            if not _port_free(port):
-                port = _free_port()
-            controller_port = port + 1 if _port_free(port + 1) else _free_port()
+        if not port or not (maven_libs.port_free(port) and maven_libs.port_free(controller_port)):
+            port = self._wanted_port or maven_libs.free_port()
+            if not maven_libs.port_free(port):
+                port = maven_libs.free_port()
+            controller_port = port + 1 if maven_libs.port_free(port + 1) else maven_libs.free_port()
         cluster_id = state.get("cluster_id") or _cluster_id()
         (self.home / "server.properties").write_text(_server_properties(port, controller_port, data_dir))
         (self.home / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_file))
@@ -291,19 +249,12 @@ class LocalKafka:
         with self._locked():
             state = self._state()
             pid = state.get("pid")
-            if not pid or not _pid_alive(pid):
+            if not pid or not maven_libs.pid_alive(pid):
                 state.pop("pid", None)
                 if state:
                     self._write_state(state)
                 return False
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + grace_s
-            while _pid_alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if _pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-                while _pid_alive(pid):
-                    time.sleep(0.1)
+            maven_libs.terminate(pid, grace_s)
             state.pop("pid", None)
             self._write_state(state)
             return True

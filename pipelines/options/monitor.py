@@ -115,6 +115,13 @@ _PRISM = Flag(
     beam_owned=True,  # Beam's PrismRunnerOptions declares --prism_location
 )
 
+_FLINK_REST = Flag(
+    "flink-rest",
+    "HOST:PORT of the Flink REST API running the stream, where Ctrl-C or SIGTERM cancels its job (HOST:LOW-HIGH: a "
+    "port range, as scripts/flink.sh prints for its embedded mini-cluster); else --flink_master if HOST:PORT.",
+    beam_owned=True,  # pipelines.runner.stop.FlinkStopOptions declares --flink_rest
+)
+
 _CLI_FLAGS: list[Flag] = [
     BOOTSTRAP_FLAG,
     *KAFKA_FLAGS,
@@ -124,6 +131,7 @@ _CLI_FLAGS: list[Flag] = [
     ),
     *SECURITY_FLAGS,
     _PRISM,
+    _FLINK_REST,
 ]
 """`groundwatch monitor`'s flags but the judge's, as the CLI shows them."""
 

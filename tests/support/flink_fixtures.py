@@ -1,18 +1,44 @@
 """A local Flink session cluster for the tests marked `flink`: one JobManager, one TaskManager with 2 slots, and
 Beam's Flink job server pointed at it (`scripts/flink_cluster.py`), started once per session on free ports in a
 folder of the session's own, and stopped at its end. `pytest -m "not flink"` never starts it.
-`tests/integration/flink/conftest.py` registers the fixture for the tests there.
+`tests/integration/flink/conftest.py` registers the fixtures for the tests there.
+
+`sample_lake_fnapi` is the sample traffic audited by the FnApiRunner into a local folder, once per session: the
+reference the Flink runs are compared with. `audit_process` / `finished` run `groundwatch audit` as a process of
+its own (so a test can kill what it started, and its LOOPBACK worker is that process).
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 
+from pipelines.demo import sample_traffic_path
+from tests.support.kafka_fixtures import committed_offsets, lake_accounting
 from tests.support.scripts import load_script
 
 LocalFlink = load_script("flink_cluster").LocalFlink
 
-__all__ = ["LocalFlink", "flink_argv", "flink_cluster", "flink_jobs"]
+__all__ = [
+    "LocalFlink",
+    "RUN_TIMEOUT_S",
+    "audit_process",
+    "finished",
+    "flink_argv",
+    "flink_cluster",
+    "flink_jobs",
+    "log_tail",
+    "monitor_process",
+    "stream_in_lake",
+    "sample_lake_fnapi",
+]
+
+RUN_TIMEOUT_S = 300
+"""How long one run may take before a test gives up on it (a bound, not a speed assertion)."""
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +50,15 @@ def flink_cluster(tmp_path_factory):
         yield flink
     finally:
         flink.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_lake_fnapi(tmp_path_factory) -> str:
+    """The sample traffic audited by the FnApiRunner (the default bounded runner) into a local folder."""
+    folder = tmp_path_factory.mktemp("fnapi")
+    lake, log = folder / "lake", folder / "audit.log"
+    assert finished(audit_process(lake, log_path=log), log) == 0, log_tail(log)
+    return str(lake)
 
 
 def flink_argv(flink, parallelism: int = 2) -> list[str]:
@@ -40,3 +75,46 @@ def flink_argv(flink, parallelism: int = 2) -> list[str]:
 def flink_jobs(flink) -> dict[str, str]:
     """Every job the cluster knows, as job id -> state (`RUNNING`, `FINISHED`, `CANCELED`, `FAILED`, ...)."""
     return {job["jid"]: job["state"] for job in flink.rest("/jobs/overview")["jobs"]}
+
+
+def audit_process(lake, *beam_options: str, log_path=None, input_path: str | None = None) -> subprocess.Popen:
+    """`groundwatch audit` of `input_path` (the sample traffic by default) into `lake`, started, not awaited."""
+    command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", input_path or sample_traffic_path(),
+               "--lake", str(lake), *beam_options]  # fmt: skip
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def finished(process: subprocess.Popen, log_path, timeout_s: float = RUN_TIMEOUT_S) -> int:
+    """The exit status of `process`; the test fails (and the process group is killed) past `timeout_s`."""
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail(f"the run did not end within {timeout_s}s:\n{log_tail(log_path)}")
+
+
+def log_tail(log_path, chars: int = 4000) -> str:
+    """The end of a run's log, for a failure message."""
+    return open(log_path, errors="replace").read()[-chars:] if log_path and os.path.exists(log_path) else ""
+
+
+def monitor_process(bootstrap: str, topic: str, lake, beam_argv: list[str], log_path) -> subprocess.Popen:
+    """`groundwatch monitor` of `topic` (group `g-<topic>`, 5 s windows) into `lake`, started, not awaited."""
+    command = [
+        sys.executable, "-m", "pipelines.cli", "monitor", "--bootstrap-servers", bootstrap, "--topic", topic,
+        "--lake", str(lake), "--group-id", f"g-{topic}", "--window-seconds", "5", *beam_argv,
+    ]  # fmt: skip
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stream_in_lake(bootstrap: str, topic: str, lake, count: int, monitor: subprocess.Popen, log_path):
+    """The lake's accounting of `topic` once all `count` records are in it (a row or a dead letter each) and the
+    group's offsets are committed to the end of both partitions; else None. Fails if the monitor exited."""
+    if monitor.poll() is not None:
+        pytest.fail(f"the monitor exited with {monitor.returncode}:\n{log_tail(log_path)}")
+    found = lake_accounting(str(lake), topic)  # a lake not written yet has empty views
+    offsets = set(found["responses"]) | set(found["dead_letters"])
+    committed, ends = committed_offsets(bootstrap, f"g-{topic}", topic, partitions=2)
+    return len(offsets) == count and all((committed[p] or 0) == ends[p] for p in ends) and found

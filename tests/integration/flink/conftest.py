@@ -1,3 +1,3 @@
-"""The Flink tests' session cluster (`tests.support.flink_fixtures`)."""
+"""The Flink tests' session cluster and reference lake (`tests.support.flink_fixtures`)."""
 
-from tests.support.flink_fixtures import flink_cluster  # noqa: F401 - a fixture, found by name
+from tests.support.flink_fixtures import flink_cluster, sample_lake_fnapi  # noqa: F401 - fixtures, found by name

@@ -13,104 +13,39 @@ Waiting is bounded (a test fails when its condition is not reached within minute
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from dashboards.views import connect_lake
-from pipelines.demo import sample_traffic_path
 from pipelines.traffic.synthetic import generate_jsonl, write_jsonl
 from schemas import TABLES
-from tests.support.flink_fixtures import flink_argv, flink_jobs
-from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
+from tests.support.flink_fixtures import (
+    RUN_TIMEOUT_S,
+    audit_process,
+    finished,
+    flink_argv,
+    flink_jobs,
+    log_tail,
+    monitor_process,
+    stream_in_lake,
+)
+from tests.support.kafka_fixtures import wait_for
+from tests.support.lake_compare import assert_same_tables
 
 pytestmark = [pytest.mark.flink]
 
-RUN_TIMEOUT_S = 300
-WALL_CLOCK_COLUMNS = {spec.version_column for spec in TABLES.values()}
-"""When a row was audited, received, computed, checked, updated: each table's version column is a wall-clock
-stamp of the run that wrote it (schemas.lake.register_table), so two runs differ there and only there."""
 
-
-def _audit(lake, *beam_options: str, log_path=None, input_path: str | None = None) -> subprocess.Popen:
-    command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", input_path or sample_traffic_path(),
-               "--lake", str(lake), *beam_options]  # fmt: skip
-    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _finished(process: subprocess.Popen, log_path, timeout_s: float = RUN_TIMEOUT_S) -> int:
-    try:
-        return process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        pytest.fail(f"the run did not end within {timeout_s}s:\n{_tail(log_path)}")
-
-
-def _tail(log_path, chars: int = 4000) -> str:
-    return open(log_path, errors="replace").read()[-chars:] if log_path and os.path.exists(log_path) else ""
-
-
-def _rows(lake, table: str) -> tuple[list[str], list[tuple]]:
-    con = connect_lake(str(lake))
-    columns = [c for (c,) in con.execute(f"SELECT column_name FROM (DESCRIBE {table})").fetchall()]
-    kept = [c for c in columns if c not in WALL_CLOCK_COLUMNS]
-    quoted = ", ".join(f'"{c}"' for c in kept)  # some column names are SQL keywords (check)
-    rows = con.execute(f"SELECT {quoted} FROM {table} ORDER BY ALL").fetchall()
-    return kept, rows
-
-
-def _same(a, b) -> bool:
-    """Equal values, floats within 1e-9 (summation order differs between runners), compared inside lists too."""
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
-
-
-def test_audit_on_flink_gives_the_rows_of_the_fnapirunner(flink_cluster, tmp_path):
-    local, on_flink, log = tmp_path / "local", tmp_path / "flink", tmp_path / "audit.log"
-    assert _finished(_audit(local, log_path=log), log) == 0, _tail(log)
-    assert _finished(_audit(on_flink, *flink_argv(flink_cluster, parallelism=2), log_path=log), log) == 0, _tail(log)
-
-    compared = 0
-    for table in TABLES:
-        columns, expected = _rows(local, table)
-        got_columns, got = _rows(on_flink, table)
-        assert got_columns == columns, table
-        assert len(got) == len(expected), f"{table}: {len(got)} rows on Flink, {len(expected)} on the FnApiRunner"
-        for want, row in zip(expected, got, strict=True):
-            assert _same(want, row), f"{table}: {dict(zip(columns, row, strict=True))} != {want}"
-        compared += len(expected)
-    assert compared > 3000  # responses, sentences, citations, claims, window metrics and dead letters, not empty
-
-
-def _monitor(bootstrap: str, topic: str, lake, flink, log_path) -> subprocess.Popen:
-    command = [
-        sys.executable, "-m", "pipelines.cli", "monitor", "--bootstrap-servers", bootstrap, "--topic", topic,
-        "--lake", str(lake), "--group-id", f"g-{topic}", "--window-seconds", "5", *flink_argv(flink, parallelism=2),
-    ]  # fmt: skip
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _all_in_lake(bootstrap: str, topic: str, lake, count: int, monitor: subprocess.Popen, log_path):
-    if monitor.poll() is not None:
-        pytest.fail(f"the monitor exited with {monitor.returncode}:\n{_tail(log_path)}")
-    if not os.path.isdir(lake):
-        return None
-    found = lake_accounting(str(lake), topic)
-    offsets = set(found["responses"]) | set(found["dead_letters"])
-    committed, ends = committed_offsets(bootstrap, f"g-{topic}", topic, partitions=2)
-    return len(offsets) == count and all((committed[p] or 0) == ends[p] for p in ends) and found
+def test_audit_on_flink_gives_the_rows_of_the_fnapirunner(flink_cluster, sample_lake_fnapi, tmp_path):
+    on_flink, log = tmp_path / "flink", tmp_path / "audit.log"
+    assert finished(audit_process(on_flink, *flink_argv(flink_cluster, parallelism=2), log_path=log), log) == 0, (
+        log_tail(log)
+    )
+    # responses, sentences, citations, claims, window metrics and dead letters: not empty
+    assert assert_same_tables(sample_lake_fnapi, str(on_flink), TABLES) > 3000
 
 
 def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
@@ -122,12 +57,12 @@ def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
 
     topic, lake, log, count = new_topic(partitions=2), tmp_path / "lake", tmp_path / "monitor.log", 80
     before = set(flink_jobs(flink_cluster))
-    monitor = _monitor(kafka_bootstrap, topic, lake, flink_cluster, log)
+    monitor = monitor_process(kafka_bootstrap, topic, lake, flink_argv(flink_cluster, parallelism=2), log)
     try:
         messages = generated_messages(count, seed=20, malformed_fraction=0.05, start=datetime.now(UTC))
         assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages, rate=100) == count
         found = wait_for(
-            lambda: _all_in_lake(kafka_bootstrap, topic, lake, count, monitor, log),
+            lambda: stream_in_lake(kafka_bootstrap, topic, lake, count, monitor, log),
             timeout_s=RUN_TIMEOUT_S,
             what=f"{count} responses in the lake, offsets committed",
         )
@@ -143,13 +78,13 @@ def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
         timeout_s=60,
         what="the monitor's job ended",
     )
-    assert state == "CANCELED", _tail(log)
+    assert state == "CANCELED", log_tail(log)
 
 
 def _job_running(flink, before: set[str], audit: subprocess.Popen, log_path) -> str | None:
     """The new job's id once all its tasks run."""
     if audit.poll() is not None:
-        pytest.fail(f"the audit ended before the TaskManager was killed:\n{_tail(log_path)}")
+        pytest.fail(f"the audit ended before the TaskManager was killed:\n{log_tail(log_path)}")
     for jid, state in flink_jobs(flink).items():
         if jid not in before and state == "RUNNING":
             vertices = flink.rest(f"/jobs/{jid}")["vertices"]
@@ -165,20 +100,20 @@ def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_o
     write_jsonl(generate_jsonl(count, seed=31, malformed=False), str(traffic))
     lake, log = tmp_path / "lake", tmp_path / "audit.log"
     before = set(flink_jobs(flink_cluster))
-    audit = _audit(lake, *flink_argv(flink_cluster, parallelism=2), log_path=log, input_path=str(traffic))
+    audit = audit_process(lake, *flink_argv(flink_cluster, parallelism=2), log_path=log, input_path=str(traffic))
     try:
         job = wait_for(lambda: _job_running(flink_cluster, before, audit, log), timeout_s=RUN_TIMEOUT_S, every_s=0.2,
                        what="the audit's tasks running")  # fmt: skip
         time.sleep(1)  # into the audit, past the read
         flink_cluster.kill("task_manager")
-        first = _finished(audit, log)
+        first = finished(audit, log)
     finally:
         flink_cluster.start(cluster=True)  # a TaskManager again, for this test's re-run and the tests after it
     # No checkpoints, so no restart strategy: the job fails, and so does the command that waited for it.
-    assert (first, flink_jobs(flink_cluster)[job]) == (1, "FAILED"), _tail(log)
+    assert (first, flink_jobs(flink_cluster)[job]) == (1, "FAILED"), log_tail(log)
 
-    rerun = _audit(lake, *flink_argv(flink_cluster, parallelism=2), log_path=log, input_path=str(traffic))
-    assert _finished(rerun, log) == 0, _tail(log)
+    rerun = audit_process(lake, *flink_argv(flink_cluster, parallelism=2), log_path=log, input_path=str(traffic))
+    assert finished(rerun, log) == 0, log_tail(log)
     con = connect_lake(str(lake))
     responses, distinct = con.execute("SELECT count(*), count(DISTINCT response_id) FROM responses").fetchone()
     sentences, sentence_keys = con.execute(

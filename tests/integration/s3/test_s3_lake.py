@@ -17,7 +17,6 @@ lake, in `tests/integration/kafka/` and `tests/unit/audit/test_audit_passes.py`.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import threading
 
@@ -25,17 +24,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dashboards.views import connect_lake
 from pipelines.audit import run as audit
 from pipelines.cli import main
 from pipelines.demo import sample_traffic_path
 from schemas import TABLES
+from tests.support.lake_compare import assert_same_tables
 from tests.support.s3_fixtures import S3_KEY_ID, S3_SECRET, bucket_keys, get_object, s3_client
 
 pytestmark = pytest.mark.s3
-
-WALL_CLOCK_COLUMNS = {spec.version_column for spec in TABLES.values()}
-"""Each table's version column stamps when the row was audited, computed or checked: two runs differ there only."""
 
 
 def _audit(lake: str) -> list[str]:
@@ -53,38 +49,8 @@ def local_lake(tmp_path_factory) -> str:
     return lake
 
 
-def _rows(lake: str, table: str) -> tuple[list[str], list[tuple]]:
-    con = connect_lake(lake)
-    try:
-        columns = [c for (c,) in con.execute(f"SELECT column_name FROM (DESCRIBE {table})").fetchall()]
-        kept = [c for c in columns if c not in WALL_CLOCK_COLUMNS]
-        quoted = ", ".join(f'"{c}"' for c in kept)  # some column names are SQL keywords (check)
-        return kept, con.execute(f"SELECT {quoted} FROM {table} ORDER BY ALL").fetchall()
-    finally:
-        con.close()
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
-
-
 def _assert_same_tables(expected_lake: str, lake: str, tables) -> int:
-    compared = 0
-    for table in tables:
-        columns, expected = _rows(expected_lake, table)
-        got_columns, got = _rows(lake, table)
-        assert got_columns == columns, table
-        assert len(got) == len(expected), f"{table}: {len(got)} rows in the bucket, {len(expected)} in the folder"
-        for want, row in zip(expected, got, strict=True):
-            assert _same(want, row), f"{table}: {dict(zip(columns, row, strict=True))} != {want}"
-        compared += len(expected)
-    return compared
+    return assert_same_tables(expected_lake, lake, tables, tolerance=1e-12)  # one runner: only the filesystem differs
 
 
 class _BucketWatcher(threading.Thread):

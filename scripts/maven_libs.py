@@ -1,0 +1,138 @@
+"""Jars from Maven Central for the local JVM servers the scripts run (Kafka, Beam's Flink job server), a Java to run
+them with, and the port and process helpers both need.
+
+`scripts/kafka_broker.py` and `scripts/flink_cluster.py` load this module by its path beside them (they are
+command-line tools, not a package, and tests load them by path too):
+
+    libs = ensure_libs(POM, CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
+    java = find_java((11, 17), BrokerError)
+    port = free_port()                              # or port_free(38099); pid_alive(pid); terminate(pid, 20.0)
+
+`ensure_libs` resolves a pom's runtime dependencies with `mvn dependency:copy-dependencies` into a staging folder
+of this process, marks it complete and renames it into place, so an interrupted or concurrent download never
+leaves a half-filled folder that looks usable. Nothing it fetches is committed: it lives in the user's cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["ensure_libs", "find_java", "free_port", "pid_alive", "pom_property", "port_free", "terminate"]
+
+MARKER = ".complete"
+"""The file written last into a resolved folder: its presence means every jar is there."""
+
+
+def pom_property(pom: Path, name: str, error: type[Exception] = RuntimeError) -> str:
+    """The value of `<name>` in the pom's properties (the version it pins)."""
+    match = re.search(rf"<{re.escape(name)}>([^<]+)</{re.escape(name)}>", pom.read_text())
+    if not match:
+        raise error(f"no <{name}> in {pom}")
+    return match.group(1)
+
+
+def ensure_libs(pom: Path, lib: Path, what: str, error: type[Exception] = RuntimeError) -> Path:
+    """Resolve the runtime jars of `pom` into `lib` once (`what` names them in errors); return `lib`."""
+    if (lib / MARKER).exists():
+        return lib
+    if shutil.which("mvn") is None:
+        raise error("mvn is not on PATH; install Maven (apt-get install maven) and a Java 17 runtime")
+    staging = lib.with_name(f"{lib.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    command = [
+        "mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+        f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise error(f"mvn could not resolve {what}:\n{result.stdout[-4000:]}{result.stderr[-4000:]}")
+    (staging / MARKER).write_text(what)
+    shutil.rmtree(lib, ignore_errors=True)
+    staging.rename(lib)
+    return lib
+
+
+def _java_major(java: str) -> int | None:
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 else major
+
+
+def find_java(majors: tuple[int, ...], error: type[Exception] = RuntimeError, env_var: str = "") -> str:
+    """A Java runtime of one of `majors`: `$<env_var>`, `$JAVA_HOME`, `java` on PATH, or one under /usr/lib/jvm
+    (newest listed major first), so a machine whose default Java is too new still finds a fitting one."""
+    candidates = [os.environ.get(env_var) if env_var else None]
+    if home := os.environ.get("JAVA_HOME"):
+        candidates.append(os.path.join(home, "bin", "java"))
+    candidates.append(shutil.which("java"))
+    for major in sorted(majors, reverse=True):
+        candidates += sorted(glob.glob(f"/usr/lib/jvm/*{major}*/bin/java"))
+    for java in filter(None, candidates):
+        if os.access(java, os.X_OK) and _java_major(java) in majors:
+            return os.path.realpath(java)
+    wanted = " or ".join(map(str, majors))
+    raise error(f"no Java {wanted} runtime found (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)")
+
+
+def port_free(port: int) -> bool:
+    """Whether `port` can be bound on 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 that is free now (the system's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether process `pid` runs (a zombie child of this process is reaped and counts as dead)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def terminate(pid: int, grace_s: float) -> None:
+    """SIGTERM `pid`, and SIGKILL it if it still runs after `grace_s`; return once it is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while pid_alive(pid):
+            time.sleep(0.1)
