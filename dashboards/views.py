@@ -10,6 +10,11 @@ existed), deduplicated by the reader's rule (`latest_per_key`: the table's `pref
 the window metrics of more responses, then the newest copy). A table with no files yet is an empty view
 with the right columns, so queries never fail on a fresh lake. The drift stage and the report read
 through the same reader, so they see the rows these views show.
+
+Beside the tables, one view per rollup (`transforms.io.lake.rollups.ROLLUPS`: `sentences_by_retriever`,
+`unsupported_spans_by_tenant`): one row per partition and dimension values, read from the rollup files
+`groundwatch compact` keeps beside clean partitions and aggregated live from the rows of the others, so they
+hold the figures the table views give. `worst_retrievers` and `unsupported_spans` read them.
 """
 
 from __future__ import annotations
@@ -18,16 +23,20 @@ import duckdb
 
 from schemas import TABLES
 from transforms.io.lake.reader import table_sql
+from transforms.io.lake.rollups import ROLLUPS, rollup_sql
 
 __all__ = ["connect_lake", "create_views"]
 
 
 def create_views(con: duckdb.DuckDBPyConnection, lake_dir: str) -> list[str]:
-    """Create (or replace) one view per lake table on `con`; returns the view names."""
+    """Create (or replace) one view per lake table and per rollup on `con`; returns the view names."""
     names = []
     for name, spec in sorted(TABLES.items()):
         quoted = '"' + name.replace('"', '""') + '"'
         con.execute(f"CREATE OR REPLACE VIEW {quoted} AS {table_sql(con, spec, lake_dir)}")
+        names.append(name)
+    for name, rollup in sorted(ROLLUPS.items()):
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {rollup_sql(con, rollup, lake_dir)}')
         names.append(name)
     return names
 

@@ -10,7 +10,9 @@ rank those rows to keep one per key (`transforms.io.lake.reader.latest_per_key`)
 command rewrites each partition (`<table>/date=/hour=` folder) that is not clean into one file holding one
 row per key, by that same rule, named `compacted-<schema>-<digest>.parquet` (a fingerprint of the table's
 schema, and a hash of the files it replaces). A partition whose only file is such a file is clean: the
-views read it straight.
+views read it straight. Beside the file it writes the partition's rollups (`transforms.io.lake.rollups`:
+aggregates that two ready-made queries add up instead of scanning every sentence), named after the file;
+a clean partition without them (compacted before they existed) gets them on the next run.
 
 The rewrite is safe to stop at any point and to run beside writers and readers:
 
@@ -48,6 +50,15 @@ from transforms.io.lake.reader import (
     partitions,
     table_files,
 )
+from transforms.io.lake.rollups import (
+    ROLLUP_SUFFIX,
+    ROLLUPS,
+    Rollup,
+    rollup_files,
+    rollup_path,
+    rollups_of,
+    write_rollups,
+)
 
 __all__ = ["TableCompaction", "add_arguments", "compact_partition", "compact_table", "main"]
 
@@ -62,6 +73,8 @@ class TableCompaction:
     already_clean: int = 0
     rows_before: int = 0
     rows_after: int = 0
+    rollups: int = 0
+    """Rollup files written (`transforms.io.lake.rollups`), for partitions compacted now or clean without them."""
     left_ranked: list[str] = field(default_factory=list)
     """Partitions that stay ranked: a file changed while it was compacted."""
 
@@ -96,6 +109,8 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
     names = [f"{os.path.basename(path)}:{(seen[path] or (0, 0))[0]}" for path in files]
     stem = file_stem(spec.name, *names, prefix=compacted_prefix(spec))
     written = write_rows_file(os.path.dirname(files[0]), stem, spec.name, rows)
+    # The rollups are named after the new file, so they count only once it is the partition's only file.
+    write_rollups(con, spec.name, written)
     whole = True
     for path in files:
         if lakefs.normalize(path) == lakefs.normalize(written):
@@ -104,7 +119,23 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
             whole = False  # a writer replaced it meanwhile: it may hold newer rows; keep it, stay ranked
             continue
         remove_file(path)
+    if whole:
+        _remove_stale_rollups(written)
     return rows_before, rows.num_rows, whole
+
+
+def _remove_stale_rollups(compacted_file: str) -> None:
+    """Remove the rollups of the partition's earlier files (named after a file that is gone: never read)."""
+    from transforms.io.lake.writer import remove_file
+
+    keep = {rollup_path(compacted_file, r) for r in ROLLUPS.values()}
+    for path in lakefs.list_files(os.path.dirname(compacted_file), ROLLUP_SUFFIX):
+        if path not in keep:
+            remove_file(path)
+
+
+def _missing_rollups(table: str, compacted_file: str, present: set[str]) -> list[Rollup]:
+    return [r for r in rollups_of(table) if rollup_path(compacted_file, r) not in present]
 
 
 def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -> TableCompaction:
@@ -115,6 +146,7 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
         return summary
     con = duckdb.connect(":memory:")
     lakefs.attach_duckdb(con, lake_dir)  # a bucket's objects are read through the lake's own filesystem
+    present = set(rollup_files(lake_dir, table))
     try:
         for folder, files in partitions(table_files(lake_dir, table)).items():
             start = _partition_start(folder)
@@ -123,9 +155,14 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
             summary.partitions += 1
             if is_clean(files):
                 summary.already_clean += 1
+                # Compacted before its rollups existed, or stopped before writing them: write them now.
+                missing = _missing_rollups(table, files[0], present)
+                if missing:
+                    summary.rollups += len(write_rollups(con, table, files[0], missing))
                 continue
             before, after, whole = compact_partition(con, spec, files)
             summary.compacted += 1
+            summary.rollups += len(rollups_of(table))
             summary.rows_before += before
             summary.rows_after += after
             if not whole:
@@ -175,6 +212,8 @@ def main(args: argparse.Namespace) -> int:
             f"{table}: {done.partitions} partitions, {done.compacted} compacted, {done.already_clean} already clean; "
             f"{done.rows_before:,} rows -> {done.rows_after:,} ({done.duplicates_removed:,} duplicates removed)"
         )
+        if done.rollups:
+            line += f"; {done.rollups} rollups written"
         if done.left_ranked:
             line += f"; changed while compacting, still ranked: {', '.join(done.left_ranked)}"
         print(line)

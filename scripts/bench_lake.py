@@ -3,6 +3,7 @@ after `groundwatch compact`.
 
     python scripts/bench_lake.py --sentences 10000000 --lake /tmp/lake-10m
     python scripts/bench_lake.py --sentences 10000000 --lake /tmp/lake-10m --reuse   # lake already built
+    python scripts/bench_lake.py ... --extra /tmp/previous   # also the .sql files of a folder (an older commit's)
 
 The lake is built through the project's own writer (`write_rows_file`, one call per file) from synthetic
 rows made with numpy and pyarrow in large batches (not the verifier): `--sentences` sentence rows, five per
@@ -15,7 +16,8 @@ Then every query of `dashboards/queries/` and three ad hoc ones (a group-by over
 sentences to responses, the review queue of the last hour) run through `groundwatch query` (a subprocess:
 wall time, and its peak RSS from `os.wait4`), each beside the same SQL over views of the raw files in a
 plain DuckDB process (the query's own time and that process's peak RSS), first on the lake as written,
-then after `groundwatch compact`; and `groundwatch query "SELECT 1"` on the same lake (start-up). Each
+then after `groundwatch compact` (which also writes the rollups; the raw side's rollup views aggregate the
+raw rows with the same SQL); and `groundwatch query "SELECT 1"` on the same lake (start-up). Each
 figure is the median of `--repeat` runs, with the 1-minute load average when it was taken. The table is
 printed as Markdown.
 """
@@ -40,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from schemas import TABLES  # noqa: E402
+from transforms.io.lake.rollups import ROLLUPS  # noqa: E402
 from transforms.io.lake.writer import file_stem, table_path, write_rows_file  # noqa: E402
 
 __all__ = ["build_lake", "main", "queries", "raw_views_sql"]
@@ -240,6 +243,8 @@ def raw_views_sql(lake: str) -> list[str]:
         else:
             body = table_sql(con, spec, lake)  # an empty table: the reader's typed empty SELECT
         statements.append(f'CREATE VIEW "{name}" AS {body}')
+    for name, rollup in sorted(ROLLUPS.items()):  # what the rollups hold, aggregated from the raw rows
+        statements.append(f'CREATE VIEW "{name}" AS {rollup.aggregate_sql(f"SELECT * FROM {rollup.table}")}')
     return statements
 
 
@@ -293,24 +298,35 @@ def _median(runs: list[tuple[float, int]]) -> tuple[float, int]:
     return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
 
 
-def queries(last_hour: datetime) -> dict[str, str]:
+def queries(last_hour: datetime, extra: str | None = None) -> dict[str, str]:
     found = {p.stem: p.read_text() for p in sorted((ROOT / "dashboards" / "queries").glob("*.sql"))}
-    return {**found, **_ad_hoc(last_hour)}
+    more = {f"{p.stem} ({p.parent.name})": p.read_text() for p in sorted(Path(extra).glob("*.sql"))} if extra else {}
+    return {**found, **_ad_hoc(last_hour), **more}
 
 
 def measure(
-    lake: str, last_hour: datetime, repeat: int, only: frozenset[str] = frozenset()
+    lake: str,
+    last_hour: datetime,
+    repeat: int,
+    only: frozenset[str] = frozenset(),
+    extra: str | None = None,
+    skip_raw: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, dict], float]:
-    """Per query: groundwatch wall/RSS, raw seconds/RSS, load average; and the start-up wall time."""
+    """Per query: groundwatch wall/RSS, raw seconds/RSS (NaN for `skip_raw`), load average; and the start-up
+    wall time."""
     views = raw_views_sql(lake)
     startup = statistics.median(_gw_query(lake, "SELECT 1")[0] for _ in range(repeat))
     results = {}
-    for name, sql in queries(last_hour).items():
+    for name, sql in queries(last_hour, extra).items():
         if only and name not in only:
             continue
-        _raw_query(views, sql)  # once untimed: the files in the page cache for both, whichever runs first
-        gw = _median([_gw_query(lake, sql) for _ in range(repeat)])
-        raw = _median([_raw_query(views, sql) for _ in range(repeat)])
+        if name in skip_raw:
+            _gw_query(lake, sql)  # once untimed, to bring its files into the page cache
+            gw, raw = _median([_gw_query(lake, sql) for _ in range(repeat)]), (float("nan"), 0)
+        else:
+            _raw_query(views, sql)  # once untimed: the files in the page cache for both, whichever runs first
+            gw = _median([_gw_query(lake, sql) for _ in range(repeat)])
+            raw = _median([_raw_query(views, sql) for _ in range(repeat)])
         results[name] = {"gw": gw, "raw": raw, "load": os.getloadavg()[0]}
         print(f"  {name}: groundwatch {gw[0]:.2f} s {gw[1] / 1024:.0f} MiB, raw {raw[0]:.2f} s", file=sys.stderr)
     return results, startup
@@ -327,9 +343,10 @@ def _table_markdown(before: dict, after: dict, startup_before: float, startup_af
         b_s, b_kib = before[name]["gw"]
         a_s, a_kib = after[name]["gw"]
         ok = a_s <= 3 * raw_s + startup_after and a_kib < 1024 * 1024
+        verdict = "not run raw" if raw_s != raw_s else "yes" if ok else "NO"
         lines.append(
             f"| {name} | {raw_s:.2f} | {raw_kib / 1024:.0f} | {b_s:.2f} | {b_kib / 1024:.0f} | {a_s:.2f} | "
-            f"{a_kib / 1024:.0f} | {'yes' if ok else 'NO'} | {after[name]['load']:.1f} |"
+            f"{a_kib / 1024:.0f} | {verdict} | {after[name]['load']:.1f} |"
         )
     lines.append(
         f"| `SELECT 1` (start-up) | | | {startup_before:.2f} | | {startup_after:.2f} | | "
@@ -347,6 +364,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="Measure the lake already in --lake; do not build.")
     parser.add_argument("--skip-before", action="store_true", help="Measure only after compacting.")
     parser.add_argument("--only", nargs="*", default=[], help="Measure only these queries (names as in the table).")
+    parser.add_argument(
+        "--extra",
+        help="Also time the .sql files of this folder, named '<stem> (<folder>)' (e.g. the queries of an earlier "
+        "commit, from git show). Default: none.",
+    )
+    parser.add_argument(
+        "--skip-raw",
+        nargs="*",
+        default=[],
+        help="Time these queries through groundwatch only (e.g. the rollup queries at 100 million: on the raw "
+        "side their views aggregate every row). Default: none.",
+    )
     args = parser.parse_args(argv)
     if not args.reuse:
         if os.path.exists(args.lake) and os.listdir(args.lake):
@@ -355,11 +384,12 @@ def main(argv: list[str] | None = None) -> int:
         written = build_lake(args.lake, args.sentences, duplicates=args.duplicates)
         print(f"built in {time.perf_counter() - started:.0f} s: {written}", file=sys.stderr)
     hours = -(-args.sentences // SENTENCES_PER_HOUR)
+    selection = (frozenset(args.only), args.extra, frozenset(args.skip_raw))
     last_hour = START + timedelta(hours=hours - 1)
     before, startup_before = ({}, 0.0)
     if not args.skip_before:
         print("before compaction:", file=sys.stderr)
-        before, startup_before = measure(args.lake, last_hour, args.repeat, frozenset(args.only))
+        before, startup_before = measure(args.lake, last_hour, args.repeat, *selection)
     started = time.perf_counter()
     compact = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "compact", "--lake", args.lake],
@@ -370,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"compacted in {time.perf_counter() - started:.0f} s:\n{compact.stdout}", file=sys.stderr)
     print("after compaction:", file=sys.stderr)
-    after, startup_after = measure(args.lake, last_hour, args.repeat, frozenset(args.only))
+    after, startup_after = measure(args.lake, last_hour, args.repeat, *selection)
     if not before:
         before = {k: {"gw": (float("nan"), 0), **{x: y for x, y in v.items() if x != "gw"}} for k, v in after.items()}
     print(_table_markdown(before, after, startup_before, startup_after))

@@ -49,6 +49,7 @@ __all__ = [
     "PARTITION_COLUMNS",
     "compacted_prefix",
     "deduplicated_sql",
+    "files_sql",
     "has_files",
     "is_clean",
     "latest_per_key",
@@ -177,9 +178,14 @@ def table_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, lake_dir: str) ->
     columns the files hold, and the files are listed now: the SQL names them, so a file published later needs
     new SQL (`create_views` again).
     """
-    types = {**_column_types(spec), **PARTITION_COLUMNS}
     lakefs.attach_duckdb(con, lake_dir)
-    files = table_files(lake_dir, spec.name)
+    return files_sql(con, spec, table_files(lake_dir, spec.name))
+
+
+def files_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[str]) -> str:
+    """`table_sql` over only these files of the table (whole partitions of it: a partition's files are ranked
+    together); an empty SELECT with the columns when there are none."""
+    types = {**_column_types(spec), **PARTITION_COLUMNS}
     if not files:
         nulls = ", ".join(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items())
         return f"SELECT {nulls} WHERE false"

@@ -1,0 +1,198 @@
+"""Rollups: aggregates of a clean partition, kept beside its compacted file, for queries a scan makes slow.
+
+At 100 million sentences two ready-made queries cost more than any lake layout removes: DuckDB's
+`count(DISTINCT response_id)` over every sentence (`worst_retrievers`), and the unnest of every sentence's
+unsupported spans with two distinct counts (`unsupported_spans`), each 13-21 s on the raw files. Their
+figures add up over partitions, so `groundwatch compact` aggregates each partition once, when it makes it
+clean, and the queries add the partitions' rows up:
+
+    con.execute(f"CREATE VIEW sentences_by_retriever AS {rollup_sql(con, ROLLUPS['sentences_by_retriever'], lake)}")
+    con.sql("SELECT retriever_version, sum(responses) FROM sentences_by_retriever GROUP BY 1")
+
+A rollup view has one row per partition (`date`, `hour`) and value of its dimensions. For a clean partition
+(one `compacted-` file: `reader.is_clean`) it reads the rollup file named after that file,
+`_<compacted file's stem>.<rollup>-<fingerprint>.rollup`; for every other partition (several files, or a
+rollup not written yet) it aggregates the partition's rows, one per key (`reader.files_sql`), with the same
+SQL (`Rollup.aggregate_sql`). The name is the record: a rollup named after a file that is no longer the
+partition's only file is ignored, so no marker can disagree with the files, and a rollup of an older
+definition (another fingerprint) is ignored too. The leading `_` and the suffix keep the files out of every
+plain reader's way: DuckDB's `*.parquet` glob does not match them and pyarrow's datasets skip names starting
+with `_`.
+
+Distinct counts add up over partitions because every row of a response lies in one partition: a sentence
+row carries its response's `event_time` (the table's time column, which places it) and tenant, and a copy
+written again keeps them (`TableSpec.partition_local`).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+
+from schemas import TABLES
+from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.reader import PARTITION_COLUMNS, files_sql, is_clean, partitions, table_files
+
+__all__ = [
+    "ROLLUPS",
+    "ROLLUP_SUFFIX",
+    "Rollup",
+    "rollup_files",
+    "rollup_path",
+    "rollup_sql",
+    "rollups_of",
+    "write_rollups",
+]
+
+ROLLUP_SUFFIX = ".rollup"
+"""How a rollup file's name ends (a Parquet file that no `*.parquet` glob of the lake's tables matches)."""
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """One rollup: the rows of `table` (`source`, SQL over `{rows}`) grouped by `dimensions`, with `measures`."""
+
+    name: str
+    """The view's name, and part of each rollup file's name."""
+    table: str
+    source: str
+    """SELECT over `{rows}` (the table's rows, one per key, with `date` and `hour`) of what is aggregated."""
+    dimensions: tuple[str, ...]
+    measures: tuple[tuple[str, str], ...]
+    """(column, aggregate SQL) pairs; each must add up over partitions (counts, sums, min, max)."""
+
+    def __post_init__(self) -> None:
+        if not TABLES[self.table].partition_local:
+            raise ValueError(f"{self.table}: a key's copies may lie in several partitions; it cannot be rolled up")
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of the definition: a rollup file of another definition is not read."""
+        return hashlib.sha256(repr((self.source, self.dimensions, self.measures)).encode()).hexdigest()[:8]
+
+    @property
+    def columns(self) -> list[str]:
+        return [*PARTITION_COLUMNS, *self.dimensions, *(name for name, _ in self.measures)]
+
+    def aggregate_sql(self, rows: str, *, per_partition: bool = True) -> str:
+        """The aggregate of `rows` (a SELECT of the table's rows): per partition and dimensions, or (for the
+        file of one partition) per dimensions only."""
+        group = [*(PARTITION_COLUMNS if per_partition else ()), *self.dimensions]
+        keys = ", ".join(_ident(c) for c in group)
+        measures = ", ".join(f"{sql} AS {_ident(name)}" for name, sql in self.measures)
+        return f"SELECT {keys}, {measures} FROM ({self.source.format(rows=f'({rows})')}) GROUP BY {keys}"
+
+
+ROLLUPS: dict[str, Rollup] = {
+    rollup.name: rollup
+    for rollup in (
+        Rollup(
+            "sentences_by_retriever",
+            "sentences",
+            "SELECT * FROM {rows}",
+            ("retriever_version",),
+            (
+                ("responses", "count(DISTINCT response_id)"),
+                ("sentences", "count(*)"),
+                ("confidence_count", "count(confidence)"),
+                ("confidence_sum", "sum(confidence)"),
+                (
+                    "attribution_confidence_sum",
+                    "sum(CASE WHEN attribution_verdict = 'fully_grounded' THEN confidence ELSE 1 - confidence END)",
+                ),
+                ("unsupported", "count(*) FILTER (WHERE attribution_verdict IN ('ungrounded', 'contradicted'))"),
+            ),
+        ),
+        Rollup(
+            "unsupported_spans_by_tenant",
+            "sentences",
+            "SELECT * FROM (SELECT date, hour, unnest(unsupported_spans) AS span, response_id, tenant FROM {rows}) "
+            "WHERE length(trim(span)) > 0",
+            ("span", "tenant"),
+            (
+                ("occurrences", "count(*)"),
+                ("responses", "count(DISTINCT response_id)"),
+                ("example_response_id", "min(response_id)"),
+            ),
+        ),
+    )
+}
+"""Every rollup, by view name."""
+
+
+def rollups_of(table: str) -> list[Rollup]:
+    """The rollups of one lake table (none for most)."""
+    return [rollup for rollup in ROLLUPS.values() if rollup.table == table]
+
+
+def rollup_path(compacted_file: str, rollup: Rollup) -> str:
+    """Where the rollup of the partition whose only file is `compacted_file` lives: beside it, named after it."""
+    folder, name = os.path.split(compacted_file)
+    stem = name.removesuffix(".parquet")
+    return lakefs.join(folder, f"_{stem}.{rollup.name}-{rollup.fingerprint}{ROLLUP_SUFFIX}")
+
+
+def rollup_files(lake_dir: str, table: str) -> list[str]:
+    """Every rollup file under a table's folder, sorted."""
+    if lakefs.is_remote(lake_dir):
+        return lakefs.list_files(lakefs.join(lakefs.normalize(lake_dir), table), ROLLUP_SUFFIX)
+    pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", f"_*{ROLLUP_SUFFIX}")
+    return sorted(glob.iglob(pattern, recursive=True))
+
+
+def write_rollups(
+    con: duckdb.DuckDBPyConnection, table: str, compacted_file: str, rollups: Sequence[Rollup] | None = None
+) -> list[str]:
+    """Write the rollups (default: every one of the table) of the partition whose one file is `compacted_file`,
+    from that file; returns the paths written. Each is published whole, like the lake's files
+    (`filesystem.write_parquet`)."""
+    rows = files_sql(con, TABLES[table], [compacted_file])
+    written = []
+    for rollup in rollups_of(table) if rollups is None else rollups:
+        frame = con.sql(rollup.aggregate_sql(rows, per_partition=False)).to_arrow_table()
+        written.append(lakefs.write_parquet(rollup_path(compacted_file, rollup), frame))
+    return written
+
+
+def rollup_sql(con: duckdb.DuckDBPyConnection, rollup: Rollup, lake_dir: str) -> str:
+    """The SELECT of a rollup's rows over the whole lake: the rollup files of clean partitions, and the same
+    aggregate of every other partition's rows, one per key (a UNION ALL of the two)."""
+    spec = TABLES[rollup.table]
+    lakefs.attach_duckdb(con, lake_dir)
+    present = set(rollup_files(lake_dir, rollup.table))
+    stored: list[str] = []
+    live: list[str] = []
+    for partition_files in partitions(table_files(lake_dir, rollup.table)).values():
+        path = rollup_path(partition_files[0], rollup) if is_clean(partition_files) else None
+        if path in present:
+            stored.append(path)
+        else:
+            live.extend(partition_files)
+    columns = ", ".join(_ident(c) for c in rollup.columns)
+    parts = []
+    if stored:  # every column there, by the fingerprint in the name: no footer read before the query
+        parts.append(f"SELECT {columns} FROM {_source(stored)}")
+    if live or not stored:
+        parts.append(f"SELECT {columns} FROM ({rollup.aggregate_sql(files_sql(con, spec, live))})")
+    return " UNION ALL ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
+
+
+def _source(files: Sequence[str]) -> str:
+    listed = ", ".join(_literal(path) for path in files)
+    return (
+        f"read_parquet([{listed}], hive_partitioning = true, union_by_name = false, "
+        "hive_types = {'date': DATE, 'hour': INTEGER})"
+    )
