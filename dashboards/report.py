@@ -32,7 +32,16 @@ from schemas.monitoring import ALL_TRAFFIC
 
 __all__ = ["build_report", "evidently_period_report"]
 
-_CHECK_COLUMNS = ["slice_dimension", "check", "status", "window_start", "reference_value", "threshold", "p_value"]
+_CHECK_COLUMNS = [
+    "slice_dimension",
+    "slice_value",
+    "check",
+    "status",
+    "window_start",
+    "reference_value",
+    "threshold",
+    "p_value",
+]
 
 _CSS = """
 body{font-family:DejaVu Sans,Arial,sans-serif;margin:24px;color:#1d2433;max-width:1200px}

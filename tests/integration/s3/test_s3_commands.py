@@ -45,13 +45,14 @@ def _bucket(lake: str) -> str:
     return lake.removeprefix("s3://").split("/")[0]
 
 
-def _objects(lake: str, table: str) -> dict[str, bytes]:
-    """The table's Parquet objects, by key. pyarrow leaves an empty `<folder>/` marker object where it deleted
-    a file (S3 has no folders; the marker keeps one): no reader lists it, and the test checks it is empty."""
+def _objects(lake: str, table: str, suffix: str = ".parquet") -> dict[str, bytes]:
+    """The table's Parquet objects (or its rollups, with `suffix=".rollup"`), by key. pyarrow leaves an empty
+    `<folder>/` marker object where it deleted a file (S3 has no folders; the marker keeps one):
+    no reader lists it, and the test checks it is empty."""
     bucket = _bucket(lake)
     found = {k: get_object(bucket, k) for k in bucket_keys(bucket) if k.startswith(f"lake/{table}/")}
     assert all(data == b"" for k, data in found.items() if k.endswith("/")), "a folder marker with content"
-    return {k: data for k, data in found.items() if not k.endswith("/")}
+    return {k: data for k, data in found.items() if k.endswith(suffix)}
 
 
 def test_compact_on_a_bucket_removes_the_duplicates_once_and_the_views_agree(s3_lake, monkeypatch, capsys):
@@ -72,13 +73,17 @@ def test_compact_on_a_bucket_removes_the_duplicates_once_and_the_views_agree(s3_
     assert len(compacted) == 3 and all(k.rsplit("/", 1)[1].startswith(COMPACTED_PREFIX) for k in compacted)
     assert {k.rsplit("/", 1)[0] for k in compacted} == {k.rsplit("/", 1)[0] for k in written}  # same partitions
     assert _objects(s3_lake, "dead_letters") == dead_letters  # left to the views, as in a folder
+    rollups = _objects(s3_lake, "sentences", ".rollup")  # two per compacted file, named after it
+    assert len(rollups) == 2 * len(compacted)
+    assert {k.rsplit("/", 1)[1].split(".")[0] for k in rollups} == {"_" + k.rsplit("/", 1)[1][:-8] for k in compacted}
     with connect_lake(s3_lake) as con:
         assert con.execute(FIGURES).fetchone() == before  # the later copies won: same max(audited_at)
         assert con.execute("SELECT count(*) FROM responses").fetchone()[0] == responses
 
     every_object = {k: get_object(_bucket(s3_lake), k) for k in bucket_keys(_bucket(s3_lake))}
     assert main(["compact", "--lake", s3_lake]) == 0
-    assert "sentences: 3 partitions, 0 compacted, 3 already clean" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "sentences: 3 partitions, 0 compacted, 3 already clean" in again and "rollups written" not in again
     assert {k: get_object(_bucket(s3_lake), k) for k in bucket_keys(_bucket(s3_lake))} == every_object
     assert not any(S3_SECRET.encode() in data for data in every_object.values())
 
