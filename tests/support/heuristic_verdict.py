@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from schemas import EvidencePassage, SentenceVerdict
+from transforms.verify.heuristic.config import HeuristicConfig
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 
 
-def verdict_on(sentence: str, evidence: str, doc_id: str = "e1") -> SentenceVerdict:
+def verdict_on(
+    sentence: str, evidence: str, doc_id: str = "e1", *, config: HeuristicConfig | None = None
+) -> SentenceVerdict:
     """Verify `sentence` against a single passage `evidence` (id `doc_id`) with the real verifier."""
-    [verdict] = HeuristicVerifier().verify([sentence], [EvidencePassage(doc_id=doc_id, content=evidence)]).verdicts
+    verifier = HeuristicVerifier(config=config)
+    [verdict] = verifier.verify([sentence], [EvidencePassage(doc_id=doc_id, content=evidence)]).verdicts
     return verdict

@@ -21,11 +21,13 @@ from typing import NamedTuple
 from transforms.text.wordlists import ANTONYM_PAIRS as _ANTONYM_PAIRS
 from transforms.text.wordlists import COMMON_WORDS as _COMMON
 from transforms.text.wordlists import CONNECTIVES as _CONNECTIVES
+from transforms.text.wordlists import CONVERSE_PAIRS as _CONVERSE_PAIRS
 from transforms.text.wordlists import IRREGULAR_FORMS as _IRREGULAR
 from transforms.text.wordlists import NEGATION_CUES, STOPWORDS
 
 __all__ = [
     "ANTONYMS",
+    "CONVERSES",
     "NEGATION_CUES",
     "NEGATION_STEMS",
     "STOPWORDS",
@@ -84,10 +86,18 @@ def stem(word: str) -> str:
     return _stem_raw(word)
 
 
-ANTONYMS: dict[str, frozenset[str]] = {}
-for _a, _b in _ANTONYM_PAIRS:
-    for _x, _y in ((stem(_a), stem(_b)), (stem(_b), stem(_a))):
-        ANTONYMS[_x] = ANTONYMS.get(_x, frozenset()) | {_y}
+def _pairs(pairs: list[tuple[str, ...]]) -> dict[str, frozenset[str]]:
+    """Each word's stem to the stems of its partners, both ways round."""
+    out: dict[str, frozenset[str]] = {}
+    for a, b in pairs:
+        for x, y in ((stem(a), stem(b)), (stem(b), stem(a))):
+            out[x] = out.get(x, frozenset()) | {y}
+    return out
+
+
+ANTONYMS = _pairs(_ANTONYM_PAIRS)
+CONVERSES = _pairs(_CONVERSE_PAIRS)
+"""Converse words ("before" / "after"): one relation from either end, so not antonyms (see `CONVERSE_PAIRS`)."""
 
 NEGATION_STEMS = frozenset(stem(w) for w in NEGATION_CUES)
 _COMMON_STEMS = frozenset(stem(w) for w in _COMMON)

@@ -4,7 +4,15 @@ uses them). Add a word here, not in the code that reads it; every list says what
 
 from __future__ import annotations
 
-__all__ = ["ANTONYM_PAIRS", "COMMON_WORDS", "CONNECTIVES", "IRREGULAR_FORMS", "NEGATION_CUES", "STOPWORDS"]
+__all__ = [
+    "ANTONYM_PAIRS",
+    "COMMON_WORDS",
+    "CONNECTIVES",
+    "CONVERSE_PAIRS",
+    "IRREGULAR_FORMS",
+    "NEGATION_CUES",
+    "STOPWORDS",
+]
 
 STOPWORDS = frozenset(
     """a an the and or but if then than so as of at by for from in into on onto to with within without about above
@@ -41,11 +49,18 @@ NEGATION_CUES = frozenset(
     + "ban banned bans prohibit prohibited prohibits prohibition forbid forbids forbidden forbade".split()
 )
 
+# Converse pairs: one relation seen from either end ("the stay lasted six days before discharge" says what
+# "discharged after a stay of six days" says). A converse word against its partner contradicts only when the
+# words on each side of it stay on the same side (the heuristic's `converse` cue decides from them).
+CONVERSE_PAIRS = [
+    tuple(pair.split(":")) for pair in "before:after prior:subsequent preceding:following precede:follow".split()
+]
+
 # Antonym pairs: one side in the sentence and the other in the aligned evidence is a contradiction cue.
 ANTONYM_PAIRS = [
     tuple(pair.split(":"))
     for pair in """increase:decrease increase:reduce rise:fall rise:drop grow:shrink higher:lower more:less more:fewer
-    larger:smaller gain:loss before:after early:late earlier:later first:last win:lose won:lost accept:reject
+    larger:smaller gain:loss early:late earlier:later first:last win:lose won:lost accept:reject
     approve:reject allow:ban allow:prohibit open:close start:end begin:end male:female true:false
     positive:negative success:failure succeed:fail above:below maximum:minimum strong:weak up:down buy:sell
     bought:sold include:exclude support:oppose agree:disagree legal:illegal always:never all:none north:south
@@ -58,8 +73,8 @@ ANTONYM_PAIRS = [
     permanent:temporary rural:urban domestic:foreign natural:artificial simple:complex narrow:wide thin:thick
     deep:shallow loud:quiet senior:junior majority:minority upper:lower inner:outer add:remove men:women
     man:woman boy:girl
-    previous:next last:next latest:next latest:previous latest:earliest past:future former:current prior:subsequent
-    preceding:following longer:shorter faster:slower stronger:weaker wider:narrower taller:shorter bigger:smaller
+    previous:next last:next latest:next latest:previous latest:earliest past:future former:current
+    longer:shorter faster:slower stronger:weaker wider:narrower taller:shorter bigger:smaller
     heavier:lighter highest:lowest largest:smallest biggest:smallest longest:shortest fastest:slowest
     oldest:youngest oldest:newest earliest:latest expand:shrink strengthen:weaken accelerate:decelerate
     acquit:convict acquitted:convicted pass:fail surplus:deficit offensive:defensive

@@ -8,6 +8,7 @@ from schemas import AttributionVerdict
 from tests.support.heuristic_verdict import verdict_on
 from transforms.text.tokens import stem, tokenize, word_weight
 from transforms.verify.heuristic.alignment import _greedy_cover, _items, index_evidence
+from transforms.verify.heuristic.config import DEFAULT_CONFIG
 from transforms.verify.heuristic.contradiction import replaced_and_added
 from transforms.verify.heuristic.slot_cues import anchored_name_swap, negated_heads
 from transforms.verify.heuristic.verifier import grounded_score
@@ -524,3 +525,31 @@ def test_a_flipped_sequence_or_comparative_is_contradicted(claim, evidence, word
     v = verdict_on(claim, evidence)
     assert v.attribution_verdict == V.contradicted
     assert f"{word!r} where the evidence says the opposite" in v.provenance_notes
+
+
+_STAY = "The patient was discharged after a hospital stay of six days."
+
+
+def test_a_converse_word_with_its_sides_swapped_is_the_same_relation():
+    v = verdict_on("The hospital stay lasted six days before discharge.", _STAY)
+    assert v.attribution_verdict != V.contradicted and not v.contradicting_evidence_ids
+    assert "opposite" not in v.provenance_notes and "converse" not in v.provenance_notes
+
+
+def test_a_converse_word_with_its_sides_kept_is_contradicted():
+    v = verdict_on("The patient was discharged before a hospital stay of six days.", _STAY)
+    assert v.attribution_verdict == V.contradicted
+    assert "'before' where the evidence says the opposite" in v.provenance_notes
+
+
+def test_a_converse_word_whose_sides_cannot_be_told_doubts():
+    v = verdict_on("Before the vote, the council met.", "The council met after the vote.")
+    assert v.attribution_verdict != V.contradicted and not v.contradicting_evidence_ids
+    assert "converse" in v.provenance_notes
+    asserting = DEFAULT_CONFIG.with_cue_mode("converse", "assert")
+    assert (
+        verdict_on(
+            "Before the vote, the council met.", "The council met after the vote.", config=asserting
+        ).attribution_verdict
+        == V.contradicted
+    )

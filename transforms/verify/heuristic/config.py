@@ -37,6 +37,7 @@ CUES = (
     "dropped_qualifier",
     "negation",
     "antonym",
+    "converse",
     "anchored_opposite",
     "anchored_negation",
     "dropped_hedge",
@@ -68,6 +69,10 @@ class CueModes(BaseModel):
     """A negation on one side only of the best-aligned evidence sentence."""
     antonym: CueMode = "assert"
     """A listed antonym or negated-prefix form in the best-aligned evidence sentence."""
+    converse: CueMode = "doubt"
+    """A converse word against its partner in the best-aligned evidence sentence ("before" / "after") where the
+    words around them do not tell whether its two sides kept their order (a contradiction, asserted as `antonym`)
+    or swapped it (the same relation from the other end, no cue): it doubts."""
     anchored_opposite: CueMode = "assert"
     """An antonym or same-class word in the claim's slot of any well-aligned evidence sentence."""
     anchored_negation: CueMode = "assert"

@@ -27,6 +27,7 @@ from transforms.text.quotes import find_quotes
 from transforms.text.synonyms import synonym_stems
 from transforms.text.tokens import (
     ANTONYMS,
+    CONVERSES,
     NEGATION_STEMS,
     STOP_STEMS,
     WORD_PATTERN,
@@ -61,6 +62,23 @@ class Contradiction:
     """Which cue found it (a name of `config.CUES`)."""
     asserts: bool = True
     """Whether it makes the sentence contradicted (its cue's mode is `assert`), or only lowers confidence."""
+
+
+def _converse_order(claim: list[str], i: int, evidence: list[str], j: int) -> str:
+    """Whether a converse word (claim[i], against evidence[j]) keeps its two sides in the evidence's order
+    ("kept": a contradiction, "A before B" / "A after B"), swaps them ("swapped": the same relation, "A before
+    B" / "B after A"), or the content words around it cannot tell ("unclear")."""
+
+    def side(stems: list[str]) -> set[str]:
+        return {st for st in stems if st not in STOP_STEMS}
+
+    left, right = side(claim[:i]), side(claim[i + 1 :])
+    e_left, e_right = side(evidence[:j]), side(evidence[j + 1 :])
+    if not (left and right and e_left and e_right):  # a fronted clause: "Before the vote, the council met."
+        return "unclear"
+    kept = len(left & e_left) + len(right & e_right)
+    swapped = len(left & e_right) + len(right & e_left)
+    return "kept" if kept > swapped else "swapped" if swapped > kept else "unclear"
 
 
 def _compatible(a: Quantity, b: Quantity) -> bool:
@@ -333,6 +351,22 @@ def find_contradictions(
                 reason = f"{t.text!r} where the evidence says the opposite"
                 keep("antonym", [Contradiction(s.doc_id, _excerpt(s), reason, c.antonym_strength * align)])
                 break
+    if not found and align >= c.antonym_alignment and (claim_neg % 2) == (s.negations % 2):
+        claim_set = {t.stem for t in tokens}
+        for i, t in enumerate(tokens):
+            partner = CONVERSES.get(t.stem, frozenset())
+            if t.stem in s.stems or not partner & s.stems or partner & claim_set:
+                continue
+            j = next(k for k, st in enumerate(s.stem_list) if st in partner)
+            order = _converse_order([x.stem for x in tokens], i, s.stem_list, j)
+            strength = c.antonym_strength * align
+            if order == "kept" and modes.antonym != "off":  # "opened before the election" / "opened after" it
+                reason = f"{t.text!r} where the evidence says the opposite"
+                keep("antonym", [Contradiction(s.doc_id, _excerpt(s), reason, strength)])
+            elif order == "unclear" and modes.converse != "off":
+                reason = f"{t.text!r} where the evidence has its converse, with its two sides unclear"
+                keep("converse", [Contradiction(s.doc_id, _excerpt(s), reason, strength)])
+            break  # "swapped": the same relation from the other end ("six days before discharge")
     for name, slot_cue in (
         ("anchored_opposite", anchored_opposite),
         ("anchored_negation", anchored_negation),
