@@ -40,7 +40,7 @@ import functools
 import os
 import posixpath
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -213,25 +213,34 @@ def ensure_folder(location: str) -> None:
         os.makedirs(_local(location), exist_ok=True)
 
 
+def _publish_local(location: str, write: Callable[[str], None]) -> str:
+    """Publish a local file whole: `write` fills a temporary file beside it, renamed to its final name."""
+    final = location.removeprefix("file://")
+    folder = os.path.dirname(os.path.abspath(final))
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.basename(final).removesuffix(".parquet")
+    # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
+    temp = os.path.join(folder, f".{stem}.{uuid.uuid4().hex}.tmp")
+    try:
+        write(temp)
+        os.replace(temp, final)
+    finally:
+        if os.path.exists(temp):
+            os.remove(temp)
+    return final
+
+
 def write_bytes(location: str, data: bytes | pa.Buffer) -> str:
     """Publish `data` as the file `location`, whole or not at all (see the module's docstring)."""
     import pyarrow as pa
 
     if not is_remote(location):
-        final = location.removeprefix("file://")
-        folder = os.path.dirname(os.path.abspath(final))
-        os.makedirs(folder, exist_ok=True)
-        stem = os.path.basename(final).removesuffix(".parquet")
-        # Hidden and not ending in .parquet: no glob a reader uses matches it while it is incomplete.
-        temp = os.path.join(folder, f".{stem}.{uuid.uuid4().hex}.tmp")
-        try:
+
+        def write(temp: str) -> None:
             with open(temp, "wb") as f:
                 f.write(data)
-            os.replace(temp, final)
-        finally:
-            if os.path.exists(temp):
-                os.remove(temp)
-        return final
+
+        return _publish_local(location, write)
     filesystem, path = _resolve(location)
     try:
         # One upload of the whole file: the object appears when close() completes it, never before.
@@ -248,19 +257,8 @@ def write_parquet(location: str, table: pa.Table) -> str:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not is_remote(location):
-        final = location.removeprefix("file://")
-        folder = os.path.dirname(os.path.abspath(final))
-        os.makedirs(folder, exist_ok=True)
-        stem = os.path.basename(final).removesuffix(".parquet")
-        temp = os.path.join(folder, f".{stem}.{uuid.uuid4().hex}.tmp")
-        try:
-            pq.write_table(table, temp, compression="zstd")  # streamed to the disk, not held in memory
-            os.replace(temp, final)
-        finally:
-            if os.path.exists(temp):
-                os.remove(temp)
-        return final
+    if not is_remote(location):  # streamed to the disk, not held in memory
+        return _publish_local(location, lambda temp: pq.write_table(table, temp, compression="zstd"))
     buffer = pa.BufferOutputStream()
     pq.write_table(table, buffer, compression="zstd")
     return write_bytes(location, buffer.getvalue())  # an Arrow buffer: no copy
