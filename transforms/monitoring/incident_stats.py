@@ -124,10 +124,15 @@ def residual(
     reference: Sequence[datetime],
     within: tuple[str, str] = (ALL_TRAFFIC, ALL_TRAFFIC),
 ) -> Residual:
-    """The slice (inside `within`) without `causes`, pooled over `windows`, against the same over `reference`."""
+    """The slice (inside `within`) without `causes`, pooled over `windows`, against the same over `reference`
+    (or, for a slice with too few responses there, all the traffic of `reference` inside `within` without `causes`)."""
     causes = list(causes)
     now = _confidences(_outside(pooled_responses(frames, windows).pipe(_of, slice_).pipe(_of, within), causes))
-    before = _confidences(_outside(pooled_responses(frames, reference).pipe(_of, slice_).pipe(_of, within), causes))
+    earlier = _outside(pooled_responses(frames, reference).pipe(_of, within), causes)
+    own = earlier.pipe(_of, slice_)
+    # A slice new in the incident (r9) has no history of its own: it is compared with the traffic it
+    # replaced, as the drift checks compare a new slice with all traffic's reference.
+    before = _confidences(own if len(own) >= MIN_POOLED_RESPONSES else earlier)
     mean = float(now.mean()) if len(now) else None
     ref = float(before.mean()) if len(before) else None
     p = 1.0

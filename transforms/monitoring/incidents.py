@@ -56,6 +56,9 @@ from transforms.monitoring.incident_stats import (
 __all__ = ["IncidentTracker", "cause_breakdown", "explains", "format_incident", "incident_id"]
 
 _SLICE_COLUMNS = ("retriever_version", "generator_model", "tenant")
+_RENAME_WINDOWS = POOLED_WINDOWS
+"""An incident's cause may be named again during its first windows only: then its name settles, before a
+second cause starting later (whose responses are not yet an incident of their own) can pull it away."""
 _MIN_CAUSE_RESPONSES = 5
 """Fewer responses of a slice in the window: too few to name it as the cause of anything."""
 _CONFIDENCE_CHECKS = ("mean_confidence_drop", "confidence_drift", "faithfulness_drift")
@@ -225,30 +228,45 @@ class IncidentTracker:
         return [c for c in found if c not in causes]
 
     def _rename(self, frames, window_start: datetime, open_alerts, now: datetime) -> list[IncidentRow]:
-        """In an incident's first windows, the slice that explains most of its alerts over all of its windows
-        so far: in the opening window a model that r9's traffic reaches can look as bad as r9 itself."""
+        """In an incident's first windows, the slice that explains its alerts' drops best over its windows so
+        far: in the opening window a model that r9's traffic reaches can look as bad as r9 itself, and claim-rate
+        alerts, all that some first windows raise, do not tell them apart."""
         renamed = []
         firing = {a.alert_id: a for a in open_alerts}
         for key, incident in list(self.open.items()):
-            if len(span(frames, incident.started_at, window_start, last=0)) > POOLED_WINDOWS:
+            if len(span(frames, incident.started_at, window_start, last=0)) > _RENAME_WINDOWS:
                 continue  # the name has settled
             others = self._causes(but=incident)
             alerts = [firing[a] for a in incident.alert_ids if a in firing]
+            slices = list(dict.fromkeys(_slice(a) for a in alerts if a.check in _CONFIDENCE_CHECKS))
+            if not slices:
+                continue
             pooled = _outside(pooled_responses(frames, span(frames, incident.started_at, window_start)), others)
 
-            def explained(cause, alerts=alerts, others=others, since=incident.started_at):
-                return sum(self._explains(frames, since, window_start, [cause, *others], a) for a in alerts)
+            def left(cause, slices=slices, others=others, since=incident.started_at) -> float:
+                # The relative fall of the alerting slices left once the cause's responses are taken out.
+                total = 0.0
+                for slice_ in slices:
+                    rest = self._residual(frames, slice_, [cause, *others], since, window_start)
+                    total += max(0.0, rest.drop) if rest.responses >= MIN_POOLED_RESPONSES else 0.0
+                return total
 
-            current = explained(_cause(incident))
-            scored = [(explained(c), c) for c in self._candidates(pooled, others) if c != _cause(incident)]
-            if scored and max(scored)[0] > current:
-                _, (dimension, value) = max(scored)
-                row = incident.model_copy(update={"cause_dimension": dimension, "cause_value": value})
-                labels = dict.fromkeys(_label(*_slice(a)) for a in alerts)
-                affected = [s for s in labels if s != _label(dimension, value)]
-                row = row.model_copy(update={"affected_slices": affected})
-                self.open[key] = row
-                renamed.append(row)
+            current = left(_cause(incident))
+            scored = [(left(c), c) for c in self._candidates(pooled, others) if c != _cause(incident)]
+            if not scored or min(scored)[0] >= 0.5 * current:
+                continue
+            _, (dimension, value) = min(scored)
+            labels = dict.fromkeys(_label(*_slice(a)) for a in alerts)
+            row = incident.model_copy(
+                update={
+                    "cause_dimension": dimension,
+                    "cause_value": value,
+                    "affected_slices": [s for s in labels if s != _label(dimension, value)],
+                    "updated_at": now,
+                }
+            )
+            self.open[key] = row
+            renamed.append(row)
         return renamed
 
     def _second_causes(self, frames, window_start: datetime, open_alerts, now: datetime) -> list[IncidentRow]:
