@@ -172,6 +172,10 @@ class IncidentTracker:
             row = self._open(frames, window_start, cause, members, window_start, now)
             self.open[row.incident_id] = changed[row.incident_id] = row
             loose = [a for a in loose if a not in members]
+            for alert in [a for a in loose if a.check not in _CONFIDENCE_CHECKS]:
+                for home in self._most_overlap(frames, window_start, alert):
+                    self.open[home.incident_id] = changed[home.incident_id] = self._with_alert(home, alert, now)
+                    loose.remove(alert)
         for row in self._rename(frames, window_start, open_alerts, now):
             changed[row.incident_id] = row
         for row in self._second_causes(frames, window_start, open_alerts, now):
@@ -199,12 +203,23 @@ class IncidentTracker:
         same = [i for i in self.open.values() if _cause(i) == _slice(alert)]
         if same or not self.open:
             return same
+        if alert.check not in _CONFIDENCE_CHECKS:
+            # A claim-rate or coverage alert carries no mean to test a residual on: it joins the incident whose
+            # cause holds the most of its slice's responses rather than open one under some slice of its own.
+            return self._most_overlap(frames, window_start, alert)
         since = min(i.started_at for i in self.open.values())
         homes = [i for i in self.open.values() if self._explains(frames, since, window_start, [_cause(i)], alert)]
         if homes:
             return homes[:1]
         explained = self._explains(frames, since, window_start, self._causes(), alert)
         return list(self.open.values()) if explained else []
+
+    def _most_overlap(self, frames, window_start: datetime, alert: AlertRow) -> list[IncidentRow]:
+        mine = frames.responses_in(window_start)
+        mine = mine[in_slice(mine, *_slice(alert))]
+        shares = [(int(in_slice(mine, *_cause(i)).sum()), i.incident_id) for i in self.open.values()]
+        best = max(shares, default=(0, ""))
+        return [self.open[best[1]]] if best[0] else []
 
     def _explains(self, frames, since: datetime, window_start: datetime, causes, alert: AlertRow) -> bool:
         """Whether, pooled over the windows from `since`, the alert's slice without the responses of `causes`
@@ -233,6 +248,8 @@ class IncidentTracker:
         alerts, all that some first windows raise, do not tell them apart."""
         renamed = []
         firing = {a.alert_id: a for a in open_alerts}
+        if len(self.open) != 1:
+            return []  # with two causes open, each one's residuals lean on the other's name: leave both
         for key, incident in list(self.open.items()):
             if len(span(frames, incident.started_at, window_start, last=0)) > _RENAME_WINDOWS:
                 continue  # the name has settled
