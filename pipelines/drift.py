@@ -127,9 +127,12 @@ def run_drift(
         tracker = AlertTracker(clear_after=config.clear_after)
     else:
         tracker = AlertTracker.from_lake_rows(frames.alerts, config.clear_after)
-    incidents = IncidentTracker(examples=config.examples)
+    limits = (config.drift_p_value, config.max_confidence_drop)  # an incident's residual tests, as the checks'
+    incidents = IncidentTracker(examples=config.examples, p_value=limits[0], min_drop=limits[1])
     if not recompute:
-        incidents = IncidentTracker.from_lake_rows(frames.incidents, config.examples)
+        incidents = IncidentTracker.from_lake_rows(
+            frames.incidents, config.examples, p_value=limits[0], min_drop=limits[1]
+        )
     with contextlib.ExitStack() as stack:
         board, copy = None, None
         if workspace and workspace_dir is None and lakefs.is_remote(lake_dir):

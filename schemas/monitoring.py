@@ -163,13 +163,16 @@ class IncidentRow(StrictModel):
     """The window that opened the incident."""
     started_at: datetime
     cleared_at: datetime | None = None
+    figures_through: datetime | None = None
+    """The last window the figures below pool (from `started_at`): they are refreshed whenever the incident changes."""
     current_value: float | None = None
-    """Mean attribution confidence of the cause slice in the opening window."""
+    """Mean attribution confidence of the cause slice (without other open incidents' causes) over those windows."""
     reference_value: float | None = None
+    """The same mean over the windows before `started_at` (all traffic's, for a slice new in the incident)."""
     drop: float | None = None
     """Relative drop of that mean against its reference (0.25 = 25% lower)."""
     responses: int = Field(ge=0)
-    """Responses of the cause slice in the opening window."""
+    """Responses of the cause slice (without other open incidents' causes) over those windows."""
     example_response_ids: list[str] = Field(default_factory=list)
     cause: str
     """The largest share of the breakdown: `retrieval`, `generation` or `citation_hygiene`."""

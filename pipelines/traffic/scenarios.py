@@ -44,6 +44,7 @@ __all__ = [
     "ScenarioSpec",
     "audit_into_lake",
     "change_time",
+    "misquote_time",
     "recovery_time",
     "scenario_jsonl",
     "scenario_responses",
@@ -178,7 +179,8 @@ def _misquote(message: dict, rng: random.Random) -> dict:
     return {**message, "answer": answer[: m.start()] + wrong + answer[m.end() :]}
 
 
-def _misquote_time(spec: ScenarioSpec) -> datetime | None:
+def misquote_time(spec: ScenarioSpec) -> datetime | None:
+    """When `gen-small-1` starts misquoting numbers (a window boundary), or None."""
     at = spec.misquote_at if spec.misquote_at is not None else (0.8 if spec.name == "two-causes" else None)
     if at is None:
         return None
@@ -203,7 +205,7 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
     """The scenario's logged responses (input-contract dicts), in arrival order; same spec, same traffic."""
     rng = random.Random(spec.seed)
     changed_at, recovered_at = change_time(spec), recovery_time(spec)
-    misquote_from = _misquote_time(spec)
+    misquote_from = misquote_time(spec)
     pending: list[tuple[datetime, dict]] = []
     index = 0
     # Citation flaws as rare as the other flaws when a flaw rate is asked for; as they always were otherwise.

@@ -4,16 +4,26 @@ One retriever regression raises alerts on its retriever version, on every genera
 traffic reaches, and on all traffic. An operator needs one thing: "retriever_version=r9 is worse since
 10:05". `IncidentTracker.update` takes the alerts a window raised and groups them:
 
-- an alert joins an open incident when that incident's cause explains it: the alert's slice, without the
-  cause slice's responses, is back within the alert's limit (or has no responses left);
+- an alert joins an open incident when that incident's cause explains it: pooled over the incident's windows
+  (`transforms.monitoring.incident_stats`), the alert's slice without the cause's responses shows no
+  significant fall of its own; or when all open causes together explain it;
 - the rest are grouped greedily under the candidate slice (one of theirs, never all traffic while another
-  can) that explains the most of them, ties going to the larger drop; what none explains is its own incident;
+  can) that explains the most of them in their window, ties going to the larger drop; what none explains is
+  its own incident. In an incident's first windows its cause is named again from all its windows so far, if
+  another slice explains more of its alerts (in the opening window a model that r9 reaches can look as bad
+  as r9);
+- a second cause that starts while the alerts it raises are already open for the first one (a generator
+  that starts misquoting numbers during a retriever regression) raises no new alert: each window, inside
+  every slice with an open confidence alert, the slices without the open causes' responses are tested
+  against the windows before the incident, and one that fell significantly on its own, and whose removal
+  leaves the alerting slice unexplained no more, opens an incident (started at its most likely change point);
 - an incident clears when all of its alerts have cleared.
 
-Each incident carries the drop of its cause slice, example responses (least supported first) and a
-breakdown of why confidence fell, counted from the window's lake rows of the cause slice: retrieval
-(ungrounded sentences, uncited claims), generation (contradicted sentences, misattributed citations),
-citation hygiene (fabricated citation ids, inexact quotes)::
+Each incident carries, pooled over its windows (`started_at` to `figures_through`) and refreshed whenever it
+changes: the drop of its cause slice against the windows before it, example responses (least supported
+first) and a breakdown of why confidence fell, counted from the lake rows of the cause slice beyond what the
+other traffic has: retrieval (ungrounded sentences, uncited claims), generation (contradicted sentences,
+misattributed citations), citation hygiene (fabricated citation ids, inexact quotes)::
 
     tracker = IncidentTracker.from_lake_rows(frames.incidents)
     changed = tracker.update(frames, window, alert_changes, open_alerts, now)   # IncidentRows to write
@@ -28,15 +38,27 @@ from typing import Any
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, AlertRow, AlertStatus, IncidentRow
+from transforms.monitoring.incident_stats import (
+    COUNT_COLUMNS,
+    MIN_POOLED_RESPONSES,
+    POOLED_WINDOWS,
+    Residual,
+    best_split,
+    breakdown_shares,
+    cause_breakdown,
+    in_slice,
+    pooled_responses,
+    reference_windows,
+    residual,
+    span,
+)
 
 __all__ = ["IncidentTracker", "cause_breakdown", "explains", "format_incident", "incident_id"]
 
 _SLICE_COLUMNS = ("retriever_version", "generator_model", "tenant")
-_BREAKDOWN = {
-    "retrieval": ("ungrounded_sentences", "uncited_claims"),
-    "generation": ("contradicted_sentences", "misattributed_citations"),
-    "citation_hygiene": ("fabricated_citations", "inexact_quotes"),
-}
+_RENAME_WINDOWS = POOLED_WINDOWS
+"""An incident's cause may be named again during its first windows only: then its name settles, before a
+second cause starting later (whose responses are not yet an incident of their own) can pull it away."""
 _MIN_CAUSE_RESPONSES = 5
 """Fewer responses of a slice in the window: too few to name it as the cause of anything."""
 _CONFIDENCE_CHECKS = ("mean_confidence_drop", "confidence_drift", "faithfulness_drift")
@@ -50,12 +72,6 @@ def incident_id(dimension: str, value: str, started_at: datetime) -> str:
 
 def _label(dimension: str, value: str) -> str:
     return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
-
-
-def _in_slice(responses: pd.DataFrame, dimension: str, value: str) -> pd.Series:
-    if dimension == ALL_TRAFFIC:
-        return pd.Series(True, index=responses.index)
-    return responses[dimension] == value
 
 
 def _limit(alert: AlertRow) -> float | None:
@@ -75,8 +91,8 @@ def explains(cause: tuple[str, str], alert: AlertRow, responses: pd.DataFrame) -
     cause's responses are at least a third of its slice."""
     if (alert.slice_dimension, alert.slice_value) == cause or cause[0] == ALL_TRAFFIC:
         return True
-    mine = responses[_in_slice(responses, alert.slice_dimension, alert.slice_value)]
-    rest = mine[~_in_slice(mine, *cause)]
+    mine = responses[in_slice(responses, alert.slice_dimension, alert.slice_value)]
+    rest = mine[~in_slice(mine, *cause)]
     if not len(rest):
         return True
     if alert.check not in _CONFIDENCE_CHECKS:
@@ -91,50 +107,26 @@ def explains(cause: tuple[str, str], alert: AlertRow, responses: pd.DataFrame) -
     return ref - mean < 0.5 * max(ref - cur, 1e-9) or (limit is not None and mean >= limit)
 
 
-def _counts(frames, window_start, responses: pd.DataFrame) -> dict[str, int]:
-    ids = set(responses["response_id"])
-    sentences = frames.sentences_in(window_start)
-    sentences = sentences[sentences["response_id"].isin(ids)]
-    verdicts = sentences["attribution_verdict"].astype(str)
-    counts = {
-        "ungrounded_sentences": int((verdicts == "ungrounded").sum()),
-        "contradicted_sentences": int((verdicts == "contradicted").sum()),
-    }
-    problems = frames.problems
-    problems = problems[problems["response_id"].isin(ids)] if len(problems) else problems
-    for column in ("uncited_claims", "misattributed_citations", "fabricated_citations", "inexact_quotes"):
-        counts[column] = int(problems[column].sum()) if len(problems) else 0
-    return counts
-
-
-def cause_breakdown(frames, window_start, responses: pd.DataFrame, rest: pd.DataFrame | None = None) -> dict[str, int]:
-    """Problems of each kind in `responses` (the cause slice's, from the window's lake rows), beyond what the
-    rest of the window's traffic has per response: ordinary traffic has some of every kind, and what the
-    cause added is what tells retrieval from generation."""
-    counts = _counts(frames, window_start, responses)
-    if rest is None or not len(rest) or not len(responses):
-        return counts
-    usual = _counts(frames, window_start, rest)
-    scale = len(responses) / len(rest)
-    return {k: max(0, round(v - usual[k] * scale)) for k, v in counts.items()}
-
-
-def _shares(counts: dict[str, int]) -> tuple[str, dict[str, float | None]]:
-    total = sum(counts.values())
-    shares = {k: (sum(counts[c] for c in cols) / total if total else None) for k, cols in _BREAKDOWN.items()}
-    cause = max(_BREAKDOWN, key=lambda k: shares[k] or 0.0) if total else "unknown"
-    return cause, shares
-
-
 class IncidentTracker:
     """The open incidents, each with the alert ids it groups."""
 
-    def __init__(self, open_incidents: dict[str, IncidentRow] | None = None, examples: int = 5):
+    def __init__(
+        self,
+        open_incidents: dict[str, IncidentRow] | None = None,
+        examples: int = 5,
+        *,
+        p_value: float = 0.001,
+        min_drop: float = 0.10,
+    ):
         self.open: dict[str, IncidentRow] = dict(open_incidents or {})
         self.examples = examples
+        self.p_value = p_value
+        """Family-wise p-value of a window's residual tests (shared by them, as the drift checks share theirs)."""
+        self.min_drop = min_drop
+        """Smallest relative fall of a residual that counts as a cause of its own (the drift checks' limit)."""
 
     @classmethod
-    def from_lake_rows(cls, incidents: pd.DataFrame, examples: int = 5) -> IncidentTracker:
+    def from_lake_rows(cls, incidents: pd.DataFrame, examples: int = 5, **settings) -> IncidentTracker:
         """Rebuild the open incidents from the `incidents` table (latest row per incident_id)."""
         open_incidents = {}
         if len(incidents):
@@ -143,52 +135,51 @@ class IncidentTracker:
                 for column in ("affected_slices", "alert_ids", "example_response_ids"):
                     values = record.get(column)
                     record[column] = [] if values is None else [str(x) for x in values]
-                for column in ("window_start", "started_at", "updated_at"):
-                    record[column] = pd.Timestamp(record[column]).to_pydatetime()
+                for column in ("window_start", "started_at", "updated_at", "figures_through"):
+                    if record.get(column) is not None:
+                        record[column] = pd.Timestamp(record[column]).to_pydatetime()
                 row = IncidentRow.model_validate(record)
                 open_incidents[row.incident_id] = row
-        return cls(open_incidents, examples)
+        return cls(open_incidents, examples, **settings)
+
+    def _causes(self, but: IncidentRow | None = None) -> list[tuple[str, str]]:
+        return [_cause(i) for i in self.open.values() if i is not but]
 
     def update(self, frames, window, changes: list[AlertRow], open_alerts, now: datetime) -> list[IncidentRow]:
-        """Group the window's new alerts into incidents and clear those whose alerts all cleared."""
+        """Group the window's new alerts into incidents, look for a second cause inside the alerts already
+        grouped, refresh the pooled figures of the incidents that changed, and clear those whose alerts cleared."""
         window_start = window[0]
-        responses = frames.responses_in(window_start)
         changed: dict[str, IncidentRow] = {}
-        new = [a for a in changes if a.status == AlertStatus.firing]
         loose = []
-        for alert in new:
-            specific = alert.slice_dimension != ALL_TRAFFIC
+        for alert in (a for a in changes if a.status == AlertStatus.firing):
             vague = next((i for i in self.open.values() if i.cause_dimension == ALL_TRAFFIC), None)
-            same = next(
-                (
-                    i
-                    for i in self.open.values()
-                    if (i.cause_dimension, i.cause_value) == (alert.slice_dimension, alert.slice_value)
-                ),
-                None,
-            )
-            if specific and vague is not None and same is None:
+            if alert.slice_dimension != ALL_TRAFFIC and vague is not None and _slice(alert) not in self._causes():
                 # All traffic alerted first (the new slice had too few responses then): name the slice now.
                 promoted = vague.model_copy(
                     update={"cause_dimension": alert.slice_dimension, "cause_value": alert.slice_value}
                 )
-                promoted = self._with_alert(promoted, alert, now)
-                self.open[vague.incident_id] = changed[vague.incident_id] = promoted
+                self.open[vague.incident_id] = changed[vague.incident_id] = self._with_alert(promoted, alert, now)
                 continue
-            home = next(
-                (i for i in self.open.values() if explains((i.cause_dimension, i.cause_value), alert, responses)),
-                None,
-            )
-            if home is None:
+            homes = self._homes(frames, window_start, alert)
+            if not homes:
                 loose.append(alert)
-                continue
-            joined = self._with_alert(home, alert, now)
-            self.open[home.incident_id] = changed[home.incident_id] = joined
+            for home in homes:
+                self.open[home.incident_id] = changed[home.incident_id] = self._with_alert(home, alert, now)
         while loose:
+            others = self._causes()
+            responses = _outside(frames.responses_in(window_start), others)
             cause, members = self._best_cause(loose, responses)
-            row = self._open(frames, window, cause, members, responses, now)
+            row = self._open(frames, window_start, cause, members, window_start, now)
             self.open[row.incident_id] = changed[row.incident_id] = row
             loose = [a for a in loose if a not in members]
+            for alert in [a for a in loose if a.check not in _CONFIDENCE_CHECKS]:
+                for home in self._most_overlap(frames, window_start, alert):
+                    self.open[home.incident_id] = changed[home.incident_id] = self._with_alert(home, alert, now)
+                    loose.remove(alert)
+        for row in self._rename(frames, window_start, open_alerts, now):
+            changed[row.incident_id] = row
+        for row in self._second_causes(frames, window_start, open_alerts, now):
+            self.open[row.incident_id] = changed[row.incident_id] = row
         firing_ids = {a.alert_id for a in open_alerts}
         for key, incident in list(self.open.items()):
             if not any(a in firing_ids for a in incident.alert_ids):
@@ -197,7 +188,135 @@ class IncidentTracker:
                 )
                 del self.open[key]
                 changed[key] = cleared
+            elif key in changed:
+                # Figures pooled over the incident's windows so far: one window of a slice is a dozen responses.
+                row = changed[key].model_copy(update=self._figures(frames, changed[key], window_start))
+                self.open[key] = changed[key] = row.model_copy(update={"message": incident_message(row)})
         return list(changed.values())
+
+    def _residual(self, frames, slice_, causes, since: datetime, until: datetime, within=None) -> Residual:
+        windows, reference = span(frames, since, until), reference_windows(frames, since)
+        return residual(frames, slice_, causes, windows, reference, within or (ALL_TRAFFIC, ALL_TRAFFIC))
+
+    def _homes(self, frames, window_start: datetime, alert: AlertRow) -> list[IncidentRow]:
+        """The open incidents whose causes explain the alert: one alone, or all of them together."""
+        same = [i for i in self.open.values() if _cause(i) == _slice(alert)]
+        if same or not self.open:
+            return same
+        if alert.check not in _CONFIDENCE_CHECKS:
+            # A claim-rate or coverage alert carries no mean to test a residual on: it joins the incident whose
+            # cause holds the most of its slice's responses rather than open one under some slice of its own.
+            return self._most_overlap(frames, window_start, alert)
+        since = min(i.started_at for i in self.open.values())
+        homes = [i for i in self.open.values() if self._explains(frames, since, window_start, [_cause(i)], alert)]
+        if homes:
+            return homes[:1]
+        explained = self._explains(frames, since, window_start, self._causes(), alert)
+        return list(self.open.values()) if explained else []
+
+    def _most_overlap(self, frames, window_start: datetime, alert: AlertRow) -> list[IncidentRow]:
+        mine = frames.responses_in(window_start)
+        mine = mine[in_slice(mine, *_slice(alert))]
+        shares = [(int(in_slice(mine, *_cause(i)).sum()), i.incident_id) for i in self.open.values()]
+        best = max(shares, default=(0, ""))
+        return [self.open[best[1]]] if best[0] else []
+
+    def _explains(self, frames, since: datetime, window_start: datetime, causes, alert: AlertRow) -> bool:
+        """Whether, pooled over the windows from `since`, the alert's slice without the responses of `causes`
+        shows no fall of its own (a claim-rate or coverage alert, whose rate the responses do not carry:
+        whether the causes' responses are at least a third of its slice)."""
+        if _slice(alert) in causes or (ALL_TRAFFIC, ALL_TRAFFIC) in causes:
+            return True
+        if alert.check not in _CONFIDENCE_CHECKS:
+            pooled = pooled_responses(frames, span(frames, since, window_start))
+            mine = pooled[in_slice(pooled, *_slice(alert))]
+            return len(_outside(mine, causes)) <= len(mine) * 2 / 3
+        left = self._residual(frames, _slice(alert), causes, since, window_start)
+        return not left.separate(self.p_value, self.min_drop)
+
+    def _candidates(self, pooled: pd.DataFrame, causes) -> list[tuple[str, str]]:
+        found = []
+        for column in _SLICE_COLUMNS:
+            if column in pooled:
+                sizes = pooled[column].value_counts()
+                found += [(column, str(v)) for v, n in sizes.items() if n >= MIN_POOLED_RESPONSES]
+        return [c for c in found if c not in causes]
+
+    def _rename(self, frames, window_start: datetime, open_alerts, now: datetime) -> list[IncidentRow]:
+        """In an incident's first windows, the slice that explains its alerts' drops best over its windows so
+        far: in the opening window a model that r9's traffic reaches can look as bad as r9 itself, and claim-rate
+        alerts, all that some first windows raise, do not tell them apart."""
+        renamed = []
+        firing = {a.alert_id: a for a in open_alerts}
+        if len(self.open) != 1:
+            return []  # with two causes open, each one's residuals lean on the other's name: leave both
+        for key, incident in list(self.open.items()):
+            if len(span(frames, incident.started_at, window_start, last=0)) > _RENAME_WINDOWS:
+                continue  # the name has settled
+            others = self._causes(but=incident)
+            alerts = [firing[a] for a in incident.alert_ids if a in firing]
+            slices = list(dict.fromkeys(_slice(a) for a in alerts if a.check in _CONFIDENCE_CHECKS))
+            if not slices:
+                continue
+            pooled = _outside(pooled_responses(frames, span(frames, incident.started_at, window_start)), others)
+
+            def left(cause, slices=slices, others=others, since=incident.started_at) -> float:
+                # The relative fall of the alerting slices left once the cause's responses are taken out.
+                total = 0.0
+                for slice_ in slices:
+                    rest = self._residual(frames, slice_, [cause, *others], since, window_start)
+                    total += max(0.0, rest.drop) if rest.responses >= MIN_POOLED_RESPONSES else 0.0
+                return total
+
+            current = left(_cause(incident))
+            scored = [(left(c), c) for c in self._candidates(pooled, others) if c != _cause(incident)]
+            if not scored or min(scored)[0] >= 0.5 * current:
+                continue
+            _, (dimension, value) = min(scored)
+            labels = dict.fromkeys(_label(*_slice(a)) for a in alerts)
+            row = incident.model_copy(
+                update={
+                    "cause_dimension": dimension,
+                    "cause_value": value,
+                    "affected_slices": [s for s in labels if s != _label(dimension, value)],
+                    "updated_at": now,
+                }
+            )
+            self.open[key] = row
+            renamed.append(row)
+        return renamed
+
+    def _second_causes(self, frames, window_start: datetime, open_alerts, now: datetime) -> list[IncidentRow]:
+        """An incident for a cause that starts while the alerts it raises are already open for another one (a
+        generator that starts misquoting numbers during a retriever regression): inside an alerting slice,
+        another slice without the open causes' responses falls on its own, and naming it explains the rest."""
+        if not self.open:
+            return []
+        causes = self._causes()
+        since = min(i.started_at for i in self.open.values())
+        pooled = _outside(pooled_responses(frames, span(frames, since, window_start)), causes)
+        suspects = list(
+            dict.fromkeys(_slice(a) for a in open_alerts if a.check in _CONFIDENCE_CHECKS and _slice(a) not in causes)
+        )
+        tests = []
+        for suspect in suspects:
+            mine = pooled[in_slice(pooled, *suspect)]
+            tests += [(suspect, c) for c in self._candidates(mine, causes) if suspect[0] == ALL_TRAFFIC or c == suspect]
+        threshold = self.p_value / max(1, len(tests))  # Bonferroni over the window's residual tests
+        found = []
+        for suspect, candidate in tests:
+            left = self._residual(frames, candidate, causes, since, window_start, within=suspect)
+            if not left.separate(threshold, self.min_drop):
+                continue
+            rest = self._residual(frames, suspect, [*causes, candidate], since, window_start)
+            if not rest.separate(threshold, self.min_drop):
+                found.append((left.drop, candidate, suspect))
+        if not found:
+            return []
+        _, cause, suspect = max(found)
+        start = best_split(frames, cause, causes, span(frames, since, window_start, last=0)) or window_start
+        members = [a for a in open_alerts if _slice(a) in (cause, suspect)]
+        return [self._open(frames, window_start, cause, members, start, now)]
 
     def _best_cause(self, alerts: list[AlertRow], responses: pd.DataFrame) -> tuple[tuple[str, str], list[AlertRow]]:
         # Candidates: the alerting slices, and every slice with traffic in the window: a new retriever version
@@ -209,14 +328,13 @@ class IncidentTracker:
                 candidates += [(column, str(v)) for v, n in sizes.items() if n >= _MIN_CAUSE_RESPONSES]
         candidates = list(dict.fromkeys(candidates))
         specific = [c for c in candidates if c[0] != ALL_TRAFFIC] or candidates
-        refs = [a.reference_value for a in alerts if a.reference_value is not None]
-        reference = max(refs) if refs else None
 
         def score(cause):
             members = [a for a in alerts if explains(cause, a, responses)]
-            mean = responses.loc[_in_slice(responses, *cause), "mean_attribution_confidence"].mean()
-            drop = (reference - mean) / reference if reference and not pd.isna(mean) else 0.0
-            return len(members), drop, members
+            mean = responses.loc[in_slice(responses, *cause), "mean_attribution_confidence"].mean()
+            # Ties go to the least supported slice (the largest drop against any one reference), also when
+            # the alerts are claim-rate ones, which carry no reference mean.
+            return len(members), -1.0 if pd.isna(mean) else -float(mean), members
 
         scored = {c: score(c) for c in specific}
         best = max(specific, key=lambda c: scored[c][:2])
@@ -225,51 +343,65 @@ class IncidentTracker:
             return best, score(best)[2]
         return best, scored[best][2]
 
-    def _open(
-        self,
-        frames: Any,
-        window: tuple[datetime, datetime],
-        cause: tuple[str, str],
-        members: list[AlertRow],
-        responses: pd.DataFrame,
-        now: datetime,
-    ) -> IncidentRow:
-        own = [a for a in members if (a.slice_dimension, a.slice_value) == cause]
+    def _open(self, frames, window_start, cause, members: list[AlertRow], started_at, now) -> IncidentRow:
+        own = [a for a in members if _slice(a) == cause]
         lead = max(own, key=_drop) if own else members[0]
-        in_cause = responses[_in_slice(responses, *cause)]
-        counts = cause_breakdown(frames, window[0], in_cause, responses[~_in_slice(responses, *cause)])
-        kind, shares = _shares(counts)
-        examples = in_cause.sort_values("mean_attribution_confidence")["response_id"].head(self.examples).tolist()
-        affected = [_label(a.slice_dimension, a.slice_value) for a in members]
-        affected = [s for s in dict.fromkeys(affected) if s != _label(*cause)]
-        cur = in_cause["mean_attribution_confidence"].mean() if len(in_cause) else lead.current_value
-        ref = lead.reference_value
-        drop = (ref - cur) / ref if ref and cur is not None and not pd.isna(cur) else None
+        affected = [_label(*_slice(a)) for a in members]
         row = IncidentRow.model_validate(
             dict(
-                incident_id=incident_id(cause[0], cause[1], window[0]),
+                incident_id=incident_id(cause[0], cause[1], started_at),
                 status=AlertStatus.firing,
                 cause_dimension=cause[0],
                 cause_value=cause[1],
-                affected_slices=affected,
+                affected_slices=[s for s in dict.fromkeys(affected) if s != _label(*cause)],
                 alert_ids=[a.alert_id for a in members],
-                window_start=window[0],
-                started_at=window[0],
-                current_value=None if cur is None or pd.isna(cur) else float(cur),
-                reference_value=ref,
-                drop=drop,
-                responses=len(in_cause),
-                example_response_ids=[str(e) for e in examples],
-                cause=kind,
-                **counts,
-                retrieval_share=shares["retrieval"],
-                generation_share=shares["generation"],
-                citation_hygiene_share=shares["citation_hygiene"],
+                window_start=window_start,
+                started_at=started_at,
+                reference_value=lead.reference_value,
+                responses=0,
+                cause="unknown",
+                **dict.fromkeys(COUNT_COLUMNS, 0),
                 message="",
                 updated_at=now,
             )
         )
-        return row.model_copy(update={"message": incident_message(row)})
+        return row.model_copy(update=self._figures(frames, row, window_start))
+
+    def _figures(self, frames, incident: IncidentRow, window_start: datetime) -> dict[str, Any]:
+        """The incident's drop, examples and breakdown, pooled over its windows so far, its cause slice without
+        the other open causes' responses, against the windows before it started."""
+        cause, others = _cause(incident), self._causes(but=self.open.get(incident.incident_id))
+        others = [c for c in others if c != cause]
+        windows = span(frames, incident.started_at, window_start, last=0)
+        pooled = _outside(pooled_responses(frames, windows), others)
+        in_cause = pooled[in_slice(pooled, *cause)]
+        counts = cause_breakdown(frames, windows, in_cause, pooled[~in_slice(pooled, *cause)])
+        kind, shares = breakdown_shares(counts)
+        reference = reference_windows(frames, incident.started_at)
+        before = _outside(pooled_responses(frames, reference), others)
+        mine = in_slice(before, *cause)
+        # A slice new in the last of those windows (r9 from the change, the incident opening a window later)
+        # has no history of its own: its reference is the traffic it replaced.
+        new_slice = before.loc[mine, "window_start"].nunique() < max(1, len(reference) / 2)
+        before = before[~mine] if new_slice else before[mine]
+        ref = before["mean_attribution_confidence"].mean() if len(before) else incident.reference_value
+        cur = in_cause["mean_attribution_confidence"].mean() if len(in_cause) else None
+        ref = None if ref is None or pd.isna(ref) else float(ref)
+        cur = None if cur is None or pd.isna(cur) else float(cur)
+        ranked = in_cause.sort_values("mean_attribution_confidence")["response_id"].head(self.examples)
+        return dict(
+            figures_through=window_start,
+            current_value=cur,
+            reference_value=ref,
+            drop=(ref - cur) / ref if ref and cur is not None else None,
+            responses=len(in_cause),
+            example_response_ids=[str(e) for e in ranked],
+            cause=kind,
+            **counts,
+            retrieval_share=shares["retrieval"],
+            generation_share=shares["generation"],
+            citation_hygiene_share=shares["citation_hygiene"],
+        )
 
     def _with_alert(self, incident: IncidentRow, alert: AlertRow, now: datetime) -> IncidentRow:
         label = _label(alert.slice_dimension, alert.slice_value)
@@ -280,6 +412,21 @@ class IncidentTracker:
             update={"alert_ids": [*incident.alert_ids, alert.alert_id], "affected_slices": affected, "updated_at": now}
         )
         return row.model_copy(update={"message": incident_message(row)})
+
+
+def _cause(incident: IncidentRow) -> tuple[str, str]:
+    return incident.cause_dimension, incident.cause_value
+
+
+def _slice(alert: AlertRow) -> tuple[str, str]:
+    return alert.slice_dimension, alert.slice_value
+
+
+def _outside(responses: pd.DataFrame, causes) -> pd.DataFrame:
+    keep = pd.Series(True, index=responses.index)
+    for cause in causes:
+        keep &= ~in_slice(responses, *cause)
+    return responses[keep]
 
 
 def _drop(alert: AlertRow) -> float:

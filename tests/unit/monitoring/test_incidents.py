@@ -1,28 +1,150 @@
-"""Incidents: the alerts of one retriever regression become one incident naming the new retriever."""
+"""Incidents: one per cause, on real lakes of generated traffic checked by `groundwatch drift`.
+
+Each test generates a scenario, audits it into a lake with the pipeline's plain functions (the same
+verifier, lake rows and window metrics as `groundwatch audit`) and runs `run_drift` over it, then reads the
+`incidents` table back with DuckDB. Every scenario parameter is spelled out, so a change of the generator's
+or the demo's defaults does not change what these tests see.
+"""
 
 from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
 
 import duckdb
 import pytest
 
 from pipelines.drift import run_drift
-from pipelines.traffic.scenarios import NEW_RETRIEVER, ScenarioSpec, audit_into_lake, scenario_responses
+from pipelines.traffic.scenarios import (
+    MISQUOTING_MODEL,
+    NEW_RETRIEVER,
+    ScenarioSpec,
+    audit_into_lake,
+    change_time,
+    misquote_time,
+    scenario_responses,
+)
+from schemas.monitoring import AlertStatus
 from transforms.monitoring.drift import DriftConfig
 
+START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+WINDOW = timedelta(seconds=60)
 
-@pytest.mark.parametrize("seed", [3, 7, 11, 23])
+
+def regression(seed: int) -> ScenarioSpec:
+    """12 windows of ordinary traffic, then r9 serves what r7 served (a third of its passages damaged)."""
+    return ScenarioSpec(
+        "retriever-regression",
+        windows=22,
+        window_seconds=60,
+        per_window=40,
+        change_at=0.5,
+        recover_at=None,
+        damaged_share=0.3,
+        canary_share=0.3,
+        misquote_at=None,
+        seed=seed,
+        start=START,
+    )
+
+
+def two_causes(seed: int) -> ScenarioSpec:
+    """The regression from window 8, and from window 15 gen-small-1 misquoting a number in every answer.
+
+    Half the traffic stays on the canary r8, so the model's answers outside r9 (where its own fall shows)
+    are a dozen per window."""
+    return ScenarioSpec(
+        "two-causes",
+        windows=24,
+        window_seconds=60,
+        per_window=60,
+        change_at=1 / 3,
+        recover_at=None,
+        damaged_share=0.3,
+        canary_share=0.5,
+        misquote_at=0.625,
+        misquote_share=1.0,
+        seed=seed,
+        start=START,
+    )
+
+
+def stable(seed: int) -> ScenarioSpec:
+    return ScenarioSpec(
+        "stable", windows=30, window_seconds=60, per_window=40, canary_share=0.3, seed=seed, start=START
+    )
+
+
+def _drift(spec: ScenarioSpec, lake: str):
+    audit_into_lake(list(scenario_responses(spec)), lake, window_seconds=spec.window_seconds)
+    return run_drift(lake, DriftConfig(), workspace=False, out=lambda _: None)
+
+
+def _table(lake: str, table: str):
+    path = os.path.join(lake, table, "**", "*.parquet")
+    return duckdb.connect().execute("SELECT * FROM read_parquet(?, hive_partitioning = true)", [path]).df()
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11, 19, 23, 31])
 def test_a_retriever_regression_is_one_incident_naming_the_new_retriever(tmp_path, seed):
-    spec = ScenarioSpec("retriever-regression", windows=24, per_window=40, change_at=0.5, seed=seed)
-    lake = str(tmp_path / "lake")
-    audit_into_lake(list(scenario_responses(spec)), lake)
-    outcome = run_drift(lake, DriftConfig(), workspace=False, out=lambda _: None)
+    spec, lake = regression(seed), str(tmp_path / "lake")
+    outcome = _drift(spec, lake)
     assert len(outcome.fired) > 5  # many alerts: retriever, models, tenants, all traffic
     (incident,) = outcome.open_incidents
     assert (incident.cause_dimension, incident.cause_value) == ("retriever_version", NEW_RETRIEVER)
-    assert incident.cause == "retrieval"
-    assert incident.ungrounded_sentences > 0 and incident.example_response_ids
     assert set(incident.alert_ids) >= {a.alert_id for a in outcome.firing}
-    rows = duckdb.sql(
-        f"SELECT cause_value, status FROM read_parquet('{lake}/incidents/**/*.parquet', hive_partitioning=true)"
-    ).fetchall()
-    assert rows == [(NEW_RETRIEVER, "firing")]
+    rows = _table(lake, "incidents")
+    assert rows[["cause_value", "status"]].values.tolist() == [[NEW_RETRIEVER, "firing"]]
+
+    # The start, the drop, the examples and the breakdown, against the lake's own rows.
+    change = change_time(spec)
+    assert change <= incident.started_at <= change + WINDOW
+    responses = _table(lake, "responses")
+    ours = responses[(responses["retriever_version"] == NEW_RETRIEVER)]
+    pooled = ours[ours["window_start"].between(incident.started_at, incident.figures_through)]
+    assert incident.responses == len(pooled) > 0
+    assert incident.drop is not None and incident.drop > 0.15
+    assert incident.current_value == pytest.approx(incident.reference_value * (1 - incident.drop))
+    assert len(incident.example_response_ids) == 5
+    assert set(incident.example_response_ids) <= set(pooled["response_id"])
+    sentences = _table(lake, "sentences")
+    r9_ungrounded = sentences[
+        sentences["response_id"].isin(ours["response_id"]) & (sentences["attribution_verdict"] == "ungrounded")
+    ]
+    assert 0 < incident.ungrounded_sentences <= len(r9_ungrounded)
+    shares = (incident.retrieval_share, incident.generation_share, incident.citation_hygiene_share)
+    assert sum(shares) == pytest.approx(1.0)
+    # Half of r9's damaged passages are another domain's text (ungrounded sentences: retrieval), half are
+    # stale (contradicted sentences, which the breakdown counts as generation): both are large.
+    assert incident.retrieval_share > 0.3 and incident.generation_share > 0.3
+    assert incident.citation_hygiene_share < 0.25
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11])
+def test_two_independent_causes_are_two_incidents_each_naming_its_cause(tmp_path, seed):
+    spec, lake = two_causes(seed), str(tmp_path / "lake")
+    outcome = _drift(spec, lake)
+    by_cause = {(i.cause_dimension, i.cause_value): i for i in outcome.open_incidents}
+    assert set(by_cause) == {("retriever_version", NEW_RETRIEVER), ("generator_model", MISQUOTING_MODEL)}
+    retriever = by_cause[("retriever_version", NEW_RETRIEVER)]
+    model = by_cause[("generator_model", MISQUOTING_MODEL)]
+    assert change_time(spec) <= retriever.started_at <= change_time(spec) + WINDOW
+    assert abs(model.started_at - misquote_time(spec)) <= 2 * WINDOW
+    # The misquoting model's answers are contradicted where r9's are unsupported.
+    assert model.generation_share > retriever.generation_share
+    assert model.cause == "generation"
+    assert model.drop is not None and model.drop > 0.1
+    firing = {a.alert_id for a in outcome.firing}
+    assert firing <= set(retriever.alert_ids) | set(model.alert_ids)
+    rows = _table(lake, "incidents")
+    assert sorted(rows.loc[rows["status"] == "firing", "cause_value"]) == sorted([NEW_RETRIEVER, MISQUOTING_MODEL])
+
+
+@pytest.mark.parametrize("seed", [5, 13, 21])
+def test_stable_traffic_opens_no_incident(tmp_path, seed):
+    lake = str(tmp_path / "lake")
+    outcome = _drift(stable(seed), lake)
+    assert len(outcome.windows) == 30
+    assert outcome.open_incidents == [] and outcome.incident_changes == []
+    assert not [a for a in outcome.changes if a.status == AlertStatus.firing]
+    assert not os.path.isdir(os.path.join(lake, "incidents"))
