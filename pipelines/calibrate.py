@@ -11,6 +11,8 @@ same for citation labels, and a recommended confidence threshold::
         --report /tmp/calibration --target-recall 0.8
     groundwatch calibrate --golden labeled.jsonl --verifier cascade \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # key from GROUNDWATCH_JUDGE_API_KEY
+    groundwatch calibrate --golden labeled.jsonl --verifier cascade --model-path ./nli-onnx --fit cal.json \\
+        --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # fits the heuristic's and the model's bands
 
 It also calibrates: a map (`--map`: by default a small logistic model of the verdict's grounded score and class;
 or isotonic on the score) to P(fully grounded) and the band of
@@ -34,7 +36,7 @@ import json
 import sys
 from pathlib import Path
 
-from pipelines.options.judge import add_judge_arguments, judge_verifier_config
+from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from pipelines.reporting.calibration_report import write_report
 from pipelines.reporting.calibration_tables import baseline_lines, confusion_lines, interval_line, metrics_table
 from transforms.evaluation.golden import load_golden, score_golden, summarize
@@ -46,7 +48,7 @@ __all__ = ["add_arguments", "main"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", required=True, help="labeled golden JSONL file (format: docs/calibration.md)")
     parser.add_argument(
-        "--verifier", default="heuristic", help="verifier name: heuristic, openai, cascade (default heuristic)"
+        "--verifier", default="heuristic", help="verifier name: heuristic, model, openai, cascade (default heuristic)"
     )
     parser.add_argument(
         "--verifier-option",
@@ -55,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="configuration passed to the verifier factory; repeatable (values parsed as JSON when they can be)",
     )
-    add_judge_arguments(parser)
+    add_stage_arguments(parser)
     parser.add_argument("--report", metavar="DIR", help="write report.md, reliability.png, roc.png, metrics.json here")
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
@@ -207,7 +209,7 @@ def calibrate_stages(records, run, args, config: dict, version: str):
 
 def main(args: argparse.Namespace) -> int:
     try:
-        config = {**judge_verifier_config(args), **_verifier_config(args.verifier_option)}
+        config = {**stage_verifier_config(args), **_verifier_config(args.verifier_option)}
     except ValueError as exc:
         print(f"groundwatch calibrate: {exc}", file=sys.stderr)
         return 2
@@ -272,6 +274,8 @@ def main(args: argparse.Namespace) -> int:
         f"verifier {args.verifier} {version} on {args.golden}: "
         f"{len(records)} records ({len(rejected)} rejected lines){speed_text}"
     )
+    if run.decided_by:
+        print("sentences decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(run.decided_by.items())))
     granularity = granularity_note(records)
     if granularity:
         print(granularity)
