@@ -26,7 +26,8 @@ that `audit` and `monitor` take with `--calibration`::
 With `--report DIR` it also writes `report.md`, `reliability.png`, `roc.png`
 and `metrics.json` there; `--baseline OLD/metrics.json` prints each figure's change since
 that run, per source (before/after a verifier change). Exit codes: 0 done, 2 bad usage or no valid record,
-1 when `--min-balanced-accuracy` is given and the overall figure is under it.
+1 when `--min-balanced-accuracy` is given and the overall figure is under it, or when the verifier fails on a
+record (a model that cannot score it; the line names the record).
 """
 
 from __future__ import annotations
@@ -207,6 +208,15 @@ def calibrate_stages(records, run, args, config: dict, version: str):
     )
 
 
+def _verifier_failed(args: argparse.Namespace, exc: Exception) -> int:
+    """Exit 1 with one line: the verifier failed on a record (which one, from the note `score_golden` adds)."""
+    where = "; ".join(getattr(exc, "__notes__", ()))
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+    what = f"--verifier {args.verifier} failed on {where or 'a record'}"
+    print(f"groundwatch calibrate: {what}: {reason}", file=sys.stderr)
+    return 1
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         config = {**stage_verifier_config(args), **_verifier_config(args.verifier_option)}
@@ -264,7 +274,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"groundwatch calibrate: --verifier {args.verifier}: {exc}", file=sys.stderr)
         return 2
 
-    run = score_golden(records, verifier, with_citations=not args.no_citations)
+    try:
+        run = score_golden(records, verifier, with_citations=not args.no_citations)
+    except RuntimeError as exc:  # e.g. ModelRunError: the model fails on a record
+        return _verifier_failed(args, exc)
     summary = summarize(run, resamples=args.bootstrap)
     threshold_text, threshold_info = _threshold_lines(run, args)
     version = getattr(verifier, "version", "?")
@@ -292,6 +305,8 @@ def main(args: argparse.Namespace) -> int:
         print("\n".join(baseline_lines(summary["sentences"], baseline)))
     try:
         calibration, stage_report = calibrate_stages(records, run, args, config, version)
+    except RuntimeError as exc:
+        return _verifier_failed(args, exc)
     except ValueError as exc:
         if args.fit:
             print(f"groundwatch calibrate: --fit: {exc}", file=sys.stderr)

@@ -128,7 +128,11 @@ def score_golden(records: Iterable[GoldenRecord], verifier: Verifier, *, with_ci
     run = GoldenRun()
     for rec in records:
         started = time.perf_counter()
-        result = verifier.verify([rec.answer], list(rec.evidence))
+        try:
+            result = verifier.verify([rec.answer], list(rec.evidence))
+        except Exception as exc:  # which record, for the one-line reason (a model that fails on one input)
+            exc.add_note(f"golden record {rec.id!r}")
+            raise
         run.seconds += time.perf_counter() - started
         verdict = result.verdicts[0]
         for stage in result.decided_by[:1]:

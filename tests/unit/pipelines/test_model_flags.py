@@ -229,3 +229,17 @@ def test_replay_with_the_model_alone_calls_no_judge(model_dir, tmp_path, capsys)
     assert statuses == 3  # no new judge call was logged
     assert groundwatch(["replay", "--lake", lake, "--model-path", str(tmp_path / "nowhere")]) == 2
     assert one_line_refusal(capsys, "replay").endswith("nowhere: not a folder")
+
+
+def test_calibrate_names_the_record_the_model_fails_on(golden_model_dir, tmp_path, capsys):
+    from tests.support.tiny_nli import POISON
+
+    record = json.loads(GOLDEN.read_text(encoding="utf-8").splitlines()[0])
+    record["answer"] = f"{POISON} {record['answer']}"
+    golden = tmp_path / "poison.jsonl"
+    golden.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    args = ["calibrate", "--golden", str(golden), "--verifier", "model", "--model-path", str(golden_model_dir)]
+    assert groundwatch([*args, "--bootstrap", "0"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("groundwatch calibrate: --verifier model failed on golden record 'r1': ModelRunError")
+    assert "\n" not in err and "Traceback" not in err
