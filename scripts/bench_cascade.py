@@ -165,19 +165,20 @@ def run_pipeline(args, model_path: str, beam_args: list[str]) -> None:
 
     from dashboards.views import connect_lake
     from pipelines import audit
-    from pipelines.cli import _parser
     from pipelines.options.audit import AuditOptions, validate_options
     from pipelines.runner.counts import counts_from_result, format_counts
 
     lake = os.path.join(tempfile.mkdtemp(), "lake")
     with OpenAIServer() as server:
-        cli = ["audit", "--input", args.traffic, "--lake", lake, "--verifier", "cascade", "--model-path", model_path]
+        cli = ["--input", args.traffic, "--lake", lake, "--verifier", "cascade", "--model-path", model_path]
         cli += ["--judge-base-url", server.base_url, "--judge-model", "scripted-judge"]
         cli += ["--cascade-band", args.cascade_band]
         for flag in ("calibration", "model_band", "model_top_k", "model_batch_size"):
             if getattr(args, flag) is not None:
                 cli += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-        parsed, extra = _parser("audit")[0].parse_known_args(cli + beam_args)
+        parser = argparse.ArgumentParser(prog="groundwatch audit")
+        audit.add_arguments(parser)
+        parsed, extra = parser.parse_known_args(cli + beam_args)
         parsed.extra_args = extra
         options = audit.pipeline_options(audit.to_argv(parsed))
         validate_options(options.view_as(AuditOptions))

@@ -4,6 +4,7 @@ decided, and refuses a model folder that does not load with exit 2 and one line.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -16,8 +17,8 @@ import httpx
 import pytest
 
 from dashboards.views import connect_lake
-from pipelines.cli import _parser
 from pipelines.cli import main as groundwatch
+from pipelines.serve import add_arguments as add_serve_arguments
 from pipelines.serve import config_from
 from tests.support.audit_messages import EVIDENCE, message, raw
 from tests.support.openai_server import OpenAIServer, Scripted
@@ -106,8 +107,9 @@ def test_gate_refuses_a_model_folder_that_does_not_load(model_dir, tmp_path, cap
 
 
 def serve_config(*flags: str):
-    parser, _ = _parser("serve")
-    return config_from(parser.parse_args(["serve", *flags]))
+    parser = argparse.ArgumentParser(prog="groundwatch serve")
+    add_serve_arguments(parser)
+    return config_from(parser.parse_args(list(flags)))
 
 
 def test_serve_answers_with_the_model_stage(model_dir):
