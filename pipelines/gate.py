@@ -2,7 +2,8 @@
 
     groundwatch gate --input answers.jsonl --max-review-share 0.2 --fail-on-contradicted --fail-on-fabricated \\
         --min-mean-confidence 0.75 [--baseline last-release.jsonl|LAKE_DIR --max-drop 0.05] \\
-        --junit gate.xml --summary gate.md [--verifier heuristic|model|cascade] [judge and model flags]
+        --junit gate.xml --summary gate.md [--verifier heuristic|model|cascade] [--calibration cal.json] \\
+        [judge and model flags]
 
 Every line is audited in process by the same stage function as the audit pipeline
 (`transforms.audit.stages.audit_response` through `pipelines.runner.inline`): no runner and no lake are
@@ -23,6 +24,7 @@ import argparse
 import os
 import sys
 
+from pipelines.options.audit import add_calibration_argument
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from pipelines.reporting.gate_report import (
     GateFigures,
@@ -70,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_CONFIDENCE_THRESHOLD,
         help=f"Sentences under this confidence need review. Default {DEFAULT_CONFIDENCE_THRESHOLD}.",
     )
+    add_calibration_argument(parser)
     add_stage_arguments(parser)
 
 
@@ -145,6 +148,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         _check_usage(args)
         config = stage_verifier_config(args)
+        if args.calibration:
+            from pipelines.options.audit import load_calibration
+
+            config["calibration"] = load_calibration(args)
         auditor = InlineAuditor(
             args.verifier, threshold=args.confidence_threshold, verifier_config=config, source=f"file:{args.input}"
         )

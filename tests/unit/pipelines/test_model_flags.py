@@ -24,6 +24,7 @@ from tests.support.audit_messages import EVIDENCE, message, raw
 from tests.support.openai_server import OpenAIServer, Scripted
 from tests.support.serve_fixtures import free_port, running_service
 from tests.support.tiny_nli import write_tiny_model
+from transforms.verify.calibration import Calibration, StageCalibration
 
 COPIED = EVIDENCE[0]["content"]  # the heuristic is sure of it
 MODEL_SURE = "Lab results showed potassium at 4.2 mmol/L on admission, reportedly unexpected by cardiologists."
@@ -103,6 +104,29 @@ def test_gate_refuses_a_model_folder_that_does_not_load(model_dir, tmp_path, cap
     assert "cannot load model.onnx" in one_line_refusal(capsys, "gate")
 
 
+def calibration_file(tmp_path) -> str:
+    """Bands that send every sentence past the heuristic, and on from the model only its near ties."""
+    identity = {"knots_x": (0.0, 1.0), "knots_y": (0.0, 1.0)}
+    stages = {
+        "heuristic": StageCalibration(**identity, escalate=(0.0, 1.0)),
+        "model": StageCalibration(**identity, escalate=(0.3, 0.8)),
+    }
+    path = str(tmp_path / "cal.json")
+    Calibration(stages, target_accuracy=0.9).save(path)
+    return path
+
+
+def test_gate_takes_the_cascade_bands_from_a_calibration_file(model_dir, tmp_path, capsys):
+    traffic = write_traffic(tmp_path / "t.jsonl", {"r-1": STAGED})
+    with OpenAIServer() as server:
+        flags = [*cascade_flags(model_dir, server), "--calibration", calibration_file(tmp_path)]
+        assert gate(tmp_path, traffic, *flags) == 0
+    assert "sentences decided by: model 3, openai 1" in capsys.readouterr().out  # the heuristic decided none
+    (tmp_path / "bad.json").write_text("{not json")
+    assert gate(tmp_path, traffic, "--calibration", str(tmp_path / "bad.json")) == 2
+    assert capsys.readouterr().err.startswith("groundwatch gate: --calibration")
+
+
 # serve
 
 
@@ -121,6 +145,16 @@ def test_serve_answers_with_the_model_stage(model_dir):
     assert result["decided_by"] == ["model", "model"]
     verdicts = [s["attribution_verdict"] for s in result["report"]["sentences"]]
     assert verdicts == ["fully_grounded", "contradicted"]
+
+
+def test_serve_takes_the_cascade_bands_from_a_calibration_file(model_dir, tmp_path):
+    with OpenAIServer() as server:
+        flags = [*cascade_flags(model_dir, server), "--calibration", calibration_file(tmp_path)]
+        with running_service(serve_config(*flags)) as base_url:
+            reply = httpx.post(f"{base_url}/v1/verify", json=message("s-3", answer=STAGED), timeout=60)
+    assert reply.json()["decided_by"] == ["model", "model", "model", "openai"]
+    (tmp_path / "bad.json").write_text("{not json")
+    assert groundwatch(["serve", "--calibration", str(tmp_path / "bad.json")]) == 2
 
 
 def test_the_serve_command_runs_the_cascade_and_never_prints_the_judge_key(model_dir):
