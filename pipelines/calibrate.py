@@ -11,6 +11,8 @@ same for citation labels, and a recommended confidence threshold::
         --report /tmp/calibration --target-recall 0.8
     groundwatch calibrate --golden labeled.jsonl --verifier cascade \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # key from GROUNDWATCH_JUDGE_API_KEY
+    groundwatch calibrate --golden labeled.jsonl --verifier cascade --model-path ./nli-onnx --fit cal.json \\
+        --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # fits the heuristic's and the model's bands
 
 It also calibrates: a map (`--map`: by default a small logistic model of the verdict's grounded score and class;
 or isotonic on the score) to P(fully grounded) and the band of
@@ -24,7 +26,8 @@ that `audit` and `monitor` take with `--calibration`::
 With `--report DIR` it also writes `report.md`, `reliability.png`, `roc.png`
 and `metrics.json` there; `--baseline OLD/metrics.json` prints each figure's change since
 that run, per source (before/after a verifier change). Exit codes: 0 done, 2 bad usage or no valid record,
-1 when `--min-balanced-accuracy` is given and the overall figure is under it.
+1 when `--min-balanced-accuracy` is given and the overall figure is under it, or when the verifier fails on a
+record (a model that cannot score it; the line names the record).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import json
 import sys
 from pathlib import Path
 
-from pipelines.options.judge import add_judge_arguments, judge_verifier_config
+from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from pipelines.reporting.calibration_report import write_report
 from pipelines.reporting.calibration_tables import baseline_lines, confusion_lines, interval_line, metrics_table
 from transforms.evaluation.golden import load_golden, score_golden, summarize
@@ -46,7 +49,7 @@ __all__ = ["add_arguments", "main"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", required=True, help="labeled golden JSONL file (format: docs/calibration.md)")
     parser.add_argument(
-        "--verifier", default="heuristic", help="verifier name: heuristic, openai, cascade (default heuristic)"
+        "--verifier", default="heuristic", help="verifier name: heuristic, model, openai, cascade (default heuristic)"
     )
     parser.add_argument(
         "--verifier-option",
@@ -55,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="configuration passed to the verifier factory; repeatable (values parsed as JSON when they can be)",
     )
-    add_judge_arguments(parser)
+    add_stage_arguments(parser)
     parser.add_argument("--report", metavar="DIR", help="write report.md, reliability.png, roc.png, metrics.json here")
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
@@ -205,9 +208,18 @@ def calibrate_stages(records, run, args, config: dict, version: str):
     )
 
 
+def _verifier_failed(args: argparse.Namespace, exc: Exception) -> int:
+    """Exit 1 with one line: the verifier failed on a record (which one, from the note `score_golden` adds)."""
+    where = "; ".join(getattr(exc, "__notes__", ()))
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+    what = f"--verifier {args.verifier} failed on {where or 'a record'}"
+    print(f"groundwatch calibrate: {what}: {reason}", file=sys.stderr)
+    return 1
+
+
 def main(args: argparse.Namespace) -> int:
     try:
-        config = {**judge_verifier_config(args), **_verifier_config(args.verifier_option)}
+        config = {**stage_verifier_config(args), **_verifier_config(args.verifier_option)}
     except ValueError as exc:
         print(f"groundwatch calibrate: {exc}", file=sys.stderr)
         return 2
@@ -262,7 +274,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"groundwatch calibrate: --verifier {args.verifier}: {exc}", file=sys.stderr)
         return 2
 
-    run = score_golden(records, verifier, with_citations=not args.no_citations)
+    try:
+        run = score_golden(records, verifier, with_citations=not args.no_citations)
+    except RuntimeError as exc:  # e.g. ModelRunError: the model fails on a record
+        return _verifier_failed(args, exc)
     summary = summarize(run, resamples=args.bootstrap)
     threshold_text, threshold_info = _threshold_lines(run, args)
     version = getattr(verifier, "version", "?")
@@ -272,6 +287,8 @@ def main(args: argparse.Namespace) -> int:
         f"verifier {args.verifier} {version} on {args.golden}: "
         f"{len(records)} records ({len(rejected)} rejected lines){speed_text}"
     )
+    if run.decided_by:
+        print("sentences decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(run.decided_by.items())))
     granularity = granularity_note(records)
     if granularity:
         print(granularity)
@@ -288,6 +305,8 @@ def main(args: argparse.Namespace) -> int:
         print("\n".join(baseline_lines(summary["sentences"], baseline)))
     try:
         calibration, stage_report = calibrate_stages(records, run, args, config, version)
+    except RuntimeError as exc:
+        return _verifier_failed(args, exc)
     except ValueError as exc:
         if args.fit:
             print(f"groundwatch calibrate: --fit: {exc}", file=sys.stderr)

@@ -2,7 +2,8 @@
 
     groundwatch gate --input answers.jsonl --max-review-share 0.2 --fail-on-contradicted --fail-on-fabricated \\
         --min-mean-confidence 0.75 [--baseline last-release.jsonl|LAKE_DIR --max-drop 0.05] \\
-        --junit gate.xml --summary gate.md [--verifier heuristic] [judge flags]
+        --junit gate.xml --summary gate.md [--verifier heuristic|model|cascade] [--calibration cal.json] \\
+        [judge and model flags]
 
 Every line is audited in process by the same stage function as the audit pipeline
 (`transforms.audit.stages.audit_response` through `pipelines.runner.inline`): no runner and no lake are
@@ -23,11 +24,13 @@ import argparse
 import os
 import sys
 
-from pipelines.options.judge import add_judge_arguments, judge_verifier_config
+from pipelines.options.audit import add_calibration_argument
+from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from pipelines.reporting.gate_report import (
     GateFigures,
     GateLimits,
     LineOutcome,
+    decided_by_line,
     format_table,
     gate_checks,
     gate_figures,
@@ -69,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_CONFIDENCE_THRESHOLD,
         help=f"Sentences under this confidence need review. Default {DEFAULT_CONFIDENCE_THRESHOLD}.",
     )
-    add_judge_arguments(parser)
+    add_calibration_argument(parser)
+    add_stage_arguments(parser)
 
 
 def audit_file(path: str, auditor) -> list[LineOutcome]:
@@ -143,7 +147,11 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         _check_usage(args)
-        config = judge_verifier_config(args)
+        config = stage_verifier_config(args)
+        if args.calibration:
+            from pipelines.options.audit import load_calibration
+
+            config["calibration"] = load_calibration(args)
         auditor = InlineAuditor(
             args.verifier, threshold=args.confidence_threshold, verifier_config=config, source=f"file:{args.input}"
         )
@@ -173,6 +181,8 @@ def main(args: argparse.Namespace) -> int:
     write_junit(args.junit, outcomes, checks, source=args.input)
     write_markdown(args.summary, figures, checks, outcomes, title=title)
     print(format_table(checks))
+    if figures.decided_by:
+        print(decided_by_line(figures))
     verdict = "passed" if passed else "FAILED"
     print(f"gate {verdict}: {title.replace('`', '')}; JUnit {args.junit}, summary {args.summary}")
     return 0 if passed else 1

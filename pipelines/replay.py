@@ -12,7 +12,15 @@ views show them instead of the heuristic fallback. The `responses` rows keep the
 responses already went to review. Requests logged with redaction on are replayed redacted (the judge
 then sees the placeholders; the excerpt checks run against the same redacted text).
 
-Exit codes: 0 when nothing is left unsettled, 1 when some items still fail, 2 for bad usage.
+With `--model-path DIR` (the model stage's flags, as `audit` takes them), the sentences the judge still does not
+settle are scored by the local cross-encoder instead, and written with `decided_by = "model"` (their judge log still
+says the judge failed, so a later replay with a working judge can settle them better); without a judge endpoint
+(no `--judge-base-url`), the model settles them all and the judge is not called::
+
+    groundwatch replay --lake ./groundwatch-lake --status judge_error --model-path ./nli-onnx
+
+Exit codes: 0 when nothing is left unsettled (by the judge or the model), 1 when some items still are, 2 for bad
+usage (a model folder that does not load among them).
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ import sys
 from datetime import UTC, datetime
 
 from pipelines.cli import iso_time
-from pipelines.options.judge import add_judge_arguments, judge_verifier_config
+from pipelines.options.judge import judge_verifier_config
+from pipelines.options.model import add_stage_arguments, model_verifier_config
 
 __all__ = ["add_arguments", "main", "replay", "select_failed"]
 
@@ -49,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--limit", type=int, help="Replay at most N items (oldest first).")
     parser.add_argument("--dry-run", action="store_true", help="List what would be replayed and stop.")
-    add_judge_arguments(parser)
+    add_stage_arguments(parser)
 
 
 def select_failed(lake: str, status: str, since: datetime, limit: int | None = None) -> list[tuple]:
@@ -75,29 +84,51 @@ def _judge(client, task, items, now):
         return [outcome for _, outcome in failed_outcomes((items, (type(err), str(err), None)), client.config, now)]
 
 
-def _sentence_rows(con, outcomes, now) -> list[dict]:
-    """Updated `sentences` rows for the verdicts the judge settled, on top of the rows in the lake."""
+def _sentence_rows(con, settled, now) -> list[dict]:
+    """Updated `sentences` rows for `settled` (response id, verdicts, the stage that gave them), on top of the rows
+    in the lake."""
     from schemas.lake import SentenceRow
 
     rows = []
-    for outcome in outcomes:
-        if outcome.status != "judged" or outcome.task.value != "sentences":
-            continue
-        cursor = con.execute("SELECT * FROM sentences WHERE response_id = ?", [outcome.response_id])
+    for response_id, verdicts, stage in settled:
+        cursor = con.execute("SELECT * FROM sentences WHERE response_id = ?", [response_id])
         names = [d[0] for d in cursor.description]
         existing = {r["sentence_index"]: r for r in (dict(zip(names, row, strict=True)) for row in cursor.fetchall())}
-        for verdict in outcome.sentence_verdicts:
+        for verdict in verdicts:
             old = existing.get(verdict.sentence_index)
             if old is None:
                 continue
             fields = {k: v for k, v in old.items() if k in SentenceRow.model_fields}
-            fields.update(verdict.model_dump(exclude={"sentence_text"}), decided_by="openai", audited_at=now)
+            fields.update(verdict.model_dump(exclude={"sentence_text"}), decided_by=stage, audited_at=now)
             rows.append(SentenceRow.model_validate(fields))
     return rows
 
 
-def replay(lake: str, status: str, since: datetime, config, *, limit: int | None = None, out=print) -> dict[str, int]:
-    """Re-judge the selected items, append the new log and settled verdicts; returns counts by new status."""
+def _model_settles(model, items, counts) -> list[tuple]:
+    """(response id, verdicts, "model") of the sentence items the model scores; one it fails on stays unsettled."""
+    from schemas import EvidencePassage
+    from transforms.verify.model.scorer import ModelRunError
+
+    settled = []
+    for item in items:
+        texts = {s.sentence_index: s.text for s in item.sentences}
+        sentences = [texts.get(i, "") for i in range(max(texts, default=-1) + 1)]
+        evidence = [EvidencePassage(doc_id=p.evidence_id, content=p.text) for p in item.evidence]
+        try:
+            verdicts = model.verdicts(sentences, evidence, sorted(texts))
+        except ModelRunError:
+            counts["model_failed"] += 1
+            continue
+        counts["model_settled"] += 1
+        settled.append((item.response_id, [verdicts[i] for i in sorted(verdicts)], "model"))
+    return settled
+
+
+def replay(
+    lake: str, status: str, since: datetime, config, *, limit: int | None = None, model=None, out=print
+) -> dict[str, int]:
+    """Re-judge the selected items (with `config`; None: no judge), let `model` (a `ModelStage`, or None) settle
+    the sentence items the judge still does not, append the new log and settled verdicts; returns counts."""
     from dashboards.views import connect_lake
     from transforms.io.lake.writer import write_table
     from transforms.verify.judge.client import JudgeClient
@@ -108,21 +139,34 @@ def replay(lake: str, status: str, since: datetime, config, *, limit: int | None
     if any(redacted for *_, redacted in selected):
         out("note: some requests were logged redacted; the judge sees them with placeholders")
     counts = {"selected": len(items), "judged": 0, "judge_validation_failed": 0, "judge_error": 0}
+    if model is not None:
+        counts.update(model_settled=0, model_failed=0)
     if not items:
         return counts
-    client, now = JudgeClient(config), datetime.now(UTC)
-    outcomes = []
-    try:
-        for task in Task:
-            group = [i for i in items if i.task is task]
-            if group:
-                outcomes += _judge(client, task, group, now)
-    finally:
-        client.close()
-    for outcome in outcomes:
-        counts[outcome.status] += 1
-    write_table(lake, "judge_calls", [row for o in outcomes for row in o.calls], name=f"replay-{now:%Y%m%dT%H%M%S%f}")
-    sentence_rows = _sentence_rows(connect_lake(lake), outcomes, now)
+    now, outcomes = datetime.now(UTC), []
+    if config is not None:
+        client = JudgeClient(config)
+        try:
+            for task in Task:
+                group = [i for i in items if i.task is task]
+                if group:
+                    outcomes += _judge(client, task, group, now)
+        finally:
+            client.close()
+        for outcome in outcomes:
+            counts[outcome.status] += 1
+        calls = [row for o in outcomes for row in o.calls]
+        write_table(lake, "judge_calls", calls, name=f"replay-{now:%Y%m%dT%H%M%S%f}")
+    settled = [
+        (o.response_id, o.sentence_verdicts, "openai")
+        for o in outcomes
+        if o.status == "judged" and o.task is Task.sentences
+    ]
+    if model is not None:
+        done = {response_id for response_id, _, _ in settled}
+        open_ = [i for i in items if i.task is Task.sentences and i.response_id not in done]
+        settled += _model_settles(model, open_, counts)
+    sentence_rows = _sentence_rows(connect_lake(lake), settled, now)
     if sentence_rows:
         write_table(lake, "sentences", sentence_rows, name=f"replay-{now:%Y%m%dT%H%M%S%f}")
     counts["sentences_updated"] = len(sentence_rows)
@@ -131,6 +175,7 @@ def replay(lake: str, status: str, since: datetime, config, *, limit: int | None
 
 def main(args: argparse.Namespace) -> int:
     from transforms.verify.judge.verifier import judge_config_from
+    from transforms.verify.model.verifier import model_stage_from
 
     try:
         since = args.since
@@ -140,16 +185,22 @@ def main(args: argparse.Namespace) -> int:
             for response_id, task, _, _ in select_failed(args.lake, args.status, since, args.limit):
                 print(f"{task}\t{response_id}")
             return 0
+        stage = model_verifier_config(args)
+        keys = ("model_path", "model_top_k", "model_max_length", "model_batch_size")
+        model = model_stage_from(*(stage.get(k) for k in keys))
         options = judge_verifier_config(args)
         options.pop("band", None)
-        config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
+        config = None
+        if model is None or options.get("base_url"):  # the model alone needs no endpoint
+            config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
     except ValueError as err:
         print(f"groundwatch replay: {err}", file=sys.stderr)
         return 2
-    counts = replay(args.lake, args.status, since, config, limit=args.limit)
+    counts = replay(args.lake, args.status, since, config, limit=args.limit, model=model)
+    model_text = "" if model is None else f", settled by the model {counts['model_settled']}"
     print(
         f"replayed {counts['selected']} ({args.status}): judged {counts['judged']}, "
-        f"still failing validation {counts['judge_validation_failed']}, endpoint errors {counts['judge_error']}, "
-        f"sentence verdicts updated {counts.get('sentences_updated', 0)}"
+        f"still failing validation {counts['judge_validation_failed']}, endpoint errors {counts['judge_error']}"
+        f"{model_text}, sentence verdicts updated {counts.get('sentences_updated', 0)}"
     )
-    return 0 if counts["judge_validation_failed"] + counts["judge_error"] == 0 else 1
+    return 0 if counts["judged"] + counts.get("model_settled", 0) == counts["selected"] else 1

@@ -2,6 +2,7 @@
 
     groundwatch serve [--host 127.0.0.1] [--port 8321] [--workers 1] [--verifier heuristic] \\
         [--confidence-threshold 0.7] [--judge-timeout-per-request 10] [--judge-base-url URL --judge-model M ...] \\
+        [--model-path DIR ...] [--calibration cal.json] \\
         [--publish-jsonl verified.jsonl | --publish-kafka-topic rag.responses --kafka-bootstrap-servers H:P]
     curl -s localhost:8321/v1/verify -H 'content-type: application/json' -d @response.json
 
@@ -18,7 +19,8 @@ import argparse
 import os
 import sys
 
-from pipelines.options.judge import add_judge_arguments, judge_verifier_config
+from pipelines.options.audit import add_calibration_argument
+from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
 
@@ -55,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--require-api-key", action="store_true", help="Refuse to start unless GROUNDWATCH_SERVE_API_KEY is set."
     )
     parser.add_argument("--access-log", action="store_true", help="Log each request line (never headers or bodies).")
-    add_judge_arguments(parser)
+    add_calibration_argument(parser)
+    add_stage_arguments(parser)
 
 
 def config_from(args: argparse.Namespace):
@@ -76,10 +79,17 @@ def config_from(args: argparse.Namespace):
         raise ValueError("give --publish-jsonl or --publish-kafka-topic, not both")
     if args.publish_kafka_topic and not (args.kafka_bootstrap_servers or os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP")):
         raise ValueError("--publish-kafka-topic needs --kafka-bootstrap-servers (or GROUNDWATCH_KAFKA_BOOTSTRAP)")
+    calibration = None
+    if getattr(args, "calibration", None):
+        from pipelines.options.audit import load_calibration
+
+        load_calibration(args)  # ValueError naming the flag, before any worker starts
+        calibration = os.path.abspath(args.calibration)
     return ServeConfig(
         verifier=args.verifier,
+        calibration=calibration,
         threshold=args.confidence_threshold,
-        verifier_config=judge_verifier_config(args),
+        verifier_config=stage_verifier_config(args),
         judge_timeout_s=args.judge_timeout_per_request,
         publish_jsonl=os.path.abspath(args.publish_jsonl) if args.publish_jsonl else None,
         publish_kafka_topic=args.publish_kafka_topic,

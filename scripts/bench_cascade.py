@@ -11,6 +11,14 @@ CPU ms per scored pair; judge calls and tokens per response against the local sc
 labelled set, binary balanced accuracy and ROC-AUC (fully grounded or not) of the heuristic alone and of the
 heuristic plus the model (the model's verdict on every sentence the heuristic escalated).
 
+With `--pipeline` it measures the pipeline instead: it runs `groundwatch audit --verifier cascade` in process
+(the audit command's own argv, options and graph, `pipelines.audit.build_pipeline`, on Beam's local runner) on
+the demo traffic (or `--traffic`) into a temporary lake, with the model stage and the scripted judge configured,
+and prints the wall time, the audit's counts, the sentences each stage decided (from the lake's `decided_by`),
+and RunInference's own metrics (`num_inferences`, the batch sizes, batch latency, model load time)::
+
+    python scripts/bench_cascade.py --pipeline [--model-path DIR] [--model-batch-size 32] [-- BEAM_OPTIONS...]
+
 Without `--model-path` it builds the tiny test model (`tests/support/tiny_nli.py`, a word-overlap graph, not a
 trained model): its costs are those of a very small graph and its accuracy means nothing. Give an exported
 model folder (docs/model-stage.md) for real figures.
@@ -114,6 +122,81 @@ def run(name, items, stages, judge_client):
             print(f"  {what:<18} balanced accuracy {bacc:.3f}  ROC-AUC {auc:.3f}")
 
 
+_RUN_INFERENCE_METRICS = (
+    "num_inferences",
+    "inference_request_batch_size",
+    "inference_request_batch_byte_size",
+    "inference_batch_latency_micro_secs",
+    "load_model_latency_milli_secs",
+    "failed_batches_counter",
+)
+"""The metrics Beam's RunInference reports (`apache_beam.ml.inference.base._MetricsCollector`)."""
+
+
+def run_inference_metrics(result) -> dict[str, dict]:
+    """RunInference's counters and distributions of a finished run, summed over steps and namespaces."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    found: dict[str, dict] = {}
+    query = result.metrics().query(MetricsFilter())
+    for kind in ("counters", "distributions"):
+        for m in query[kind]:
+            name = m.key.metric.name.rsplit("-", 1)[-1]  # keyed handlers prefix the model id
+            if name not in _RUN_INFERENCE_METRICS:
+                continue
+            value = m.committed if m.committed is not None else m.attempted
+            if kind == "counters":
+                found.setdefault(name, {"count": 0})["count"] += value or 0
+            elif value is not None and value.count:
+                d = found.setdefault(name, {"count": 0, "sum": 0, "min": value.min, "max": value.max})
+                d["count"] += value.count
+                d["sum"] += value.sum
+                d["min"], d["max"] = min(d["min"], value.min), max(d["max"], value.max)
+    for d in found.values():
+        if "sum" in d:
+            d["mean"] = round(d["sum"] / d["count"], 2) if d["count"] else None
+    return found
+
+
+def run_pipeline(args, model_path: str, beam_args: list[str]) -> None:
+    """`groundwatch audit --verifier cascade` on the traffic, in process; prints wall time and RunInference's
+    metrics."""
+    import apache_beam as beam
+
+    from dashboards.views import connect_lake
+    from pipelines import audit
+    from pipelines.options.audit import AuditOptions, validate_options
+    from pipelines.runner.counts import counts_from_result, format_counts
+
+    lake = os.path.join(tempfile.mkdtemp(), "lake")
+    with OpenAIServer() as server:
+        cli = ["--input", args.traffic, "--lake", lake, "--verifier", "cascade", "--model-path", model_path]
+        cli += ["--judge-base-url", server.base_url, "--judge-model", "scripted-judge"]
+        cli += ["--cascade-band", args.cascade_band]
+        for flag in ("calibration", "model_band", "model_top_k", "model_batch_size"):
+            if getattr(args, flag) is not None:
+                cli += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+        parser = argparse.ArgumentParser(prog="groundwatch audit")
+        audit.add_arguments(parser)
+        parsed, extra = parser.parse_known_args(cli + beam_args)
+        parsed.extra_args = extra
+        options = audit.pipeline_options(audit.to_argv(parsed))
+        validate_options(options.view_as(AuditOptions))
+        started = time.perf_counter()
+        with beam.Pipeline(options=options) as p:
+            audit.build_pipeline(p, options)
+        wall = time.perf_counter() - started
+        judge_calls = len(server.requests)
+    counts = counts_from_result(p.result)
+    con = connect_lake(lake)
+    decided = dict(con.execute("SELECT decided_by, count(*) FROM sentences GROUP BY 1 ORDER BY 1").fetchall())
+    print(f"\n== pipeline: groundwatch audit --verifier cascade on {args.traffic}")
+    print(f"  wall time         {wall:8.2f} s (graph built, run, lake written; model load included)")
+    print("  " + format_counts(counts, lake).replace("\n", "\n  "))
+    print(f"  decided by        {json.dumps(decided)}; judge calls {judge_calls}")
+    print(f"  RunInference      {json.dumps(run_inference_metrics(p.result))}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traffic", default=sample_traffic_path(), help="JSONL traffic. Default: the demo traffic.")
@@ -125,7 +208,15 @@ def main(argv=None) -> int:
     parser.add_argument("--model-band", default=None, help="Default 0,0.8.")
     parser.add_argument("--model-top-k", type=int, default=None, help="Default 3.")
     parser.add_argument("--limit", type=int, default=None, help="At most this many responses per data set.")
-    args = parser.parse_args(argv)
+    parser.add_argument("--model-batch-size", type=int, default=None, help="Pairs per ONNX call. Default 32.")
+    parser.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="Run `groundwatch audit --verifier cascade` in process instead; flags after -- go to Beam.",
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
+    beam_args = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     datasets = [("demo traffic", traffic_items(args.traffic, args.limit))]
     if args.golden:
         datasets.append(("labelled set", golden_items(args.golden, args.limit)))
@@ -136,6 +227,9 @@ def main(argv=None) -> int:
                         for w in re.findall(r"\w+", " ".join(ss + [p.content for p in ev]).lower()))  # fmt: skip
         model_path = write_tiny_model(os.path.join(tempfile.mkdtemp(), "tiny"), [w for w, _ in words.most_common(3000)])
         print("model: the tiny test model (word overlap in an ONNX graph): accuracy figures mean nothing")
+    if args.pipeline:
+        run_pipeline(args, model_path, beam_args)
+        return 0
     stages = cascade_stages(
         parse_band(args.cascade_band), args.calibration, model_path, args.model_top_k, None, None, args.model_band
     )

@@ -9,12 +9,13 @@ from __future__ import annotations
 import glob
 import os
 import zlib
+from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.options.flags import DEFAULT_LAKE, Flag, add_pipeline_options
+from pipelines.options.flags import DEFAULT_LAKE, Flag, add_flags, add_pipeline_options
 from pipelines.options.judge import add_judge_pipeline_options
 from pipelines.options.model import add_model_pipeline_options, validate_model_options
 from pipelines.runner.passes import MAX_RECORDS_PER_RUN
@@ -30,6 +31,7 @@ __all__ = [
     "AuditOptions",
     "check_input",
     "check_lake",
+    "add_calibration_argument",
     "load_calibration",
     "validate_options",
 ]
@@ -65,8 +67,8 @@ AUDIT_FLAGS: list[Flag] = [
     Flag("verifier", f"Sentence verifier: one of {', '.join(available_verifiers())}.", default=DEFAULT_VERIFIER),
     Flag(
         "calibration",
-        "Calibration file (`groundwatch calibrate --fit`): confidences are calibrated by it and its SHA-256 goes "
-        "to the lake; empty for none.",
+        "Calibration file (`groundwatch calibrate --fit`): confidences are calibrated by it, a cascade's bands "
+        "are its bands; an audit's lake gets its SHA-256. Empty for none.",
         default="",
     ),
     Flag(
@@ -114,8 +116,14 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
         load_calibration(opts)
 
 
-def load_calibration(opts: AuditOptions) -> Calibration:
-    """The `--calibration` file, checked against the verifier; ValueError naming the flag when unusable."""
+def add_calibration_argument(parser) -> None:
+    """The audit's `--calibration` flag, for the commands that verify in process (`gate`, `serve`)."""
+    add_flags(parser, [flag for flag in AUDIT_FLAGS if flag.name == "calibration"])
+
+
+def load_calibration(opts: Any) -> Calibration:
+    """The `--calibration` file, checked against the verifier; ValueError naming the flag when unusable. `opts`:
+    the `AuditOptions`, or any parsed flags with `calibration` and `verifier` (gate's, serve's)."""
     try:
         calibration = Calibration.load(opts.calibration)
     except ValueError as e:

@@ -1,12 +1,15 @@
-"""The model stage's flags, shared by the commands that can run it (`audit`, `monitor`), in the judge table's style.
+"""The model stage's flags, shared by every command that verifies (`audit`, `monitor`, `gate`, `serve`, `calibrate`,
+`replay`), in the judge table's style.
 
     groundwatch audit --input traffic.jsonl --verifier model --model-path ./nli-onnx [--model-top-k 3]
     groundwatch audit --input traffic.jsonl --verifier cascade --model-path ./nli-onnx \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model qwen2.5-7b-instruct
 
 The folder holds model.onnx, tokenizer.json and labels.json (docs/model-stage.md). `add_stage_arguments` and
-`stage_argv` are what a command that verifies uses: the judge's flags and these, one group for audit and monitor
-alike. `add_model_arguments` adds
+`stage_argv` are what a Beam command uses (`audit`, `monitor`): the judge's flags and these, one group;
+`add_stage_arguments` and `stage_verifier_config` are what the commands that verify in process use (`gate`, `serve`,
+`calibrate`, `replay`): the same group, given to `make_verifier` as the plain path's configuration.
+`add_model_arguments` adds
 the dashed CLI flags, `add_model_pipeline_options` the same flags with underscores to a `PipelineOptions`
 class, `model_argv` turns parsed CLI flags into pipeline argv, `model_verifier_config` gives them as verifier
 configuration, and `validate_model_options` loads the model once so a bad folder fails before the run.
@@ -15,10 +18,11 @@ configuration, and `validate_model_options` loads the model once so a bad folder
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from pipelines.options.flags import Flag, add_flags, add_pipeline_options, flags_argv
-from pipelines.options.judge import add_judge_arguments, judge_argv
+from pipelines.options.judge import add_judge_arguments, judge_argv, judge_verifier_config
 
 __all__ = [
     "MODEL_FLAGS",
@@ -28,6 +32,7 @@ __all__ = [
     "model_argv",
     "model_verifier_config",
     "stage_argv",
+    "stage_verifier_config",
     "validate_model_options",
 ]
 
@@ -69,6 +74,15 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
 def stage_argv(args: argparse.Namespace) -> list[str]:
     """Pipeline argv for the judge and model flags that were given."""
     return judge_argv(args) + model_argv(args)
+
+
+def stage_verifier_config(args: Any) -> dict[str, Any]:
+    """The judge's and the model's options as one `make_verifier` configuration, for the commands that verify in
+    process; `--model-path` made absolute, so a worker process (serve's) finds the same folder."""
+    config = {**judge_verifier_config(args), **model_verifier_config(args)}
+    if config.get("model_path"):
+        config["model_path"] = os.path.abspath(os.path.expanduser(config["model_path"]))
+    return config
 
 
 def add_model_pipeline_options(parser) -> None:

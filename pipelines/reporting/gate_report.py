@@ -12,7 +12,7 @@ test case per check. CI systems (GitLab, Jenkins, GitHub actions that read JUnit
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from schemas import AttributionVerdict, AuditedResponse
 
@@ -21,6 +21,7 @@ __all__ = [
     "GateFigures",
     "GateLimits",
     "LineOutcome",
+    "decided_by_line",
     "format_table",
     "gate_checks",
     "gate_figures",
@@ -57,6 +58,8 @@ class GateFigures:
     mean_confidence: float | None = None
     mean_faithfulness: float | None = None
     """Mean `overall_faithfulness_score` of the responses (share of each answer supported by its evidence)."""
+    decided_by: dict[str, int] = field(default_factory=dict)
+    """Sentences per stage that decided them (`heuristic`, `model`, `openai`): what a cascade sent where."""
 
     @property
     def review_share(self) -> float | None:
@@ -109,6 +112,8 @@ def gate_figures(outcomes: list[LineOutcome]) -> GateFigures:
         figures.fabricated_responses += _fabricated(a)
         confidences.extend(s.confidence for s in a.report.sentences)
         faithfulness.append(a.report.overall_faithfulness_score)
+        for stage in a.decided_by:
+            figures.decided_by[stage] = figures.decided_by.get(stage, 0) + 1
     figures.sentences = len(confidences)
     figures.mean_confidence = sum(confidences) / len(confidences) if confidences else None
     figures.mean_faithfulness = sum(faithfulness) / len(faithfulness) if faithfulness else None
@@ -203,6 +208,11 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def decided_by_line(figures: GateFigures) -> str:
+    """`sentences decided by: heuristic 3, model 2`: which stage settled how many sentences."""
+    return "sentences decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(figures.decided_by.items()))
+
+
 def write_markdown(
     path: str, figures: GateFigures, checks: list[Check], outcomes: list[LineOutcome], *, title: str, limit: int = 50
 ) -> None:
@@ -217,6 +227,8 @@ def write_markdown(
         f"audited; {figures.needs_review} need review, {figures.contradicted_responses} with a contradicted "
         f"sentence, {figures.fabricated_responses} with a fabricated citation.",
     ]
+    if figures.decided_by:
+        lines += ["", decided_by_line(figures)]
     flagged = [o for o in outcomes if o.audited is None or (o.audited.review and o.audited.review.needs_review)]
     if flagged:
         lines += ["", f"### Needing review or not audited ({len(flagged)})", ""]

@@ -60,6 +60,8 @@ class ServeConfig(BaseModel):
     verifier: str = "heuristic"
     threshold: float = Field(default=DEFAULT_CONFIDENCE_THRESHOLD, ge=0, le=1)
     verifier_config: dict[str, Any] = Field(default_factory=dict)
+    calibration: str | None = None
+    """A calibration file (`groundwatch calibrate --fit`) for the verifier, and for the offline fallback."""
     judge_timeout_s: float = Field(default=10.0, gt=0)
     """Per request: how long a response waits for the judge before it gets the undetermined offline verdict."""
     publish_jsonl: str | None = None
@@ -83,10 +85,19 @@ class VerifyApp:
     def __init__(self, config: ServeConfig, *, api_key: str | None = None):
         self.config = config
         self._api_key = api_key.encode("utf-8") if api_key else None
+        calibrated: dict[str, Any] = {}
+        if config.calibration:
+            from transforms.verify.calibration import Calibration
+
+            calibrated["calibration"] = Calibration.load(config.calibration)
         self.auditor = InlineAuditor(
-            config.verifier, threshold=config.threshold, verifier_config=config.verifier_config
+            config.verifier, threshold=config.threshold, verifier_config={**config.verifier_config, **calibrated}
         )
-        self._offline = InlineAuditor("heuristic", threshold=config.threshold) if self.auditor.uses_judge else None
+        self._offline = (
+            InlineAuditor("heuristic", threshold=config.threshold, verifier_config=calibrated)
+            if self.auditor.uses_judge
+            else None
+        )
         concurrency = int(config.verifier_config.get("max_concurrency") or 4)
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="judge") if self.auditor.uses_judge else None
         self._publisher = None

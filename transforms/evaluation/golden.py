@@ -64,6 +64,8 @@ class GoldenRun:
     mistakes: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     """Wall time spent verifying the records' sentences (citations not included)."""
+    decided_by: dict[str, int] = field(default_factory=dict)
+    """Sentences per stage that decided them (a cascade's `heuristic`, `model`, `openai`)."""
 
 
 def _record(obj: dict, line_no: int) -> GoldenRecord:
@@ -126,8 +128,15 @@ def score_golden(records: Iterable[GoldenRecord], verifier: Verifier, *, with_ci
     run = GoldenRun()
     for rec in records:
         started = time.perf_counter()
-        verdict = verifier.verify([rec.answer], list(rec.evidence)).verdicts[0]
+        try:
+            result = verifier.verify([rec.answer], list(rec.evidence))
+        except Exception as exc:  # which record, for the one-line reason (a model that fails on one input)
+            exc.add_note(f"golden record {rec.id!r}")
+            raise
         run.seconds += time.perf_counter() - started
+        verdict = result.verdicts[0]
+        for stage in result.decided_by[:1]:
+            run.decided_by[stage] = run.decided_by.get(stage, 0) + 1
         predicted = verdict.attribution_verdict.value
         run.sentences.append(
             Scored(

@@ -64,6 +64,7 @@ class ModelLoadError(ValueError):
     """The model folder cannot be used; the message names `--model-path` (the CLI exits 2 on it)."""
 
     def __init__(self, path: str, reason: str):
+        reason = " ".join(reason.split())  # one line: the CLI prints it as its reason for exit 2
         super().__init__(f"--model-path {path}: {reason}")
         self.path, self.reason = path, reason
 
