@@ -25,6 +25,7 @@ from pipelines.options.flags import (
     with_cli_defaults,
 )
 from pipelines.options.model import add_stage_arguments, stage_argv
+from pipelines.runner.stop import FlinkStopOptions  # noqa: F401  (registers --flink_rest with Beam)
 from transforms.io.kafka.client import START_FROM
 from transforms.io.kafka.partitions import DISCOVERY_INTERVAL_SECONDS
 
@@ -119,7 +120,7 @@ _FLINK_REST = Flag(
     "flink-rest",
     "HOST:PORT of the Flink REST API running the stream, where Ctrl-C or SIGTERM cancels its job (HOST:LOW-HIGH: a "
     "port range, as scripts/flink.sh prints for its embedded mini-cluster); else --flink_master if HOST:PORT.",
-    beam_owned=True,  # pipelines.runner.stop.FlinkStopOptions declares --flink_rest
+    beam_owned=True,  # FlinkStopOptions declares --flink_rest (imported here, so Beam knows it wherever this is)
 )
 
 _CLI_FLAGS: list[Flag] = [
