@@ -13,6 +13,7 @@ import pandas as pd
 
 from dashboards.review_reasons import review_queue
 from schemas.monitoring import ALL_TRAFFIC
+from transforms.monitoring.incident_messages import slice_label
 
 __all__ = ["INCIDENT_COLUMNS", "SLICE_COLUMNS", "incidents_frame", "review_frame", "slice_label", "worst_slices"]
 
@@ -32,11 +33,6 @@ INCIDENT_COLUMNS = [
 SLICE_COLUMNS = ["slice", "windows", "responses", "mean_attribution_confidence", "mean_faithfulness", "review_share"]
 MIN_SLICE_RESPONSES = 20
 """A slice with fewer responses in the period is left out of the worst slices: its mean is mostly noise."""
-
-
-def slice_label(dimension: str, value: str) -> str:
-    """`retriever_version=r9`, or `all traffic`."""
-    return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
 
 
 def _percent(value) -> str:

@@ -37,6 +37,7 @@ from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.alerts import AlertTracker, format_alert
 from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
+from transforms.monitoring.incident_messages import slice_label
 from transforms.monitoring.incidents import IncidentTracker, format_incident
 from transforms.monitoring.lake_frames import load_lake_frames
 
@@ -214,7 +215,7 @@ def _workspace_note(lake_dir: str) -> str:
 
 
 def _where(alert: AlertRow) -> str:
-    return "all traffic" if alert.slice_dimension == "all" else f"{alert.slice_dimension}={alert.slice_value}"
+    return slice_label(alert.slice_dimension, alert.slice_value)
 
 
 def log_alerts_to_stderr() -> None:

@@ -31,13 +31,13 @@ misattributed citations), citation hygiene (fabricated citation ids, inexact quo
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any
 
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, AlertRow, AlertStatus, IncidentRow
+from transforms.monitoring.incident_messages import format_incident, incident_id, incident_message, slice_label
 from transforms.monitoring.incident_stats import (
     COUNT_COLUMNS,
     MIN_POOLED_RESPONSES,
@@ -62,16 +62,6 @@ second cause starting later (whose responses are not yet an incident of their ow
 _MIN_CAUSE_RESPONSES = 5
 """Fewer responses of a slice in the window: too few to name it as the cause of anything."""
 _CONFIDENCE_CHECKS = ("mean_confidence_drop", "confidence_drift", "faithfulness_drift")
-
-
-def incident_id(dimension: str, value: str, started_at: datetime) -> str:
-    """A stable id of one incident: its cause slice and the window that opened it."""
-    text = "\x1f".join(["incident", dimension, value, started_at.isoformat()])
-    return "incident-" + hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _label(dimension: str, value: str) -> str:
-    return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
 
 
 def _limit(alert: AlertRow) -> float | None:
@@ -273,12 +263,12 @@ class IncidentTracker:
             if not scored or min(scored)[0] >= 0.5 * current:
                 continue
             _, (dimension, value) = min(scored)
-            labels = dict.fromkeys(_label(*_slice(a)) for a in alerts)
+            labels = dict.fromkeys(slice_label(*_slice(a)) for a in alerts)
             row = incident.model_copy(
                 update={
                     "cause_dimension": dimension,
                     "cause_value": value,
-                    "affected_slices": [s for s in labels if s != _label(dimension, value)],
+                    "affected_slices": [s for s in labels if s != slice_label(dimension, value)],
                     "updated_at": now,
                 }
             )
@@ -346,14 +336,14 @@ class IncidentTracker:
     def _open(self, frames, window_start, cause, members: list[AlertRow], started_at, now) -> IncidentRow:
         own = [a for a in members if _slice(a) == cause]
         lead = max(own, key=_drop) if own else members[0]
-        affected = [_label(*_slice(a)) for a in members]
+        affected = [slice_label(*_slice(a)) for a in members]
         row = IncidentRow.model_validate(
             dict(
                 incident_id=incident_id(cause[0], cause[1], started_at),
                 status=AlertStatus.firing,
                 cause_dimension=cause[0],
                 cause_value=cause[1],
-                affected_slices=[s for s in dict.fromkeys(affected) if s != _label(*cause)],
+                affected_slices=[s for s in dict.fromkeys(affected) if s != slice_label(*cause)],
                 alert_ids=[a.alert_id for a in members],
                 window_start=window_start,
                 started_at=started_at,
@@ -404,9 +394,9 @@ class IncidentTracker:
         )
 
     def _with_alert(self, incident: IncidentRow, alert: AlertRow, now: datetime) -> IncidentRow:
-        label = _label(alert.slice_dimension, alert.slice_value)
+        label = slice_label(alert.slice_dimension, alert.slice_value)
         affected = incident.affected_slices
-        if label != _label(incident.cause_dimension, incident.cause_value) and label not in affected:
+        if label != slice_label(incident.cause_dimension, incident.cause_value) and label not in affected:
             affected = [*affected, label]
         row = incident.model_copy(
             update={"alert_ids": [*incident.alert_ids, alert.alert_id], "affected_slices": affected, "updated_at": now}
@@ -440,40 +430,3 @@ def _missing(value) -> bool:
         return value is None or bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
-
-
-def incident_message(row: IncidentRow) -> str:
-    """One line: the cause, the drop, the slices affected, and why confidence fell."""
-    what = _label(row.cause_dimension, row.cause_value)
-    drop = (
-        f"mean attribution confidence {row.reference_value:.3f} -> {row.current_value:.3f} ({-row.drop:+.0%})"
-        if (row.drop is not None and row.reference_value is not None and row.current_value is not None)
-        else "confidence fell"
-    )
-    shares = ", ".join(
-        f"{k.replace('_', ' ')} {v:.0%}"
-        for k, v in (
-            ("retrieval", row.retrieval_share),
-            ("generation", row.generation_share),
-            ("citation_hygiene", row.citation_hygiene_share),
-        )
-        if v is not None
-    )
-    affected = ", ".join(row.affected_slices) or "none"
-    return (
-        f"{what} since {row.started_at:%Y-%m-%d %H:%M}: {drop} over {row.responses} responses; "
-        f"likely cause {row.cause.replace('_', ' ')} ({shares or 'no problems counted'}: "
-        f"{row.ungrounded_sentences} ungrounded, {row.uncited_claims} uncited claims, "
-        f"{row.contradicted_sentences} contradicted, {row.misattributed_citations} misattributed, "
-        f"{row.fabricated_citations} fabricated ids, {row.inexact_quotes} inexact quotes); "
-        f"{len(row.alert_ids)} alerts; also affected: {affected}"
-    )
-
-
-def format_incident(row: IncidentRow) -> str:
-    """How an incident reads in the log and on the console."""
-    if row.status == AlertStatus.cleared:
-        what = _label(row.cause_dimension, row.cause_value)
-        return f"INCIDENT CLEARED {what} started {row.started_at:%Y-%m-%d %H:%M}, cleared {row.cleared_at:%H:%M}"
-    examples = ", ".join(row.example_response_ids[:3])
-    return f"INCIDENT {row.message}. Examples: {examples}"

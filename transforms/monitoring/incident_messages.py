@@ -1,0 +1,58 @@
+"""How an incident reads: its id, its one-line message, and its line in the log and on the console."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+
+from schemas.monitoring import ALL_TRAFFIC, AlertStatus, IncidentRow
+
+__all__ = ["format_incident", "incident_id", "incident_message", "slice_label"]
+
+
+def incident_id(dimension: str, value: str, started_at: datetime) -> str:
+    """A stable id of one incident: its cause slice and the window that opened it."""
+    text = "\x1f".join(["incident", dimension, value, started_at.isoformat()])
+    return "incident-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def slice_label(dimension: str, value: str) -> str:
+    """`retriever_version=r9`, or `all traffic`."""
+    return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
+
+
+def incident_message(row: IncidentRow) -> str:
+    """One line: the cause, the drop, the slices affected, and why confidence fell."""
+    what = slice_label(row.cause_dimension, row.cause_value)
+    drop = (
+        f"mean attribution confidence {row.reference_value:.3f} -> {row.current_value:.3f} ({-row.drop:+.0%})"
+        if (row.drop is not None and row.reference_value is not None and row.current_value is not None)
+        else "confidence fell"
+    )
+    shares = ", ".join(
+        f"{k.replace('_', ' ')} {v:.0%}"
+        for k, v in (
+            ("retrieval", row.retrieval_share),
+            ("generation", row.generation_share),
+            ("citation_hygiene", row.citation_hygiene_share),
+        )
+        if v is not None
+    )
+    affected = ", ".join(row.affected_slices) or "none"
+    return (
+        f"{what} since {row.started_at:%Y-%m-%d %H:%M}: {drop} over {row.responses} responses; "
+        f"likely cause {row.cause.replace('_', ' ')} ({shares or 'no problems counted'}: "
+        f"{row.ungrounded_sentences} ungrounded, {row.uncited_claims} uncited claims, "
+        f"{row.contradicted_sentences} contradicted, {row.misattributed_citations} misattributed, "
+        f"{row.fabricated_citations} fabricated ids, {row.inexact_quotes} inexact quotes); "
+        f"{len(row.alert_ids)} alerts; also affected: {affected}"
+    )
+
+
+def format_incident(row: IncidentRow) -> str:
+    """How an incident reads in the log and on the console."""
+    if row.status == AlertStatus.cleared:
+        what = slice_label(row.cause_dimension, row.cause_value)
+        return f"INCIDENT CLEARED {what} started {row.started_at:%Y-%m-%d %H:%M}, cleared {row.cleared_at:%H:%M}"
+    examples = ", ".join(row.example_response_ids[:3])
+    return f"INCIDENT {row.message}. Examples: {examples}"
