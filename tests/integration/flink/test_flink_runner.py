@@ -57,7 +57,8 @@ def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
 
     topic, lake, log, count = new_topic(partitions=2), tmp_path / "lake", tmp_path / "monitor.log", 80
     before = set(flink_jobs(flink_cluster))
-    monitor = monitor_process(kafka_bootstrap, topic, lake, flink_argv(flink_cluster, parallelism=2), log)
+    drift = ["--drift-every-seconds", "2"]  # the drift stage beside the stream: it must work on Flink too
+    monitor = monitor_process(kafka_bootstrap, topic, lake, [*flink_argv(flink_cluster, parallelism=2), *drift], log)
     try:
         messages = generated_messages(count, seed=20, malformed_fraction=0.05, start=datetime.now(UTC))
         assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages, rate=100) == count
@@ -67,6 +68,11 @@ def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
             what=f"{count} responses in the lake, offsets committed",
         )
         assert len(found["responses"]) == len(set(found["responses"])) and found["dead_letters"]
+        wait_for(
+            lambda: list((lake / "drift_checks").rglob("*.parquet")) if (lake / "drift_checks").is_dir() else None,
+            timeout_s=60,
+            what="drift_checks written by the monitor's drift stage",
+        )
         (job,) = [jid for jid, state in flink_jobs(flink_cluster).items() if jid not in before and state == "RUNNING"]
         monitor.send_signal(signal.SIGTERM)
         monitor.wait(timeout=180)
