@@ -6,12 +6,12 @@
 -- `groundwatch compact` for clean hours, computed for the others): the first 500 of the whole queue are among
 -- them. For the whole queue or a page past the first 500, join the tables instead:
 --   FROM sentences s JOIN responses r USING (response_id) WHERE r.needs_review AND (...), the same ORDER BY.
+WITH top AS MATERIALIZED (SELECT * FROM sentences_awaiting_review_top)  -- computed once, read twice
 SELECT risk_level, response_id, sentence_index, attribution_verdict, round(confidence, 2) AS confidence,
        tenant, retriever_version, sentence,
-       (SELECT CAST(sum(n) AS BIGINT)
-        FROM (SELECT any_value(awaiting_in_hour) AS n FROM sentences_awaiting_review_top GROUP BY date, hour))
+       (SELECT CAST(sum(n) AS BIGINT) FROM (SELECT any_value(awaiting_in_hour) AS n FROM top GROUP BY date, hour))
            AS awaiting
-FROM sentences_awaiting_review_top
+FROM top
 ORDER BY CASE risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,
          CASE WHEN attribution_verdict = 'fully_grounded' THEN confidence ELSE 1 - confidence END,
          response_id, sentence_index

@@ -88,6 +88,9 @@ SELECT {columns} FROM (
 """
 
 
+_SENTENCE_FILTER = "attribution_verdict IN ('ungrounded', 'contradicted') OR confidence < 0.7"
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -96,6 +99,10 @@ def review_rows_sql(sentences: str, responses: str, *, with_partition: bool = Tr
     """Each hour's first `TOP` rows of the review queue, and its length, of `sentences` and `responses`
     (SELECTs of the tables' rows with `date` and `hour`, one per key)."""
     names = [*(("date", "hour") if with_partition else ()), *REVIEW_COLUMNS]
+    # The join's filters again on each side, after its duplicates are gone (the same rows): DuckDB does not
+    # push them below the ranking, and joining only the queue's rows took a quarter off the time (2M rows).
+    sentences = f"SELECT * FROM ({sentences}) WHERE {_SENTENCE_FILTER}"
+    responses = f"SELECT * FROM ({responses}) WHERE needs_review"
     return _ROWS.format(columns=", ".join(names), sentences=sentences, responses=responses, top=TOP)
 
 
