@@ -14,7 +14,9 @@ through the same reader, so they see the rows these views show.
 Beside the tables, one view per rollup (`transforms.io.lake.rollups.ROLLUPS`: `sentences_by_retriever`,
 `unsupported_spans_by_tenant`): one row per partition and dimension values, read from the rollup files
 `groundwatch compact` keeps beside clean partitions and aggregated live from the rows of the others, so they
-hold the figures the table views give. `worst_retrievers` and `unsupported_spans` read them.
+hold the figures the table views give. `worst_retrievers` and `unsupported_spans` read them. And the review
+queue's rollup (`transforms.io.lake.review_rollup`: `sentences_awaiting_review_top`), each hour's first 500
+sentences awaiting review and their count, which `sentences_awaiting_review` reads.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import duckdb
 
 from schemas import TABLES
 from transforms.io.lake.reader import table_sql
+from transforms.io.lake.review_rollup import REVIEW_VIEW, review_sql
 from transforms.io.lake.rollups import ROLLUPS, rollup_sql
 
 __all__ = ["connect_lake", "create_views"]
@@ -38,6 +41,8 @@ def create_views(con: duckdb.DuckDBPyConnection, lake_dir: str) -> list[str]:
     for name, rollup in sorted(ROLLUPS.items()):
         con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {rollup_sql(con, rollup, lake_dir)}')
         names.append(name)
+    con.execute(f'CREATE OR REPLACE VIEW "{REVIEW_VIEW}" AS {review_sql(con, lake_dir)}')
+    names.append(REVIEW_VIEW)
     return names
 
 

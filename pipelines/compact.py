@@ -12,7 +12,9 @@ row per key, by that same rule, named `compacted-<schema>-<digest>.parquet` (a f
 schema, and a hash of the files it replaces). A partition whose only file is such a file is clean: the
 views read it straight. Beside the file it writes the partition's rollups (`transforms.io.lake.rollups`:
 aggregates that two ready-made queries add up instead of scanning every sentence), named after the file;
-a clean partition without them (compacted before they existed) gets them on the next run.
+a clean partition without them (compacted before they existed) gets them on the next run. Last, each hour
+whose `sentences` and `responses` partitions are both clean gets the review queue's rollup
+(`transforms.io.lake.review_rollup`), named after both files, if it has none yet.
 
 The rewrite is safe to stop at any point and to run beside writers and readers:
 
@@ -50,6 +52,7 @@ from transforms.io.lake.reader import (
     partitions,
     table_files,
 )
+from transforms.io.lake.review_rollup import TABLES_USED, write_review_rollups
 from transforms.io.lake.rollups import (
     ROLLUP_SUFFIX,
     ROLLUPS,
@@ -217,4 +220,8 @@ def main(args: argparse.Namespace) -> int:
         if done.left_ranked:
             line += f"; changed while compacting, still ranked: {', '.join(done.left_ranked)}"
         print(line)
+    if set(TABLES_USED) & set(tables):
+        written = write_review_rollups(args.lake, since=args.since)
+        if written:
+            print(f"review queue: {written} hourly rollups written (hours whose sentences and responses are clean)")
     return 0

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from schemas import TABLES  # noqa: E402
+from transforms.io.lake.review_rollup import REVIEW_VIEW, review_rows_sql  # noqa: E402
 from transforms.io.lake.rollups import ROLLUPS  # noqa: E402
 from transforms.io.lake.writer import file_stem, table_path, write_rows_file  # noqa: E402
 
@@ -245,6 +246,8 @@ def raw_views_sql(lake: str) -> list[str]:
         statements.append(f'CREATE VIEW "{name}" AS {body}')
     for name, rollup in sorted(ROLLUPS.items()):  # what the rollups hold, aggregated from the raw rows
         statements.append(f'CREATE VIEW "{name}" AS {rollup.aggregate_sql(f"SELECT * FROM {rollup.table}")}')
+    rows = review_rows_sql("SELECT * FROM sentences", "SELECT * FROM responses")  # the review queue's, likewise
+    statements.append(f'CREATE VIEW "{REVIEW_VIEW}" AS {rows}')
     return statements
 
 

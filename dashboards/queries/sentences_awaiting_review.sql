@@ -1,15 +1,18 @@
 -- Sentences of responses routed to human review that need a look: ungrounded, contradicted or under 0.7
 -- confidence; high risk first, then the least supported.
 -- The first 500 of them, and in `awaiting` how many there are in all: a reviewer works from the top, and at
--- 100 million sentences the queue holds hundreds of thousands that nobody reads (printing them took longer than
--- finding them). For the whole queue, drop the LIMIT; for the next page, add OFFSET 500.
-SELECT r.risk_level, s.response_id, s.sentence_index, s.attribution_verdict, round(s.confidence, 2) AS confidence,
-       r.tenant, s.retriever_version, left(s.sentence_text, 120) AS sentence,
-       count(*) OVER () AS awaiting
-FROM sentences s JOIN responses r USING (response_id)
-WHERE r.needs_review
-  AND (s.attribution_verdict IN ('ungrounded', 'contradicted') OR s.confidence < 0.7)
-ORDER BY CASE r.risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,
-         CASE WHEN s.attribution_verdict = 'fully_grounded' THEN s.confidence ELSE 1 - s.confidence END,
-         s.response_id, s.sentence_index
+-- 100 million sentences the queue holds hundreds of thousands that nobody reads.
+-- It reads `sentences_awaiting_review_top`, each hour's first 500 of the queue and its length (kept by
+-- `groundwatch compact` for clean hours, computed for the others): the first 500 of the whole queue are among
+-- them. For the whole queue or a page past the first 500, join the tables instead:
+--   FROM sentences s JOIN responses r USING (response_id) WHERE r.needs_review AND (...), the same ORDER BY.
+WITH top AS MATERIALIZED (SELECT * FROM sentences_awaiting_review_top)  -- computed once, read twice
+SELECT risk_level, response_id, sentence_index, attribution_verdict, round(confidence, 2) AS confidence,
+       tenant, retriever_version, sentence,
+       (SELECT CAST(sum(n) AS BIGINT) FROM (SELECT any_value(awaiting_in_hour) AS n FROM top GROUP BY date, hour))
+           AS awaiting
+FROM top
+ORDER BY CASE risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,
+         CASE WHEN attribution_verdict = 'fully_grounded' THEN confidence ELSE 1 - confidence END,
+         response_id, sentence_index
 LIMIT 500;

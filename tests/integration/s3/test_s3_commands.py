@@ -73,8 +73,8 @@ def test_compact_on_a_bucket_removes_the_duplicates_once_and_the_views_agree(s3_
     assert len(compacted) == 3 and all(k.rsplit("/", 1)[1].startswith(COMPACTED_PREFIX) for k in compacted)
     assert {k.rsplit("/", 1)[0] for k in compacted} == {k.rsplit("/", 1)[0] for k in written}  # same partitions
     assert _objects(s3_lake, "dead_letters") == dead_letters  # left to the views, as in a folder
-    rollups = _objects(s3_lake, "sentences", ".rollup")  # two per compacted file, named after it
-    assert len(rollups) == 2 * len(compacted)
+    rollups = _objects(s3_lake, "sentences", ".rollup")  # two per compacted file and the review queue's, after it
+    assert len(rollups) == 3 * len(compacted)
     assert {k.rsplit("/", 1)[1].split(".")[0] for k in rollups} == {"_" + k.rsplit("/", 1)[1][:-8] for k in compacted}
     with connect_lake(s3_lake) as con:
         assert con.execute(FIGURES).fetchone() == before  # the later copies won: same max(audited_at)

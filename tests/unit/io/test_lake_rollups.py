@@ -4,7 +4,9 @@ The lakes are the benchmark's synthetic lakes (`scripts/bench_lake.py`), small, 
 written twice (audited later): as written (every partition aggregated live, its duplicates ranked), compacted
 (every partition's rollups read from their files), and mixed (a newer copy of a sentence written into a
 compacted partition, and a clean partition whose rollups are gone). In each, the ready-made queries over the
-rollups equal the queries as they were written before the rollups, straight over the `sentences` view.
+rollups equal the queries as they were written before the rollups, straight over the `sentences` view. The
+review queue's rollup (each hour's first rows and count, over `sentences` and `responses`) is tested the same
+way, with fewer rows kept per hour than an hour's queue holds, so that keeping only an hour's first ones bites.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.compact import compact_table
 from tests.support.scripts import load_script
+from transforms.io.lake import review_rollup
+from transforms.io.lake.review_rollup import REVIEW_VIEW, review_sql
 from transforms.io.lake.rollups import ROLLUP_SUFFIX, ROLLUPS, rollup_sql
 from transforms.io.lake.writer import write_table
 
@@ -88,8 +92,17 @@ def lake(built, tmp_path) -> str:
     return copy
 
 
-def _rollups(lake: str) -> list[str]:
+def _all_rollups(lake: str) -> list[str]:
     return sorted(glob.glob(os.path.join(lake, "sentences", "**", f"*{ROLLUP_SUFFIX}"), recursive=True))
+
+
+def _rollups(lake: str) -> list[str]:
+    """The per-partition rollups of `sentences` (not the review queue's)."""
+    return [path for path in _all_rollups(lake) if f".{REVIEW_VIEW}-" not in path]
+
+
+def _review_rollups(lake: str) -> list[str]:
+    return [path for path in _all_rollups(lake) if f".{REVIEW_VIEW}-" in path]
 
 
 def _assert_queries_match(lake: str) -> None:
@@ -163,3 +176,74 @@ def test_a_rollup_of_another_definition_is_not_read(lake):
     sql = rollup_sql(duckdb.connect(), ROLLUPS["unsupported_spans_by_tenant"], lake)
     assert ROLLUP_SUFFIX not in sql  # every partition aggregated live
     _assert_queries_match(lake)
+
+
+def _assert_review_queue_matches(lake: str, top: int) -> None:
+    """The ready-made query, with the LIMIT the rollup keeps per hour, gives the reference's first rows and
+    length; and some hour's queue is longer than that, so the per-hour cut is tested."""
+    with open_readonly(lake) as con:
+        queue = con.execute(AWAITING_REVIEW).fetchall()
+        hours = con.execute(
+            "SELECT max(n) FROM (SELECT count(*) AS n FROM sentences s JOIN responses r USING (response_id) "
+            "WHERE r.needs_review AND (s.attribution_verdict IN ('ungrounded', 'contradicted') OR s.confidence < 0.7) "
+            "GROUP BY s.date, s.hour)"
+        ).fetchone()[0]
+        sql = (QUERIES / "sentences_awaiting_review.sql").read_text().replace("LIMIT 500", f"LIMIT {top}")
+        rows = con.execute(sql).fetchall()
+    assert hours > top  # an hour holds more than the rollup keeps of it
+    assert [row[:-1] for row in rows] == queue[:top]
+    assert {row[-1] for row in rows} == {len(queue)}
+
+
+def _late_response(lake: str, hour: int) -> str:
+    """A newer copy of a response of `hour` not routed to review, now routed there at high risk; its id."""
+    with connect_lake(lake) as con:
+        frame = con.execute(
+            "SELECT * EXCLUDE (date, hour) FROM responses r WHERE hour = ? AND NOT needs_review AND EXISTS "
+            "(SELECT 1 FROM sentences s WHERE s.response_id = r.response_id AND s.confidence < 0.7) "
+            "ORDER BY response_id LIMIT 1",
+            [hour],
+        ).df()
+    row = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in frame.iloc[0].to_dict().items()}
+    row = {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+    row.update(needs_review=True, risk_level="high", audited_at=row["audited_at"] + timedelta(days=1))
+    write_table(lake, "responses", [row], name="late-response")
+    return row["response_id"]
+
+
+def test_review_queue_rollup_gives_the_joins_queue_as_written_compacted_and_mixed(lake, monkeypatch, capsys):
+    top = 8
+    monkeypatch.setattr(review_rollup, "TOP", top)
+    _assert_review_queue_matches(lake, top)  # as written: every hour computed from its ranked rows
+    assert groundwatch(["compact", "--lake", lake]) == 0
+    assert "review queue: 3 hourly rollups written" in capsys.readouterr().out
+    assert len(_review_rollups(lake)) == 3
+    sql = review_sql(duckdb.connect(), lake)
+    assert ROLLUP_SUFFIX in sql and "row_number" not in sql  # every hour read from its rollup
+    _assert_review_queue_matches(lake, top)
+
+    _late_copy(lake)  # hour 0: a sentence's newer copy, so its sentences partition holds two files
+    flipped = _late_response(lake, 2)  # hour 2: a response routed to review later; its rollup lacks it
+    with open_readonly(lake) as con:
+        first = con.execute((QUERIES / "sentences_awaiting_review.sql").read_text()).fetchall()
+    assert flipped in {row[1] for row in first}  # high risk: at the top of the queue, so a stale rollup shows
+    sql = review_sql(duckdb.connect(), lake)
+    assert sql.count(ROLLUP_SUFFIX) == 1  # only hour 1's rollup is still read
+    _assert_review_queue_matches(lake, top)
+
+    assert groundwatch(["compact", "--lake", lake]) == 0
+    assert "review queue: 2 hourly rollups written" in capsys.readouterr().out
+    assert len(_review_rollups(lake)) == 3  # the two hours' rollups named after their old files are gone
+    _assert_review_queue_matches(lake, top)
+
+
+def test_a_review_rollup_of_another_responses_file_is_not_read(lake, monkeypatch):
+    """A rollup names both files: one whose responses partition was compacted again since is ignored."""
+    monkeypatch.setattr(review_rollup, "TOP", 8)
+    assert groundwatch(["compact", "--lake", lake]) == 0
+    [path, *_] = _review_rollups(lake)
+    sentences_stem, _, rest = os.path.basename(path).split(".", 2)
+    os.rename(path, os.path.join(os.path.dirname(path), f"{sentences_stem}.compacted-gone.{rest}"))
+    assert len(_review_rollups(lake)) == 3  # still a review rollup by its name, of a responses file gone
+    assert review_sql(duckdb.connect(), lake).count(ROLLUP_SUFFIX) == 2
+    _assert_review_queue_matches(lake, 8)
