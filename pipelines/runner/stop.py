@@ -22,6 +22,7 @@ be sent to a cluster that does not exist yet.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import re
 import signal
@@ -123,8 +124,11 @@ def flink_rest_urls(options) -> list[str]:
 
 
 def _rest(url: str, method: str = "GET") -> dict:
-    with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as reply:
-        body = reply.read()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as reply:
+            body = reply.read()
+    except http.client.HTTPException as e:  # a port that answers, but not in HTTP: another server of the range
+        raise OSError(f"{url}: not an HTTP reply ({type(e).__name__})") from None
     return json.loads(body) if body else {}
 
 

@@ -51,3 +51,25 @@ def test_the_monitor_refuses_a_bad_flink_rest_before_reaching_kafka(capsys):
     assert main(["monitor", "--bootstrap-servers", "127.0.0.1:9", "--flink-rest", "127.0.0.1"]) == 2
     err = capsys.readouterr().err
     assert "--flink-rest must be HOST:PORT or HOST:LOW-HIGH" in err and "Kafka" not in err
+
+
+def test_a_port_of_the_range_that_answers_in_another_protocol_holds_no_job():
+    """Flink's own RPC and blob ports can fall in a `--flink-rest` range: a binary reply is not a REST API."""
+    import socket
+    import threading
+
+    from pipelines.runner.stop import _jobs_named
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def reply_in_binary() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(1024)
+            connection.sendall(b"\x00\x00\x00\x0c@\x00\x00@\xfe\x00\x00\x00?\r\n\r\n")
+
+    threading.Thread(target=reply_in_binary, daemon=True).start()
+    try:
+        assert _jobs_named(f"http://127.0.0.1:{server.getsockname()[1]}", "job") == []
+    finally:
+        server.close()
