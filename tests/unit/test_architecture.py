@@ -13,8 +13,8 @@ The layers, lowest first (an import may go down or stay level, never up):
 - `transforms` imports `schemas` and `transforms`; within it, `transforms.text` imports only itself and
   `schemas`, and `transforms.io` (JSONL, Kafka, the lake) only itself and `schemas`;
 - `dashboards` imports `schemas`, itself, and of `transforms` only the lake's reader
-  (`transforms.io.lake.reader`, the rollups it reads beside compacted files, and its filesystem layer for a
-  lake in object storage) and `transforms.monitoring`; never `pipelines`;
+  (`transforms.io.lake.reader`, the rollups it reads beside compacted files, the review queue's among them,
+  and its filesystem layer for a lake in object storage) and `transforms.monitoring`; never `pipelines`;
 - `pipelines` may import all of them.
 
 Besides: no cycle between two modules, nor between two subpackages of `transforms` (`transforms.io` and
@@ -42,6 +42,7 @@ MAY_IMPORT = {
         "schemas",
         "transforms.io.lake.reader",
         "transforms.io.lake.rollups",
+        "transforms.io.lake.review_rollup",
         "transforms.io.lake.filesystem",
         "transforms.monitoring",
         "dashboards",

@@ -41,6 +41,7 @@ from transforms.io.lake.rollups import ROLLUP_SUFFIX, rollup_files
 __all__ = [
     "REVIEW_COLUMNS",
     "REVIEW_VIEW",
+    "TABLES_USED",
     "TOP",
     "review_fingerprint",
     "review_rollup_path",
