@@ -33,6 +33,7 @@ setup(
         "grpcio>=1.60,<2",  # the local SDK worker pool (pipelines.runner.worker_pool)
         "httpx>=0.27,<1",  # the judge's HTTP timeouts and transport (transforms.verify.judge.client)
         "matplotlib>=3.8,<4",  # the charts of `groundwatch report` and `groundwatch calibrate --report`
+        "scipy>=1.11,<2",  # the incidents' one-sided Welch t-test (transforms.monitoring.incident_stats)
         "uvicorn>=0.30,<1",  # the ASGI server of `groundwatch serve` (uses httptools and uvloop when installed)
     ],
     extras_require={
