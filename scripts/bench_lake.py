@@ -197,13 +197,20 @@ def _again(table: pa.Table, keep: np.ndarray) -> pa.Table:
     return copy.set_column(copy.schema.get_field_index("audited_at"), "audited_at", later.cast(copy["audited_at"].type))
 
 
-def build_lake(lake: str, sentences: int, *, duplicates: float = 0.01, seed: int = 7) -> dict[str, int]:
-    """Write the synthetic lake; returns how many files and rows were written per table."""
+def build_lake(
+    lake: str,
+    sentences: int,
+    *,
+    duplicates: float = 0.01,
+    seed: int = 7,
+    sentences_per_hour: int = SENTENCES_PER_HOUR,
+) -> dict[str, int]:
+    """Write the synthetic lake (`sentences_per_hour` a partition); returns the files and rows written per table."""
     import pyarrow.compute  # noqa: F401  (pa.compute)
 
     rng = np.random.default_rng(seed)
     responses_total = sentences // SENTENCES_PER_RESPONSE
-    per_hour = SENTENCES_PER_HOUR // SENTENCES_PER_RESPONSE
+    per_hour = sentences_per_hour // SENTENCES_PER_RESPONSE
     hours = max(1, -(-responses_total // per_hour))
     written: dict[str, int] = {}
     for hour in range(hours):

@@ -55,9 +55,8 @@ def _objects(lake: str, table: str, suffix: str = ".parquet") -> dict[str, bytes
     return {k: data for k, data in found.items() if k.endswith(suffix)}
 
 
-def test_compact_on_a_bucket_removes_the_duplicates_once_and_the_views_agree(s3_lake, monkeypatch, capsys):
-    monkeypatch.setattr(bench, "SENTENCES_PER_HOUR", bench.SENTENCES_PER_HOUR // 50)
-    bench.build_lake(s3_lake, SENTENCES, duplicates=0.05)
+def test_compact_on_a_bucket_removes_the_duplicates_once_and_the_views_agree(s3_lake, capsys):
+    bench.build_lake(s3_lake, SENTENCES, duplicates=0.05, sentences_per_hour=bench.SENTENCES_PER_HOUR // 50)
     with connect_lake(s3_lake) as con:
         before = con.execute(FIGURES).fetchone()
         responses = con.execute("SELECT count(*) FROM responses").fetchone()[0]

@@ -41,12 +41,7 @@ FIGURES = (
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> str:
     lake = str(tmp_path_factory.mktemp("compact") / "lake")
-    original = bench.SENTENCES_PER_HOUR
-    bench.SENTENCES_PER_HOUR = original // 50
-    try:
-        bench.build_lake(lake, SENTENCES, duplicates=0.05)
-    finally:
-        bench.SENTENCES_PER_HOUR = original
+    bench.build_lake(lake, SENTENCES, duplicates=0.05, sentences_per_hour=bench.SENTENCES_PER_HOUR // 50)
     return lake
 
 

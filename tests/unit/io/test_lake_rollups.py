@@ -76,12 +76,7 @@ ORDER BY CASE r.risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> str:
     lake = str(tmp_path_factory.mktemp("rollups") / "lake")
-    original = bench.SENTENCES_PER_HOUR
-    bench.SENTENCES_PER_HOUR = original // 50
-    try:
-        bench.build_lake(lake, SENTENCES, duplicates=0.05)
-    finally:
-        bench.SENTENCES_PER_HOUR = original
+    bench.build_lake(lake, SENTENCES, duplicates=0.05, sentences_per_hour=bench.SENTENCES_PER_HOUR // 50)
     return lake
 
 
