@@ -16,7 +16,7 @@ import uvicorn
 from pipelines.serving.app import ServeConfig, VerifyApp
 from tests.support.audit_messages import message
 
-__all__ = ["ANSWERS", "free_port", "running_service", "verdict_message"]
+__all__ = ["ANSWERS", "free_port", "running_service", "verdict_message", "wait_until_healthy"]
 
 ANSWERS = {
     # against audit_messages.EVIDENCE (doc 1: 50 mg of metoprolol twice daily on March 3, 2024; doc 2: potassium)
@@ -60,3 +60,18 @@ def running_service(config: ServeConfig, *, api_key: str | None = None):
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def wait_until_healthy(base_url: str, process, timeout_s: float = 120.0) -> None:
+    """Wait until a `groundwatch serve` started as `process` answers /healthz; raise if it exits or times out."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

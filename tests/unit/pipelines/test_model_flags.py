@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -22,7 +21,7 @@ from pipelines.serve import add_arguments as add_serve_arguments
 from pipelines.serve import config_from
 from tests.support.audit_messages import EVIDENCE, message, raw
 from tests.support.openai_server import OpenAIServer, Scripted
-from tests.support.serve_fixtures import free_port, running_service
+from tests.support.serve_fixtures import free_port, running_service, wait_until_healthy
 from tests.support.tiny_nli import write_tiny_model
 from transforms.verify.calibration import Calibration, StageCalibration
 
@@ -165,15 +164,8 @@ def test_the_serve_command_runs_the_cascade_and_never_prints_the_judge_key(model
         command += cascade_flags(model_dir, server)
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            base_url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.5)
+            base_url = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base_url, process)
             reply = httpx.post(f"{base_url}/v1/verify", json=message("s-2", answer=STAGED), timeout=60)
         finally:
             process.terminate()

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -16,7 +15,7 @@ from pipelines.serving.app import API_KEY_ENV, ServeConfig
 from pipelines.serving.documents import MAX_BATCH_ITEMS, MAX_BODY_BYTES
 from tests.support.audit_messages import BAD_MESSAGES, message, raw
 from tests.support.openai_server import OpenAIServer, Scripted, data_document, grounded_reply
-from tests.support.serve_fixtures import free_port, running_service, verdict_message
+from tests.support.serve_fixtures import free_port, running_service, verdict_message, wait_until_healthy
 from transforms.ingest.parse import parse_message
 
 
@@ -245,15 +244,8 @@ def test_the_command_serves_on_two_workers_and_never_logs_the_key(tmp_path):
     command += ["--require-api-key", "--access-log", "--publish-jsonl", str(tmp_path / "out.jsonl")]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        base_url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base_url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        base_url = f"http://127.0.0.1:{port}"
+        wait_until_healthy(base_url, process)
         headers = {"authorization": "Bearer topsecret-123"}
         for i in range(6):
             reply = httpx.post(f"{base_url}/v1/verify", json=message(f"w-{i}"), headers=headers, timeout=30)
