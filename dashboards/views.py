@@ -24,7 +24,7 @@ from __future__ import annotations
 import duckdb
 
 from schemas import TABLES
-from transforms.io.lake.reader import table_sql
+from transforms.io.lake.reader import one_listing, table_sql
 from transforms.io.lake.review_rollup import REVIEW_VIEW, review_sql
 from transforms.io.lake.rollups import ROLLUPS, rollup_sql
 
@@ -34,15 +34,16 @@ __all__ = ["connect_lake", "create_views"]
 def create_views(con: duckdb.DuckDBPyConnection, lake_dir: str) -> list[str]:
     """Create (or replace) one view per lake table and per rollup on `con`; returns the view names."""
     names = []
-    for name, spec in sorted(TABLES.items()):
-        quoted = '"' + name.replace('"', '""') + '"'
-        con.execute(f"CREATE OR REPLACE VIEW {quoted} AS {table_sql(con, spec, lake_dir)}")
-        names.append(name)
-    for name, rollup in sorted(ROLLUPS.items()):
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {rollup_sql(con, rollup, lake_dir)}')
-        names.append(name)
-    con.execute(f'CREATE OR REPLACE VIEW "{REVIEW_VIEW}" AS {review_sql(con, lake_dir)}')
-    names.append(REVIEW_VIEW)
+    with one_listing():  # the rollup and review views list the tables the table views listed
+        for name, spec in sorted(TABLES.items()):
+            quoted = '"' + name.replace('"', '""') + '"'
+            con.execute(f"CREATE OR REPLACE VIEW {quoted} AS {table_sql(con, spec, lake_dir)}")
+            names.append(name)
+        for name, rollup in sorted(ROLLUPS.items()):
+            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {rollup_sql(con, rollup, lake_dir)}')
+            names.append(name)
+        con.execute(f'CREATE OR REPLACE VIEW "{REVIEW_VIEW}" AS {review_sql(con, lake_dir)}')
+        names.append(REVIEW_VIEW)
     return names
 
 

@@ -242,3 +242,15 @@ def test_a_review_rollup_of_another_responses_file_is_not_read(lake, monkeypatch
     assert len(_review_rollups(lake)) == 3  # still a review rollup by its name, of a responses file gone
     assert review_sql(duckdb.connect(), lake).count(ROLLUP_SUFFIX) == 2
     _assert_review_queue_matches(lake, 8)
+
+
+def test_within_one_listing_a_table_is_listed_once_and_outside_it_afresh(lake):
+    from transforms.io.lake.reader import one_listing, table_files
+
+    before = table_files(lake, "sentences")
+    extra = os.path.join(os.path.dirname(before[0]), "part-late.parquet")
+    with one_listing():
+        first = table_files(lake, "sentences")
+        shutil.copy(before[0], extra)  # a file published while the views are being created
+        assert table_files(lake, "sentences") == first == before  # the views of one connection agree
+    assert table_files(lake, "sentences") == sorted([*before, extra])  # the next connection sees it

@@ -28,11 +28,13 @@ query binds, cost over a second at a few hundred files.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import glob
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -53,6 +55,7 @@ __all__ = [
     "has_files",
     "is_clean",
     "latest_per_key",
+    "one_listing",
     "partitions",
     "read_table",
     "schema_fingerprint",
@@ -81,12 +84,35 @@ def table_glob(lake_dir: str, table: str) -> str:
     return lakefs.join(lakefs.normalize(lake_dir), table, "**", "*.parquet")
 
 
+_LISTINGS: contextvars.ContextVar[dict[tuple[str, str], list[str]] | None] = contextvars.ContextVar(
+    "lake_listings", default=None
+)
+
+
+@contextlib.contextmanager
+def one_listing() -> Iterator[None]:
+    """Within it, `table_files` lists each table of a lake once: a connection's views (the table, its rollups,
+    the review queue's) each need the same listing, and a listing of hundreds of partitions costs ~20 ms."""
+    token = _LISTINGS.set({})
+    try:
+        yield
+    finally:
+        _LISTINGS.reset(token)
+
+
 def table_files(lake_dir: str, table: str) -> list[str]:
     """Every published Parquet file of one lake table, sorted (hidden temporary files are not listed)."""
+    listings = _LISTINGS.get()
+    if listings is not None and (lake_dir, table) in listings:
+        return list(listings[(lake_dir, table)])
     if lakefs.is_remote(lake_dir):  # objects are published whole under their final names: no temporary ones
-        return lakefs.list_files(lakefs.join(lakefs.normalize(lake_dir), table), ".parquet")
-    pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
-    return sorted(glob.iglob(pattern, recursive=True))
+        files = lakefs.list_files(lakefs.join(lakefs.normalize(lake_dir), table), ".parquet")
+    else:
+        pattern = os.path.join(glob.escape(os.path.abspath(lake_dir)), glob.escape(table), "**", "*.parquet")
+        files = sorted(glob.iglob(pattern, recursive=True))
+    if listings is not None:
+        listings[(lake_dir, table)] = files
+    return list(files)
 
 
 def has_files(lake_dir: str, table: str) -> bool:
