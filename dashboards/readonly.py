@@ -38,7 +38,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import duckdb
 
@@ -88,8 +88,9 @@ def _literal(text: str) -> str:
 
 
 @contextlib.contextmanager
-def open_readonly(lake_dir: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory connection with the lake's views that can read the lake's files and nothing else."""
+def open_readonly(lake_dir: str, views: Collection[str] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory connection with the lake's views (`views`, default every one) that can read the lake's files
+    and nothing else."""
     try:
         lake = lakefs.normalize(lake_dir)
         found = lakefs.is_dir(lake)
@@ -110,13 +111,15 @@ def open_readonly(lake_dir: str) -> Iterator[duckdb.DuckDBPyConnection]:
         con.execute("SET enable_progress_bar = false")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")
+        # A name that is no view must not read a Python object of the caller that happens to bear it.
+        con.execute("SET python_enable_replacements = false")
         # A remote lake is read through a filesystem registered now, while registering is still allowed; its
         # prefix, with the separator, is the one allowed directory (so `s3://bucket/lake2` is not).
         lakefs.attach_duckdb(con, lake)
         allowed = lake + "/" if lakefs.is_remote(lake) else lake
         con.execute(f"SET allowed_directories = [{_literal(allowed)}]")
         con.execute("SET enable_external_access = false")
-        create_views(con, lake)
+        create_views(con, lake, views)
         con.execute("SET lock_configuration = true")
         yield con
     finally:

@@ -17,9 +17,15 @@ Beside the tables, one view per rollup (`transforms.io.lake.rollups.ROLLUPS`: `s
 hold the figures the table views give. `worst_retrievers` and `unsupported_spans` read them. And the review
 queue's rollup (`transforms.io.lake.review_rollup`: `sentences_awaiting_review_top`), each hour's first 500
 sentences awaiting review and their count, which `sentences_awaiting_review` reads.
+
+Making a view lists its table's files, so `groundwatch query` makes only the views its SQL can read
+(`views_named`): a query of `alerts` does not list a month of `sentences` partitions first.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Collection
 
 import duckdb
 
@@ -28,23 +34,47 @@ from transforms.io.lake.reader import one_listing, table_sql
 from transforms.io.lake.review_rollup import REVIEW_VIEW, review_sql
 from transforms.io.lake.rollups import ROLLUPS, rollup_sql
 
-__all__ = ["connect_lake", "create_views"]
+__all__ = ["VIEWS", "connect_lake", "create_views", "views_named"]
+
+VIEWS: tuple[str, ...] = (*sorted(TABLES), *sorted(ROLLUPS), REVIEW_VIEW)
+"""Every view of the lake: the tables, the rollups and the review queue's rollup."""
+
+# SQL that can reach a view without naming it: the catalog (`duckdb_views()`, `information_schema`,
+# `pg_catalog`, `sqlite_master`) and SQL run from a string (`query(...)`, `query_table(...)`), whose text may
+# be built while the query runs; and `SHOW` or `DESCRIBE` of no view (`SHOW TABLES`), which lists them all.
+_READS_CATALOG = re.compile(r"\b(?:duckdb_\w+|information_schema|pg_\w+|sqlite_\w+|query|query_table)\b", re.IGNORECASE)
+_LISTS_TABLES = re.compile(r"\b(?:show|describe)\b", re.IGNORECASE)
 
 
-def create_views(con: duckdb.DuckDBPyConnection, lake_dir: str) -> list[str]:
-    """Create (or replace) one view per lake table and per rollup on `con`; returns the view names."""
-    names = []
+def views_named(sql: str) -> list[str]:
+    """The views `sql` can read: each one its text names as a word (in a string or a comment too, which costs
+    only a view made for nothing), or every view when it reads the catalog, runs SQL from a string, or lists
+    the tables."""
+    if _READS_CATALOG.search(sql):
+        return list(VIEWS)
+    named = [name for name in VIEWS if re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE)]
+    return named if named or not _LISTS_TABLES.search(sql) else list(VIEWS)
+
+
+def create_views(con: duckdb.DuckDBPyConnection, lake_dir: str, names: Collection[str] | None = None) -> list[str]:
+    """Create (or replace) on `con` the views `names` (default: every one of `VIEWS`); returns the names made."""
+    wanted = set(VIEWS if names is None else names)
+    if unknown := wanted - set(VIEWS):
+        raise ValueError(f"no lake view {', '.join(sorted(unknown))}; the views: {', '.join(VIEWS)}")
+    made = []
     with one_listing():  # the rollup and review views list the tables the table views listed
-        for name, spec in sorted(TABLES.items()):
-            quoted = '"' + name.replace('"', '""') + '"'
-            con.execute(f"CREATE OR REPLACE VIEW {quoted} AS {table_sql(con, spec, lake_dir)}")
-            names.append(name)
-        for name, rollup in sorted(ROLLUPS.items()):
-            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {rollup_sql(con, rollup, lake_dir)}')
-            names.append(name)
-        con.execute(f'CREATE OR REPLACE VIEW "{REVIEW_VIEW}" AS {review_sql(con, lake_dir)}')
-        names.append(REVIEW_VIEW)
-    return names
+        for name in (view for view in VIEWS if view in wanted):
+            con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {_view_sql(con, name, lake_dir)}')
+            made.append(name)
+    return made
+
+
+def _view_sql(con: duckdb.DuckDBPyConnection, name: str, lake_dir: str) -> str:
+    if name in TABLES:
+        return table_sql(con, TABLES[name], lake_dir)
+    if name in ROLLUPS:
+        return rollup_sql(con, ROLLUPS[name], lake_dir)
+    return review_sql(con, lake_dir)
 
 
 def connect_lake(lake_dir: str) -> duckdb.DuckDBPyConnection:

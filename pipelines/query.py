@@ -21,11 +21,13 @@ import datetime as dt
 import decimal
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from dashboards.readonly import LakeNotFound, Refused, check_read_only, open_readonly
+from dashboards.views import VIEWS, views_named
 
 __all__ = ["add_arguments", "format_rows", "main", "run_query"]
 
@@ -39,9 +41,32 @@ class QueryError(Exception):
 def run_query(lake_dir: str, sql: str) -> tuple[list[str], list[tuple]]:
     """Column names and rows of `sql`, one reading query, run over the lake's views on a read-only connection.
 
+    Only the views the SQL names are made (`views_named`: each lists its table's files). A name DuckDB does
+    not know then runs the query again with every view, so a name the text did not show (one built while the
+    query runs) still resolves and a typo still gets DuckDB's "did you mean".
+
     Raises LakeNotFound, Refused (a statement that would change something or read outside the lake) or QueryError.
     """
-    with open_readonly(lake_dir) as con:
+    views = views_named(sql)
+    try:
+        return _run(lake_dir, sql, views, retry=len(views) < len(VIEWS))
+    except _UnknownName:
+        return _run(lake_dir, sql, VIEWS, retry=False)
+
+
+class _UnknownName(Exception):
+    """The query names a table or view that is not on the connection, and other views could be made."""
+
+
+def _run(lake_dir: str, sql: str, views: Sequence[str], *, retry: bool) -> tuple[list[str], list[tuple]]:
+    try:
+        return _run_on_views(lake_dir, sql, views, retry=retry)
+    except duckdb.Error as e:  # raised while a view was made: a file of its table that DuckDB cannot read
+        raise QueryError(f"a table of the lake cannot be read: {str(e).strip().splitlines()[0]}") from None
+
+
+def _run_on_views(lake_dir: str, sql: str, views: Sequence[str], *, retry: bool) -> tuple[list[str], list[tuple]]:
+    with open_readonly(lake_dir, views) as con:
         try:
             statement = check_read_only(sql, con)
         except duckdb.Error as e:
@@ -52,6 +77,10 @@ def run_query(lake_dir: str, sql: str) -> tuple[list[str], list[tuple]]:
             return columns, relation.fetchall()
         except duckdb.PermissionException as e:
             raise Refused(f"{_first_line(e)} (only the lake {lake_dir} may be read)") from None
+        except duckdb.CatalogException as e:
+            if retry:
+                raise _UnknownName from None
+            raise QueryError(_first_line(e)) from None
         except duckdb.Error as e:
             if "configuration has been locked" in str(e):
                 raise Refused(_first_line(e)) from None
@@ -59,10 +88,11 @@ def run_query(lake_dir: str, sql: str) -> tuple[list[str], list[tuple]]:
 
 
 def _first_line(error: Exception) -> str:
-    """DuckDB's message on one line: its first line, and where in the SQL it stopped when it says so."""
+    """DuckDB's message on one line: its first line, the name it suggests, and where in the SQL it stopped."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    suggestion = next((line for line in lines[1:] if line.startswith("Did you mean")), None)
     where = next((line for line in lines[1:] if line.startswith("LINE ")), None)
-    return f"{lines[0]} (at {where})" if where else lines[0]
+    return " ".join(filter(None, [lines[0], suggestion])) + (f" (at {where})" if where else "")
 
 
 def _plain(value: Any) -> Any:
