@@ -13,7 +13,7 @@ __all__ = ["Confidence", "NonEmptyStr", "StrictModel", "utc_now"]
 class StrictModel(BaseModel):
     """Base of every groundwatch model: unknown fields are errors, values are checked on assignment."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, defer_build=True)
 
 
 Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]

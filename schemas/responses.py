@@ -152,7 +152,7 @@ Timestamp = Annotated[datetime, WrapValidator(_zoned_utc)]
 class InputModel(BaseModel):
     """Base of the input contract's models: unknown fields are kept, a null where a field may be absent is absent."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
