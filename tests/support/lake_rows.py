@@ -1,6 +1,9 @@
-"""The lake's rows as sets, by table, to check that two ways of running an audit write the same lake."""
+"""The lake's rows as sets, by table, to check that two ways of running an audit write the same lake; and a
+dead letter row, the smallest row a lake can hold, for tests of the readers."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from dashboards.views import connect_lake
 
@@ -18,3 +21,16 @@ def lake_rows(lake: str) -> dict[str, set]:
     """Every table's rows (the columns that say what was audited, not when), as the views show them."""
     con = connect_lake(lake)
     return {table: set(con.execute(sql).fetchall()) for table, sql in QUERIES.items()}
+
+
+def dead_letter_row(i: int, reason: str = "malformed_json") -> dict:
+    """The `dead_letters` row of the i-th malformed line of a file, received at 09:i on 2026-11-29."""
+    return {
+        "dead_letter_id": f"dl-{i}",
+        "received_at": datetime(2026, 11, 29, 9, i, tzinfo=UTC),
+        "stage": "parse",
+        "error": f"{reason}: because",
+        "raw_payload": b"{oops",
+        "origin_source": "file:/t.jsonl",
+        "origin_offset": i + 1,
+    }

@@ -7,28 +7,17 @@ import io
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
 
 import pytest
 
 from pipelines.cli import main as groundwatch
+from tests.support.lake_rows import dead_letter_row
 from transforms.io.lake.writer import write_table
 
 
 @pytest.fixture()
 def lake(tmp_path):
-    rows = [
-        {
-            "dead_letter_id": f"dl-{i}",
-            "received_at": datetime(2026, 11, 29, 9, i, tzinfo=UTC),
-            "stage": "parse",
-            "error": f"{reason}: because",
-            "raw_payload": b"{oops",
-            "origin_source": "file:/t.jsonl",
-            "origin_offset": i + 1,
-        }
-        for i, reason in enumerate(["malformed_json", "malformed_json", "not_utf8"])
-    ]
+    rows = [dead_letter_row(i, reason) for i, reason in enumerate(["malformed_json", "malformed_json", "not_utf8"])]
     write_table(str(tmp_path), "dead_letters", rows)
     return str(tmp_path)
 

@@ -7,13 +7,13 @@ which views a query made, since making that table's view reads the file's footer
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 
 import pytest
 
 from dashboards.readonly import open_readonly
 from dashboards.views import VIEWS, views_named
 from pipelines.cli import main as groundwatch
+from tests.support.lake_rows import dead_letter_row
 from transforms.io.lake.writer import write_table
 
 ALL = list(VIEWS)
@@ -22,18 +22,7 @@ ALL = list(VIEWS)
 @pytest.fixture()
 def lake(tmp_path):
     """Two dead letters, and a `sentences` partition whose one file is not Parquet."""
-    rows = [
-        {
-            "dead_letter_id": f"dl-{i}",
-            "received_at": datetime(2026, 11, 29, 9, i, tzinfo=UTC),
-            "stage": "parse",
-            "error": "malformed_json: because",
-            "raw_payload": b"{oops",
-            "origin_source": "file:/t.jsonl",
-            "origin_offset": i + 1,
-        }
-        for i in range(2)
-    ]
+    rows = [dead_letter_row(i) for i in range(2)]
     write_table(str(tmp_path), "dead_letters", rows)
     broken = tmp_path / "sentences" / "date=2026-11-29" / "hour=09"
     broken.mkdir(parents=True)
