@@ -78,7 +78,7 @@ def _run_on_views(lake_dir: str, sql: str, views: Sequence[str], *, retry: bool)
         except duckdb.PermissionException as e:
             raise Refused(f"{_first_line(e)} (only the lake {lake_dir} may be read)") from None
         except duckdb.CatalogException as e:
-            if retry:
+            if retry and "Table with name" in str(e):
                 raise _UnknownName from None
             raise QueryError(_first_line(e)) from None
         except duckdb.Error as e:
