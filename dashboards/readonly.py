@@ -45,7 +45,7 @@ import duckdb
 from dashboards.views import create_views
 from transforms.io.lake import filesystem as lakefs
 
-__all__ = ["LakeNotFound", "Refused", "check_read_only", "open_readonly"]
+__all__ = ["LakeNotFound", "Refused", "Unreadable", "check_read_only", "open_readonly"]
 
 # Functions a SELECT may call that change the connection or the database instead of reading.
 _CHANGES_STATE = frozenset(
@@ -83,6 +83,10 @@ class LakeNotFound(ValueError):
     """The lake folder given does not exist or is not a folder."""
 
 
+class Unreadable(ValueError):
+    """A file of the lake that DuckDB cannot read (not Parquet, cut short); the message names it, on one line."""
+
+
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -111,7 +115,7 @@ def open_readonly(lake_dir: str, views: Collection[str] | None = None) -> Iterat
         con.execute("SET enable_progress_bar = false")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET autoload_known_extensions = false")
-        # A name that is no view must not read a Python object of the caller that happens to bear it.
+        # Defence in depth: a name that is no view never reads a Python object of the caller that bears it.
         con.execute("SET python_enable_replacements = false")
         # A remote lake is read through a filesystem registered now, while registering is still allowed; its
         # prefix, with the separator, is the one allowed directory (so `s3://bucket/lake2` is not).
@@ -119,7 +123,10 @@ def open_readonly(lake_dir: str, views: Collection[str] | None = None) -> Iterat
         allowed = lake + "/" if lakefs.is_remote(lake) else lake
         con.execute(f"SET allowed_directories = [{_literal(allowed)}]")
         con.execute("SET enable_external_access = false")
-        create_views(con, lake, views)
+        try:
+            create_views(con, lake, views)
+        except duckdb.Error as e:  # a file of a table that DuckDB cannot read: making its view reads the footer
+            raise Unreadable(f"a table of the lake cannot be read: {str(e).strip().splitlines()[0]}") from None
         con.execute("SET lock_configuration = true")
         yield con
     finally:

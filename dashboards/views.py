@@ -40,20 +40,22 @@ VIEWS: tuple[str, ...] = (*sorted(TABLES), *sorted(ROLLUPS), REVIEW_VIEW)
 """Every view of the lake: the tables, the rollups and the review queue's rollup."""
 
 # SQL that can reach a view without naming it: the catalog (`duckdb_views()`, `information_schema`,
-# `pg_catalog`, `sqlite_master`) and SQL run from a string (`query(...)`, `query_table(...)`), whose text may
-# be built while the query runs; and `SHOW` or `DESCRIBE` of no view (`SHOW TABLES`), which lists them all.
-_READS_CATALOG = re.compile(r"\b(?:duckdb_\w+|information_schema|pg_\w+|sqlite_\w+|query|query_table)\b", re.IGNORECASE)
-_LISTS_TABLES = re.compile(r"\b(?:show|describe)\b", re.IGNORECASE)
+# `pg_catalog`, `sqlite_master`), SQL run from a string (`query(...)`, `query_table(...)`), whose text may be
+# built while the query runs, and any `SHOW` or `DESCRIBE`: `SHOW TABLES` lists every view even when a view is
+# named beside it (`SELECT * FROM (SHOW TABLES) WHERE name <> 'alerts'`), and telling that from `DESCRIBE
+# alerts` would take a parser; a DESCRIBE of one view costs only the listing of the others.
+_READS_CATALOG = re.compile(
+    r"\b(?:duckdb_\w+|information_schema|pg_\w+|sqlite_\w+|query|query_table|show|describe)\b", re.IGNORECASE
+)
 
 
 def views_named(sql: str) -> list[str]:
     """The views `sql` can read: each one its text names as a word (in a string or a comment too, which costs
-    only a view made for nothing), or every view when it reads the catalog, runs SQL from a string, or lists
-    the tables."""
+    only a view made for nothing), or every view when it reads the catalog, runs SQL from a string, or shows
+    or describes anything."""
     if _READS_CATALOG.search(sql):
         return list(VIEWS)
-    named = [name for name in VIEWS if re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE)]
-    return named if named or not _LISTS_TABLES.search(sql) else list(VIEWS)
+    return [name for name in VIEWS if re.search(rf"\b{re.escape(name)}\b", sql, re.IGNORECASE)]
 
 
 def create_views(con: duckdb.DuckDBPyConnection, lake_dir: str, names: Collection[str] | None = None) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import duckdb
 
-from dashboards.readonly import LakeNotFound, Refused, check_read_only, open_readonly
+from dashboards.readonly import LakeNotFound, Refused, Unreadable, check_read_only, open_readonly
 from dashboards.views import VIEWS, views_named
 
 __all__ = ["add_arguments", "format_rows", "main", "run_query"]
@@ -41,11 +41,12 @@ class QueryError(Exception):
 def run_query(lake_dir: str, sql: str) -> tuple[list[str], list[tuple]]:
     """Column names and rows of `sql`, one reading query, run over the lake's views on a read-only connection.
 
-    Only the views the SQL names are made (`views_named`: each lists its table's files). A name DuckDB does
-    not know then runs the query again with every view, so a name the text did not show (one built while the
-    query runs) still resolves and a typo still gets DuckDB's "did you mean".
+    Only the views the SQL names are made (`views_named`: each lists its table's files). A table name DuckDB
+    does not know then runs the query again with every view: a typo gets DuckDB's "did you mean" with the
+    closest view, and a name given as a string at run time (`pragma_table_info('sent' || 'ences')`) resolves.
 
-    Raises LakeNotFound, Refused (a statement that would change something or read outside the lake) or QueryError.
+    Raises LakeNotFound, Unreadable (a file DuckDB cannot read, in a table the query names), Refused (a
+    statement that would change something or read outside the lake) or QueryError.
     """
     views = views_named(sql)
     try:
@@ -59,13 +60,6 @@ class _UnknownName(Exception):
 
 
 def _run(lake_dir: str, sql: str, views: Sequence[str], *, retry: bool) -> tuple[list[str], list[tuple]]:
-    try:
-        return _run_on_views(lake_dir, sql, views, retry=retry)
-    except duckdb.Error as e:  # raised while a view was made: a file of its table that DuckDB cannot read
-        raise QueryError(f"a table of the lake cannot be read: {str(e).strip().splitlines()[0]}") from None
-
-
-def _run_on_views(lake_dir: str, sql: str, views: Sequence[str], *, retry: bool) -> tuple[list[str], list[tuple]]:
     with open_readonly(lake_dir, views) as con:
         try:
             statement = check_read_only(sql, con)
@@ -167,7 +161,7 @@ def main(args: argparse.Namespace) -> int:
     except Refused as e:
         print(f"groundwatch query: refused: {e}", file=sys.stderr)
         return 2
-    except (LakeNotFound, QueryError, OSError) as e:
+    except (LakeNotFound, Unreadable, QueryError, OSError) as e:
         print(f"groundwatch query: {e}", file=sys.stderr)
         return 2
     print(format_rows(columns, rows, args.format))
