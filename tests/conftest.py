@@ -1,5 +1,5 @@
-"""Shared test set-up: the Kafka fixtures (`kafka_bootstrap`, `new_topic`) and the S3 ones (`s3_server`,
-`s3_lake`) are available to every test module.
+"""Shared test set-up: the Kafka fixtures (`kafka_bootstrap`, `new_topic`), the S3 ones (`s3_server`,
+`s3_lake`) and the benchmark's small lake (`built_small_lake`, `small_lake`) are available to every test module.
 
 Helpers and fixture modules live in `tests/support/`; test modules import them as `tests.support.<name>`.
 """
@@ -7,4 +7,4 @@ Helpers and fixture modules live in `tests/support/`; test modules import them a
 # Before any test module imports apache_beam (they import it ahead of our packages): no "apitools not found" line.
 import transforms.beam_quiet  # noqa: F401
 
-pytest_plugins = ["tests.support.kafka_fixtures", "tests.support.s3_fixtures"]
+pytest_plugins = ["tests.support.bench_lakes", "tests.support.kafka_fixtures", "tests.support.s3_fixtures"]

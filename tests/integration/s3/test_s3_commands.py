@@ -26,19 +26,12 @@ from dashboards.views import connect_lake
 from pipelines.audit import run as audit
 from pipelines.cli import main
 from pipelines.demo import sample_traffic_path
+from tests.support.bench_lakes import FIGURES, SENTENCES, build_small_lake
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object, s3_client
-from tests.support.scripts import load_script
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.reader import COMPACTED_PREFIX
 
 pytestmark = pytest.mark.s3
-
-bench = load_script("bench_lake")
-SENTENCES = 3 * bench.SENTENCES_PER_HOUR // 50  # three hours, each 1/50 of the benchmark's (as the unit tests)
-FIGURES = (
-    "SELECT count(*), count(DISTINCT (response_id, sentence_index)), round(sum(confidence), 6), max(audited_at) "
-    "FROM sentences"
-)
 
 
 def _bucket(lake: str) -> str:
@@ -56,7 +49,7 @@ def _objects(lake: str, table: str, suffix: str = ".parquet") -> dict[str, bytes
 
 
 def test_compact_on_a_bucket_removes_the_duplicates_once_and_the_views_agree(s3_lake, capsys):
-    bench.build_lake(s3_lake, SENTENCES, duplicates=0.05, sentences_per_hour=bench.SENTENCES_PER_HOUR // 50)
+    build_small_lake(s3_lake)
     with connect_lake(s3_lake) as con:
         before = con.execute(FIGURES).fetchone()
         responses = con.execute("SELECT count(*) FROM responses").fetchone()[0]

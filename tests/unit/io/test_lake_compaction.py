@@ -11,7 +11,6 @@ import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from datetime import timedelta
@@ -26,30 +25,14 @@ from pipelines.cli import main as groundwatch
 from pipelines.compact import compact_table
 from schemas import TABLES
 from schemas.lake import duckdb_columns
-from tests.support.scripts import load_script
+from tests.support.bench_lakes import FIGURES, SENTENCES
 from transforms.io.lake.reader import COMPACTED_PREFIX, table_sql
 from transforms.io.lake.writer import write_table
 
-bench = load_script("bench_lake")
-SENTENCES = 3 * bench.SENTENCES_PER_HOUR // 50  # three hours of rows, each hour 1/50 of the benchmark's
-FIGURES = (
-    "SELECT count(*), count(DISTINCT (response_id, sentence_index)), round(sum(confidence), 6), max(audited_at) "
-    "FROM sentences"
-)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> str:
-    lake = str(tmp_path_factory.mktemp("compact") / "lake")
-    bench.build_lake(lake, SENTENCES, duplicates=0.05, sentences_per_hour=bench.SENTENCES_PER_HOUR // 50)
-    return lake
-
 
 @pytest.fixture
-def lake(built, tmp_path) -> str:
-    copy = str(tmp_path / "lake")
-    shutil.copytree(built, copy)
-    return copy
+def lake(small_lake) -> str:
+    return small_lake
 
 
 def _files(lake: str, table: str) -> list[str]:

@@ -25,14 +25,12 @@ from dashboards.readonly import open_readonly
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.compact import compact_table
-from tests.support.scripts import load_script
+from tests.support.bench_lakes import SENTENCES
 from transforms.io.lake import review_rollup
 from transforms.io.lake.review_rollup import REVIEW_VIEW, review_sql
 from transforms.io.lake.rollups import ROLLUP_SUFFIX, ROLLUPS, rollup_sql
 from transforms.io.lake.writer import write_table
 
-bench = load_script("bench_lake")
-SENTENCES = 3 * bench.SENTENCES_PER_HOUR // 50
 QUERIES = Path(__file__).resolve().parents[3] / "dashboards" / "queries"
 
 WORST_RETRIEVERS = """
@@ -73,18 +71,9 @@ ORDER BY CASE r.risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,
 """The three queries as they were before the rollups and the review queue's LIMIT: the reference."""
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> str:
-    lake = str(tmp_path_factory.mktemp("rollups") / "lake")
-    bench.build_lake(lake, SENTENCES, duplicates=0.05, sentences_per_hour=bench.SENTENCES_PER_HOUR // 50)
-    return lake
-
-
 @pytest.fixture
-def lake(built, tmp_path) -> str:
-    copy = str(tmp_path / "lake")
-    shutil.copytree(built, copy)
-    return copy
+def lake(small_lake) -> str:
+    return small_lake
 
 
 def _all_rollups(lake: str) -> list[str]:
