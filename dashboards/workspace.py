@@ -20,8 +20,9 @@ import os
 
 import pandas as pd
 
-from dashboards.review_reasons import REASON_KINDS, reason_kind
+from dashboards.review_reasons import REASON_KINDS, review_queue
 from schemas.monitoring import ALL_TRAFFIC
+from transforms.io.lake import filesystem as lakefs
 from transforms.monitoring.drift import DriftConfig, SlicePlan, WindowEvaluation
 from transforms.monitoring.evidently_report import column_name, run_report
 
@@ -47,7 +48,10 @@ def _reason_column(kind: str) -> str:
 
 
 def workspace_path(lake_dir: str) -> str:
-    """Where a lake's Evidently workspace lives."""
+    """Where a lake's Evidently workspace lives: `<lake>/evidently`, a folder, or a prefix in object storage
+    (worked on as a local copy: `dashboards.workspace_sync`)."""
+    if lakefs.is_remote(lake_dir):
+        return lakefs.join(lakefs.normalize(lake_dir), "evidently")
     return os.path.join(os.path.abspath(lake_dir), "evidently")
 
 
@@ -57,14 +61,11 @@ def _mean(column: str, legend: str):
     return PanelMetric(legend=legend, metric="MeanValue", metric_labels={"column": column})
 
 
-def dashboard_panels(slices: dict[str, list[str]] | list[str]) -> list:
-    """The dashboard's panels, in display order; `slices` gives the values of each slice dimension to plot
-    (a plain list: retriever versions only)."""
+def dashboard_panels(slices: dict[str, list[str]]) -> list:
+    """The dashboard's panels, in display order; `slices` gives the values of each slice dimension to plot."""
     from evidently.sdk.models import PanelMetric
     from evidently.sdk.panels import bar_plot_panel, counter_panel, line_plot_panel
 
-    if not isinstance(slices, dict):
-        slices = {"retriever_version": list(slices)}
     drift = [
         PanelMetric(legend=legend, metric="ValueDrift", metric_labels={"column": column_name(metric, ALL_TRAFFIC, "")})
         for metric, legend in (
@@ -140,11 +141,10 @@ def dashboard_panels(slices: dict[str, list[str]] | list[str]) -> list:
 class GroundwatchWorkspace:
     """The lake's Evidently workspace and its groundwatch project."""
 
-    def __init__(self, workspace, project_id, slices: dict[str, set[str]] | set[str]):
+    def __init__(self, workspace, project_id, slices: dict[str, set[str]]):
         self._ws = workspace
         self.project_id = project_id
-        known = slices if isinstance(slices, dict) else {"retriever_version": set(slices)}
-        self._slices = {d: set(known.get(d, ())) for d in _SLICE_DIMENSIONS}
+        self._slices = {d: set(slices.get(d, ())) for d in _SLICE_DIMENSIONS}
 
     @classmethod
     def open(cls, lake_dir: str, *, path: str | None = None, project_name: str = PROJECT_NAME) -> GroundwatchWorkspace:
@@ -244,12 +244,8 @@ def _review_columns(evaluation, frames) -> dict[str, float]:
             columns[_review_column(value)] = float(in_review)
     window = frames.responses_in(evaluation.window_start) if frames is not None else None
     if window is not None and len(window) and "review_reasons" in window:
-        counts = dict.fromkeys(REASON_KINDS, 0)
-        for needs, reasons in zip(window["needs_review"], window["review_reasons"], strict=True):
-            if needs:
-                for kind in {reason_kind(str(r)) for r in ([] if reasons is None else list(reasons))} or {"other"}:
-                    counts[kind] += 1
-        columns.update({_reason_column(k): float(n) for k, n in counts.items() if n})
+        per_kind = review_queue(window).groupby("reason")["responses_in_review"].sum()
+        columns.update({_reason_column(k): float(n) for k, n in per_kind.items() if n})
     return columns
 
 

@@ -3,7 +3,7 @@
 Evidently reads and writes a workspace as a local folder. A lake in a bucket keeps its workspace beside its
 tables all the same, so that `groundwatch ui` on any machine shows what `groundwatch drift` on another added:
 
-    with local_copy(lake) as copy:           # the workspace's objects, fetched into a temporary folder
+    with local_copy(lake, snapshots=False) as copy:   # the project's objects, fetched into a temporary folder
         board = GroundwatchWorkspace.open(lake, path=copy.folder)
         ...                                  # snapshots added to the copy
         copy.push()                          # the files new or changed since the fetch, one upload each
@@ -24,14 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from evidently.ui.service.storage.local.base import SNAPSHOTS
+
+from dashboards.workspace import workspace_path
 from transforms.io.lake import filesystem as lakefs
 
-__all__ = ["WorkspaceCopy", "local_copy", "workspace_location"]
-
-
-def workspace_location(lake_dir: str) -> str:
-    """Where the workspace of a lake in object storage lives: `<lake>/evidently`."""
-    return lakefs.join(lakefs.normalize(lake_dir), "evidently")
+__all__ = ["WorkspaceCopy", "local_copy"]
 
 
 def _digest(data: bytes) -> str:
@@ -44,14 +42,19 @@ class WorkspaceCopy:
 
     lake_dir: str
     folder: str
+    snapshots: bool = True
+    """Whether the copy holds the snapshots: a server shows them; adding one needs only the project's files."""
     fetched: dict[str, str] = field(default_factory=dict)
     """Relative path -> sha256 of the file as fetched."""
 
     def pull(self) -> int:
-        """Fetch every object of the workspace into the folder; returns how many."""
-        location = workspace_location(self.lake_dir)
+        """Fetch the objects of the workspace (without the snapshots, unless `snapshots`) into the folder;
+        returns how many."""
+        location = workspace_path(self.lake_dir)
         for remote in lakefs.list_files(location):
             relative = lakefs.relative(remote, location)
+            if not self.snapshots and f"/{SNAPSHOTS}/" in f"/{relative}":
+                continue
             data = lakefs.read_bytes(remote)
             local = os.path.join(self.folder, *relative.split("/"))
             os.makedirs(os.path.dirname(local), exist_ok=True)
@@ -62,7 +65,7 @@ class WorkspaceCopy:
 
     def push(self) -> int:
         """Upload the files of the folder that are new or changed since the fetch; returns how many."""
-        location = workspace_location(self.lake_dir)
+        location = workspace_path(self.lake_dir)
         changed = []
         for root, _, files in os.walk(self.folder):
             for name in files:
@@ -80,11 +83,14 @@ class WorkspaceCopy:
 
 
 @contextmanager
-def local_copy(lake_dir: str) -> Iterator[WorkspaceCopy]:
-    """A fetched copy of the workspace of a lake in object storage, in a temporary folder removed afterwards."""
+def local_copy(lake_dir: str, *, snapshots: bool = True) -> Iterator[WorkspaceCopy]:
+    """A fetched copy of the workspace of a lake in object storage, in a temporary folder removed afterwards.
+
+    `snapshots=False` leaves the snapshots in the bucket: a drift run adds to them, and fetching every window's
+    snapshot on every run (the monitor's drift stage runs every 30 s) would grow with the lake's age."""
     folder = tempfile.mkdtemp(prefix="groundwatch-evidently-")
     try:
-        copy = WorkspaceCopy(lake_dir, folder)
+        copy = WorkspaceCopy(lake_dir, folder, snapshots)
         copy.pull()
         yield copy
     finally:

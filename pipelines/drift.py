@@ -140,7 +140,7 @@ def run_drift(
             # Evidently's workspace is a local folder: work on a copy of the bucket's, then upload what changed.
             from dashboards.workspace_sync import local_copy
 
-            copy = stack.enter_context(local_copy(lake_dir))
+            copy = stack.enter_context(local_copy(lake_dir, snapshots=False))
             workspace_dir = copy.folder
         if workspace:
             from dashboards.workspace import GroundwatchWorkspace

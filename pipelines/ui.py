@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         if lakefs.is_remote(args.lake):
-            from dashboards.workspace_sync import local_copy, workspace_location
+            from dashboards.workspace_sync import local_copy
 
             try:
                 lakefs.check_location(args.lake)
@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
             except (ValueError, OSError) as error:
                 print(f"groundwatch ui: --lake: {error}", file=sys.stderr)
                 return 2
-            folder, shown = (copy.folder if copy.fetched else None), workspace_location(args.lake)
+            folder, shown = (copy.folder if copy.fetched else None), workspace_path(args.lake)
         else:
             folder = shown = workspace_path(args.lake)
         if folder is None or not os.path.isdir(folder):

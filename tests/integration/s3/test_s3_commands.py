@@ -23,6 +23,7 @@ import urllib.request
 import pytest
 
 from dashboards.views import connect_lake
+from dashboards.workspace_sync import local_copy
 from pipelines.audit import run as audit
 from pipelines.cli import main
 from pipelines.demo import sample_traffic_path
@@ -160,3 +161,15 @@ def test_drift_keeps_its_workspace_in_the_bucket_and_ui_serves_it(s3_lake, tmp_p
     assert main(["drift", "--lake", s3_lake, "--min-responses", "5"]) == 0
     assert "windows checked  0" in capsys.readouterr().out
     assert {k: get_object(_bucket(s3_lake), k) for k in bucket_keys(_bucket(s3_lake)) if k in before} == before
+
+    # Later traffic: the next run adds its windows' snapshots beside the earlier ones, which it never fetched.
+    with local_copy(s3_lake, snapshots=False) as copy:
+        assert copy.fetched and not [path for path in copy.fetched if "/snapshots/" in path]
+    with open(sample_traffic_path(), "rb") as f:
+        traffic.write_bytes(b"".join(f.readlines()[60:90]))
+    audit(["--input", str(traffic), f"--lake={s3_lake}"], out=lambda _: None)
+    assert main(["drift", "--lake", s3_lake, "--min-responses", "5"]) == 0
+    more = int(capsys.readouterr().out.split("windows checked")[1].split()[0])
+    after = [k for k in bucket_keys(_bucket(s3_lake)) if k.startswith("lake/evidently/") and "/snapshots/" in k]
+    assert more >= 2 and len(after) == windows + more
+    assert all(get_object(_bucket(s3_lake), k) == data for k, data in before.items() if "/snapshots/" in k)
