@@ -44,6 +44,7 @@ import duckdb
 
 from dashboards.views import create_views
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.reader import sql_literal
 
 __all__ = ["LakeNotFound", "Refused", "Unreadable", "check_read_only", "open_readonly"]
 
@@ -87,10 +88,6 @@ class Unreadable(ValueError):
     """A file of the lake that DuckDB cannot read (not Parquet, cut short); the message names it, on one line."""
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 @contextlib.contextmanager
 def open_readonly(lake_dir: str, views: Collection[str] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory connection with the lake's views (`views`, default every one) that can read the lake's files
@@ -110,7 +107,7 @@ def open_readonly(lake_dir: str, views: Collection[str] | None = None) -> Iterat
     spill = os.path.join(tempfile.gettempdir(), f"groundwatch-query-{uuid.uuid4().hex}")
     con = duckdb.connect(":memory:")
     try:
-        con.execute(f"SET temp_directory = {_literal(spill)}")
+        con.execute(f"SET temp_directory = {sql_literal(spill)}")
         # DuckDB draws its progress bar on stdout once a query runs 2 s, into the CSV or JSON being printed.
         con.execute("SET enable_progress_bar = false")
         con.execute("SET autoinstall_known_extensions = false")
@@ -121,7 +118,7 @@ def open_readonly(lake_dir: str, views: Collection[str] | None = None) -> Iterat
         # prefix, with the separator, is the one allowed directory (so `s3://bucket/lake2` is not).
         lakefs.attach_duckdb(con, lake)
         allowed = lake + "/" if lakefs.is_remote(lake) else lake
-        con.execute(f"SET allowed_directories = [{_literal(allowed)}]")
+        con.execute(f"SET allowed_directories = [{sql_literal(allowed)}]")
         con.execute("SET enable_external_access = false")
         try:
             create_views(con, lake, views)

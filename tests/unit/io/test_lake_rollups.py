@@ -231,6 +231,11 @@ def test_a_review_rollup_of_another_responses_file_is_not_read(lake, monkeypatch
     assert len(_review_rollups(lake)) == 3  # still a review rollup by its name, of a responses file gone
     assert review_sql(duckdb.connect(), lake).count(ROLLUP_SUFFIX) == 2
     _assert_review_queue_matches(lake, 8)
+    # The next compaction writes that hour's rollup again and removes the one named after a file gone.
+    assert groundwatch(["compact", "--lake", lake]) == 0
+    assert len(_review_rollups(lake)) == 3 and not [p for p in _review_rollups(lake) if "compacted-gone" in p]
+    assert review_sql(duckdb.connect(), lake).count(ROLLUP_SUFFIX) == 3
+    _assert_review_queue_matches(lake, 8)
 
 
 def test_within_one_listing_a_table_is_listed_once_and_outside_it_afresh(lake):

@@ -56,9 +56,12 @@ __all__ = [
     "is_clean",
     "latest_per_key",
     "one_listing",
+    "parquet_source",
     "partitions",
     "read_table",
     "schema_fingerprint",
+    "sql_ident",
+    "sql_literal",
     "table_files",
     "table_glob",
     "table_sql",
@@ -71,12 +74,26 @@ COMPACTED_PREFIX = "compacted-"
 """The name of a file `groundwatch compact` wrote: one row per key of its partition."""
 
 
-def _ident(name: str) -> str:
+def sql_ident(name: str) -> str:
+    """A DuckDB identifier, quoted."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _literal(text: str) -> str:
+def sql_literal(text: str) -> str:
+    """A DuckDB string literal."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def parquet_source(files: Sequence[str], *, by_name: bool = True) -> str:
+    """`read_parquet` of these files with the lake's hive partition columns (`date` DATE, `hour` INTEGER).
+
+    `by_name` unions the files' columns by name, reading every footer first; without it the first file's
+    schema is every file's (files whose name carries the schema's fingerprint: compacted ones, rollups)."""
+    listed = ", ".join(sql_literal(path) for path in files)
+    return (
+        f"read_parquet([{listed}], hive_partitioning = true, union_by_name = {str(by_name).lower()}, "
+        "hive_types = {'date': DATE, 'hour': INTEGER})"
+    )
 
 
 def table_glob(lake_dir: str, table: str) -> str:
@@ -156,8 +173,8 @@ def latest_per_key(spec: TableSpec, relation: str, *, within_partition: bool = F
     """
     order = dict.fromkeys([*spec.prefer, spec.version_column, spec.time_column])
     scope = [*PARTITION_COLUMNS, spec.time_column] if within_partition else []
-    keys = ", ".join(_ident(k) for k in dict.fromkeys([*scope, *spec.key]))
-    ranking = ", ".join(f"{_ident(column)} DESC NULLS LAST" for column in order)
+    keys = ", ".join(sql_ident(k) for k in dict.fromkeys([*scope, *spec.key]))
+    ranking = ", ".join(f"{sql_ident(column)} DESC NULLS LAST" for column in order)
     return (
         "SELECT * EXCLUDE (_gw_rank) FROM ("
         f"SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY {ranking}) AS _gw_rank FROM ({relation})"
@@ -171,20 +188,13 @@ def _column_types(spec: TableSpec) -> dict[str, str]:
     return duckdb_columns(spec.row)
 
 
-def _source(files: Sequence[str]) -> str:
-    listed = ", ".join(_literal(path) for path in files)
-    return (
-        f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, "
-        "hive_types = {'date': DATE, 'hour': INTEGER})"
-    )
-
-
 def _select_columns(con: duckdb.DuckDBPyConnection, types: dict[str, str], files: Sequence[str]) -> str:
     """SELECT of every column of `types` from `files`, NULL where none of the files has it."""
-    source = _source(files)
+    source = parquet_source(files)
     present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
     columns = ", ".join(
-        _ident(name) if name in present else f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items()
+        sql_ident(name) if name in present else f"CAST(NULL AS {kind}) AS {sql_ident(name)}"
+        for name, kind in types.items()
     )
     return f"SELECT {columns} FROM {source}"
 
@@ -213,7 +223,7 @@ def files_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[s
     together); an empty SELECT with the columns when there are none."""
     types = {**_column_types(spec), **PARTITION_COLUMNS}
     if not files:
-        nulls = ", ".join(f"CAST(NULL AS {kind}) AS {_ident(name)}" for name, kind in types.items())
+        nulls = ", ".join(f"CAST(NULL AS {kind}) AS {sql_ident(name)}" for name, kind in types.items())
         return f"SELECT {nulls} WHERE false"
     if not spec.partition_local:
         return latest_per_key(spec, _select_columns(con, types, files))
@@ -228,12 +238,8 @@ def files_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[s
             clean.append(partition_files[0])
     parts = []
     if current:  # every column there, in the schema's types: no footer read before the query
-        listed = ", ".join(_literal(path) for path in current)
-        source = (
-            f"read_parquet([{listed}], hive_partitioning = true, union_by_name = false, "
-            "hive_types = {'date': DATE, 'hour': INTEGER})"
-        )
-        parts.append(f"SELECT {', '.join(_ident(name) for name in types)} FROM {source}")
+        columns = ", ".join(sql_ident(name) for name in types)
+        parts.append(f"SELECT {columns} FROM {parquet_source(current, by_name=False)}")
     if clean:
         parts.append(_select_columns(con, types, clean))
     if ranked:
@@ -249,6 +255,6 @@ def read_table(
     if table not in TABLES:
         raise ValueError(f"unknown lake table {table!r}; known: {', '.join(sorted(TABLES))}")
     spec = TABLES[table]
-    names = ", ".join(_ident(c) for c in spec.row.model_fields)
+    names = ", ".join(sql_ident(c) for c in spec.row.model_fields)
     sql = f"SELECT {names} FROM ({table_sql(con, spec, lake_dir)})" + (f" WHERE {where}" if where else "")
     return con.execute(sql, list(params)).df()

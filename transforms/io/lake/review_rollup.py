@@ -35,7 +35,7 @@ import duckdb
 
 from schemas import TABLES
 from transforms.io.lake import filesystem as lakefs
-from transforms.io.lake.reader import files_sql, is_clean, partitions, table_files
+from transforms.io.lake.reader import files_sql, is_clean, parquet_source, partitions, table_files
 from transforms.io.lake.rollups import ROLLUP_SUFFIX, rollup_files
 
 __all__ = [
@@ -90,10 +90,6 @@ SELECT {columns} FROM (
 
 
 _SENTENCE_FILTER = "attribution_verdict IN ('ungrounded', 'contradicted') OR confidence < 0.7"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def review_rows_sql(sentences: str, responses: str, *, with_partition: bool = True) -> str:
@@ -152,11 +148,7 @@ def review_sql(con: duckdb.DuckDBPyConnection, lake_dir: str) -> str:
     columns = ", ".join(("date", "hour", *REVIEW_COLUMNS))
     parts = []
     if stored:  # every column there, by the fingerprint in the name: no footer read before the query
-        listed = ", ".join(_literal(path) for path in stored)
-        parts.append(
-            f"SELECT {columns} FROM read_parquet([{listed}], hive_partitioning = true, union_by_name = false, "
-            "hive_types = {'date': DATE, 'hour': INTEGER})"
-        )
+        parts.append(f"SELECT {columns} FROM {parquet_source(stored, by_name=False)}")
     if live[0] or not stored:
         sentences, responses = (files_sql(con, TABLES[t], files) for t, files in zip(TABLES_USED, live, strict=True))
         parts.append(review_rows_sql(sentences, responses))
@@ -172,6 +164,10 @@ def write_review_rollups(lake_dir: str, *, since: datetime | None = None) -> int
     con = duckdb.connect(":memory:")
     lakefs.attach_duckdb(con, lake_dir)
     present = set(rollup_files(lake_dir, "sentences"))
+    stale: dict[str, list[str]] = {}  # the review rollups of each sentences partition, by folder
+    for other in present:
+        if f".{REVIEW_VIEW}-" in os.path.basename(other):
+            stale.setdefault(os.path.dirname(other), []).append(other)
     written = 0
     try:
         for (date, hour), (sentence_files, response_files) in _hours(lake_dir).items():
@@ -189,9 +185,8 @@ def write_review_rollups(lake_dir: str, *, since: datetime | None = None) -> int
                 lakefs.write_parquet(path, frame)
                 written += 1
             # Rollups of this hour named after files that are gone (a partition compacted again): never read.
-            marker = f".{REVIEW_VIEW}-"
-            for other in lakefs.list_files(os.path.dirname(sentence_files[0]), ROLLUP_SUFFIX):
-                if marker in os.path.basename(other) and other != path:
+            for other in stale.get(os.path.dirname(path), ()):
+                if other != path:
                     remove_file(other)
     finally:
         con.close()

@@ -36,7 +36,15 @@ import duckdb
 
 from schemas import TABLES
 from transforms.io.lake import filesystem as lakefs
-from transforms.io.lake.reader import PARTITION_COLUMNS, files_sql, is_clean, partitions, table_files
+from transforms.io.lake.reader import (
+    PARTITION_COLUMNS,
+    files_sql,
+    is_clean,
+    parquet_source,
+    partitions,
+    sql_ident,
+    table_files,
+)
 
 __all__ = [
     "ROLLUPS",
@@ -51,14 +59,6 @@ __all__ = [
 
 ROLLUP_SUFFIX = ".rollup"
 """How a rollup file's name ends (a Parquet file that no `*.parquet` glob of the lake's tables matches)."""
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ class Rollup:
         """The aggregate of `rows` (a SELECT of the table's rows): per partition and dimensions, or (for the
         file of one partition) per dimensions only."""
         group = [*(PARTITION_COLUMNS if per_partition else ()), *self.dimensions]
-        keys = ", ".join(_ident(c) for c in group)
-        measures = ", ".join(f"{sql} AS {_ident(name)}" for name, sql in self.measures)
+        keys = ", ".join(sql_ident(c) for c in group)
+        measures = ", ".join(f"{sql} AS {sql_ident(name)}" for name, sql in self.measures)
         return f"SELECT {keys}, {measures} FROM ({self.source.format(rows=f'({rows})')}) GROUP BY {keys}"
 
 
@@ -181,18 +181,10 @@ def rollup_sql(con: duckdb.DuckDBPyConnection, rollup: Rollup, lake_dir: str) ->
             stored.append(path)
         else:
             live.extend(partition_files)
-    columns = ", ".join(_ident(c) for c in rollup.columns)
+    columns = ", ".join(sql_ident(c) for c in rollup.columns)
     parts = []
     if stored:  # every column there, by the fingerprint in the name: no footer read before the query
-        parts.append(f"SELECT {columns} FROM {_source(stored)}")
+        parts.append(f"SELECT {columns} FROM {parquet_source(stored, by_name=False)}")
     if live or not stored:
         parts.append(f"SELECT {columns} FROM ({rollup.aggregate_sql(files_sql(con, spec, live))})")
     return " UNION ALL ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
-
-
-def _source(files: Sequence[str]) -> str:
-    listed = ", ".join(_literal(path) for path in files)
-    return (
-        f"read_parquet([{listed}], hive_partitioning = true, union_by_name = false, "
-        "hive_types = {'date': DATE, 'hour': INTEGER})"
-    )
