@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     hours = -(-args.sentences // SENTENCES_PER_HOUR)
     selection = (frozenset(args.only), args.extra, frozenset(args.skip_raw))
     last_hour = START + timedelta(hours=hours - 1)
-    before, startup_before = ({}, 0.0)
+    before, startup_before = ({}, float("nan"))  # NaN: not measured (--skip-before)
     if not args.skip_before:
         print("before compaction:", file=sys.stderr)
         before, startup_before = measure(args.lake, last_hour, args.repeat, *selection)
