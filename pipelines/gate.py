@@ -180,7 +180,7 @@ def main(args: argparse.Namespace) -> int:
     write_markdown(args.summary, figures, checks, outcomes, title=title)
     print(format_table(checks))
     if figures.decided_by:
-        print(decided_by_line(figures))
+        print(decided_by_line(figures.decided_by))
     verdict = "passed" if passed else "FAILED"
     print(f"gate {verdict}: {title.replace('`', '')}; JUnit {args.junit}, summary {args.summary}")
     return 0 if passed else 1
