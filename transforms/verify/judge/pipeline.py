@@ -56,7 +56,6 @@ from transforms.verify.judge.verifier import (
 )
 
 if TYPE_CHECKING:  # the model stage's modules load only for a cascade given a model
-    from transforms.verify.calibration import Calibration
     from transforms.verify.model.cascade import CascadeStages
 
 __all__ = [
@@ -323,8 +322,13 @@ def judge_sentences(
     options = dict(verifier_config)
     band = parse_band(options.pop("band", None) or DEFAULT_BAND)
     stage_options = [options.pop(k, None) for k in _STAGE_OPTIONS]
-    calibration = stage_options[0] = _calibration(stage_options[0])
-    digest = (calibration.digest or None) if calibration is not None else None
+    digest = None
+    if stage_options[0] is not None:  # the model stage's modules load only when a calibration or model is given
+        from transforms.verify.calibration import calibration_sha256
+        from transforms.verify.model.cascade import load_calibration
+
+        calibration = stage_options[0] = load_calibration(stage_options[0])
+        digest = calibration_sha256(calibration)
     if verifier == "model":
         from transforms.verify.model.verifier import model_alone_stages
 
@@ -335,14 +339,6 @@ def judge_sentences(
     return JudgeSentences(
         verifier, config, threshold=threshold, band=band, stages=stages, calibration_sha256=digest, clock=clock
     )
-
-
-def _calibration(calibration: Calibration | str | None) -> Calibration | None:
-    if calibration is None or not isinstance(calibration, str):
-        return calibration
-    from transforms.verify.calibration import Calibration
-
-    return Calibration.load(calibration)
 
 
 _STAGE_OPTIONS = ("calibration", "model_path", "model_top_k", "model_max_length", "model_batch_size", "model_band")

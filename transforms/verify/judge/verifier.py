@@ -229,11 +229,11 @@ class CascadeVerifier(JudgeVerifier):
         super().__init__(base_url, model, **options)
         self.band = parse_band(band)
         if calibration is not None:
+            from transforms.verify.calibration import calibration_sha256
             from transforms.verify.model.cascade import load_calibration
 
-            loaded = load_calibration(calibration)
-            self.calibration_sha256 = loaded.digest or None if loaded is not None else None
-            calibration = loaded
+            calibration = load_calibration(calibration)
+            self.calibration_sha256 = calibration_sha256(calibration)
         self.stages = cascade_stages(
             self.band, calibration, model_path, model_top_k, model_max_length, model_batch_size, model_band
         )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from schemas import EvidencePassage
 from transforms.verify.base import VerificationResult, Verifier
-from transforms.verify.calibration import Calibration
+from transforms.verify.calibration import Calibration, calibration_sha256
 from transforms.verify.model.cascade import MODEL, CascadeStages, ModelStage, StageGate, load_calibration
 from transforms.verify.model.files import ModelFiles
 from transforms.verify.model.stage import DEFAULT_BATCH_SIZE, DEFAULT_CONTRADICTION_THRESHOLD, DEFAULT_TOP_K
@@ -109,7 +109,7 @@ class ModelVerifier(Verifier):
         calibration = load_calibration(calibration)
         self._gate = StageGate.of(calibration, MODEL)
         self.version = f"model-1+{model_digest(model_path)}"
-        self.calibration_sha256 = (calibration.digest or None) if calibration is not None else None
+        self.calibration_sha256 = calibration_sha256(calibration)
 
     def __repr__(self) -> str:
         return f"ModelVerifier({self.stage.model_path!r}, top_k={self.stage.top_k})"
