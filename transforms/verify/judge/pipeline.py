@@ -321,20 +321,21 @@ def judge_sentences(
 
     options = dict(verifier_config)
     band = parse_band(options.pop("band", None) or DEFAULT_BAND)
-    stage_options = [options.pop(k, None) for k in _STAGE_OPTIONS]
+    stage_options = {k: options.pop(k, None) for k in _STAGE_OPTIONS}
     digest = None
-    if stage_options[0] is not None:  # the model stage's modules load only when a calibration or model is given
+    if stage_options["calibration"] is not None:  # the model stage's modules load only when asked for
         from transforms.verify.calibration import calibration_sha256
         from transforms.verify.model.cascade import load_calibration
 
-        calibration = stage_options[0] = load_calibration(stage_options[0])
+        calibration = stage_options["calibration"] = load_calibration(stage_options["calibration"])
         digest = calibration_sha256(calibration)
     if verifier == "model":
         from transforms.verify.model.verifier import model_alone_stages
 
-        alone = model_alone_stages(*stage_options[:5])
+        stage_options.pop("model_band")  # the model alone decides every claim: no band to hand any on
+        alone = model_alone_stages(**stage_options)
         return JudgeSentences(verifier, None, threshold=threshold, stages=alone, calibration_sha256=digest, clock=clock)
-    stages = cascade_stages(band, *stage_options) if verifier == "cascade" else None
+    stages = cascade_stages(band, **stage_options) if verifier == "cascade" else None
     config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
     return JudgeSentences(
         verifier, config, threshold=threshold, band=band, stages=stages, calibration_sha256=digest, clock=clock
@@ -342,4 +343,4 @@ def judge_sentences(
 
 
 _STAGE_OPTIONS = ("calibration", "model_path", "model_top_k", "model_max_length", "model_batch_size", "model_band")
-"""The cascade's stage options, in `cascade_stages`' order after the band."""
+"""The cascade's stage options: `cascade_stages`' keywords after the band (`model_alone_stages`' but the last)."""
