@@ -259,14 +259,14 @@ class JudgeSentences(beam.PTransform):
         self._stages = stages if verifier != "openai" else None
         self._calibration_sha256 = calibration_sha256 if self._stages is not None else None
         model = self._stages.model if self._stages is not None else None
+        self._version = prompt_version(Task.sentences)
         if model is not None:
-            from transforms.verify.model.verifier import model_digest
+            from transforms.verify.model.verifier import model_digest, model_version
 
-            digest = model_digest(model.model_path)
-        if verifier == "model":
-            self._version = f"model-1+{digest}"
-        else:
-            self._version = prompt_version(Task.sentences) + (f"+model-{digest}" if model is not None else "")
+            if verifier == "model":
+                self._version = model_version(model.model_path)
+            else:
+                self._version += f"+model-{model_digest(model.model_path)}"
 
     def expand(self, responses: PCollection) -> dict[str, PCollection]:
         config, clock, stages = self._config, self._clock, self._stages
