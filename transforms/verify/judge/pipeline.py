@@ -6,7 +6,7 @@
 The steps, each labelled:
 
 1. `PlanJudgeWork`: split each response, run the heuristic verifier and, in a cascade, its gate: which
-   sentences it leaves open ("openai": all, for responses in the judge sample). Responses are keyed by id.
+   sentences it leaves open ("openai": all). Responses are keyed by id.
 2. `ModelStage` (a cascade given `--model-path`, and `--verifier model`): `RunModelStage`, the model through
    `RunInference(PairModelHandler)` on the (evidence sentence, claim) pairs of the open sentences, merged back
    per sentence; what the model's gate leaves open goes on (`transforms.verify.model.pipeline`).
@@ -89,13 +89,9 @@ class _Plan(NamedTuple):
 
 class _PlanDoFn(beam.DoFn):
     def __init__(
-        self,
-        band: tuple[float, float] | None,
-        sample_rate: float,
-        clock: Callable[[], datetime],
-        stages: CascadeStages | None = None,
+        self, band: tuple[float, float] | None, clock: Callable[[], datetime], stages: CascadeStages | None = None
     ) -> None:
-        self._band, self._rate, self._clock, self._stages = band, sample_rate, clock, stages
+        self._band, self._clock, self._stages = band, clock, stages
 
     def setup(self) -> None:
         from transforms.verify.heuristic.verifier import HeuristicVerifier
@@ -114,7 +110,7 @@ class _PlanDoFn(beam.DoFn):
             decided_by: tuple[str, ...] | None = None
             undecided: Sequence[int]
             if self._stages is None:
-                undecided = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
+                undecided = sentences_to_judge(heuristic, band=self._band)  # the judge's sample: PickJudgeSentences
             else:  # the cascade: what the heuristic's gate leaves open goes to the model stage, if any, then the judge
                 staged = self._stages.gate_heuristic(heuristic)
                 heuristic, decided_by, undecided = staged.verdicts, staged.decided_by, staged.undecided
@@ -143,7 +139,8 @@ class _PickDoFn(beam.DoFn):
         indexes = list(plan.undecided) if judge_sample_point(response_id) < self._rate else []
         self._sent.inc(len(indexes))
         self._kept.inc(len(plan.heuristic) - len(indexes))
-        if indexes and plan.prepared is not None:
+        if indexes:
+            assert plan.prepared is not None  # only claims are left open, and a plan without claims has none
             yield sentence_item(response_id, r.answer, r.query, plan.prepared.claims, indexes, r.evidence)
 
 
@@ -270,8 +267,7 @@ class JudgeSentences(beam.PTransform):
 
     def expand(self, responses: PCollection) -> dict[str, PCollection]:
         config, clock, stages = self._config, self._clock, self._stages
-        rate = config.sample_rate if config is not None else 0.0
-        planned = responses | "PlanJudgeWork" >> beam.ParDo(_PlanDoFn(self._band, rate, clock, stages)).with_outputs(
+        planned = responses | "PlanJudgeWork" >> beam.ParDo(_PlanDoFn(self._band, clock, stages)).with_outputs(
             DEAD_LETTERS, main="plans"
         )
         plans, dead = planned["plans"], [planned[DEAD_LETTERS]]
