@@ -6,7 +6,8 @@
 The steps, each labelled:
 
 1. `PlanJudgeWork`: split each response, run the heuristic verifier and, in a cascade, its gate: which
-   sentences it leaves open ("openai": all). Responses are keyed by id.
+   sentences it leaves open ("openai": all). `--verifier model` runs no heuristic: every claim is left open,
+   with a placeholder verdict the model stage replaces. Responses are keyed by id.
 2. `ModelStage` (a cascade given `--model-path`, and `--verifier model`): `RunModelStage`, the model through
    `RunInference(PairModelHandler)` on the (evidence sentence, claim) pairs of the open sentences, merged back
    per sentence; what the model's gate leaves open goes on (`transforms.verify.model.pipeline`).
@@ -36,7 +37,7 @@ from apache_beam import PCollection
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import RunInference
 
-from schemas import AuditedResponse, ParsedResponse, SentenceVerdict
+from schemas import AttributionVerdict, AuditedResponse, ParsedResponse, SentenceVerdict
 from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row
@@ -87,16 +88,35 @@ class _Plan(NamedTuple):
     undecided: tuple[int, ...] = ()  # the claims the stages so far left open: the next stage's to decide
 
 
+def _awaiting_model(sentences: Sequence[str]) -> tuple[SentenceVerdict, ...]:
+    """Stand-ins for the heuristic's verdicts when the model decides every claim: the model stage replaces each."""
+    return tuple(
+        SentenceVerdict(
+            sentence_index=i,
+            sentence_text=text,
+            attribution_verdict=AttributionVerdict.ungrounded,
+            confidence=0.0,
+            provenance_notes="awaiting the model stage",
+        )
+        for i, text in enumerate(sentences)
+    )
+
+
 class _PlanDoFn(beam.DoFn):
     def __init__(
-        self, band: tuple[float, float] | None, clock: Callable[[], datetime], stages: CascadeStages | None = None
+        self,
+        band: tuple[float, float] | None,
+        clock: Callable[[], datetime],
+        stages: CascadeStages | None = None,
+        *,
+        model_alone: bool = False,
     ) -> None:
-        self._band, self._clock, self._stages = band, clock, stages
+        self._band, self._clock, self._stages, self._model_alone = band, clock, stages, model_alone
 
     def setup(self) -> None:
         from transforms.verify.heuristic.verifier import HeuristicVerifier
 
-        self._heuristic = HeuristicVerifier()
+        self._heuristic = None if self._model_alone else HeuristicVerifier()
 
     def process(self, parsed: ParsedResponse, window: Any = beam.DoFn.WindowParam) -> Iterator[Any]:
         """Yields (response id, `_Plan`) and, tagged, dead letters."""
@@ -106,12 +126,16 @@ class _PlanDoFn(beam.DoFn):
             has_evidence = any(p.content.strip() for p in r.evidence)
             prepared = prepare_sentences(r.answer) if has_evidence else None
             sentences = prepared.claims if prepared is not None else []
-            heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
             decided_by: tuple[str, ...] | None = None
             undecided: Sequence[int]
-            if self._stages is None:
+            if self._heuristic is None:  # the model alone: it replaces every verdict, so the heuristic gives none
+                heuristic = _awaiting_model(sentences)
+                decided_by, undecided = ("model",) * len(sentences), range(len(sentences))
+            elif self._stages is None:
+                heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
                 undecided = sentences_to_judge(heuristic, band=self._band)  # the judge's sample: PickJudgeSentences
             else:  # the cascade: what the heuristic's gate leaves open goes to the model stage, if any, then the judge
+                heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
                 staged = self._stages.gate_heuristic(heuristic)
                 heuristic, decided_by, undecided = staged.verdicts, staged.decided_by, staged.undecided
         except Exception as e:  # one bad response must not stop the run
@@ -267,9 +291,8 @@ class JudgeSentences(beam.PTransform):
 
     def expand(self, responses: PCollection) -> dict[str, PCollection]:
         config, clock, stages = self._config, self._clock, self._stages
-        planned = responses | "PlanJudgeWork" >> beam.ParDo(_PlanDoFn(self._band, clock, stages)).with_outputs(
-            DEAD_LETTERS, main="plans"
-        )
+        plan = _PlanDoFn(self._band, clock, stages, model_alone=self._verifier == "model")
+        planned = responses | "PlanJudgeWork" >> beam.ParDo(plan).with_outputs(DEAD_LETTERS, main="plans")
         plans, dead = planned["plans"], [planned[DEAD_LETTERS]]
         if stages is not None and stages.model is not None:
             from transforms.verify.model.pipeline import PLANS, RunModelStage
