@@ -40,6 +40,7 @@ from pathlib import Path
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from pipelines.reporting.calibration_report import write_report
 from pipelines.reporting.calibration_tables import baseline_lines, confusion_lines, interval_line, metrics_table
+from pipelines.reporting.gate_report import decided_by_line
 from transforms.evaluation.golden import load_golden, score_golden, summarize
 from transforms.evaluation.metrics import recommend_threshold, threshold_sweep
 
@@ -288,7 +289,7 @@ def main(args: argparse.Namespace) -> int:
         f"{len(records)} records ({len(rejected)} rejected lines){speed_text}"
     )
     if run.decided_by:
-        print("sentences decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(run.decided_by.items())))
+        print(decided_by_line(run.decided_by))
     granularity = granularity_note(records)
     if granularity:
         print(granularity)

@@ -24,7 +24,7 @@ import argparse
 import os
 import sys
 
-from pipelines.options.audit import add_calibration_argument
+from pipelines.options.audit import add_calibration_argument, load_calibration
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from pipelines.reporting.gate_report import (
     GateFigures,
@@ -149,8 +149,6 @@ def main(args: argparse.Namespace) -> int:
         _check_usage(args)
         config = stage_verifier_config(args)
         if args.calibration:
-            from pipelines.options.audit import load_calibration
-
             config["calibration"] = load_calibration(args)
         auditor = InlineAuditor(
             args.verifier, threshold=args.confidence_threshold, verifier_config=config, source=f"file:{args.input}"
@@ -182,7 +180,7 @@ def main(args: argparse.Namespace) -> int:
     write_markdown(args.summary, figures, checks, outcomes, title=title)
     print(format_table(checks))
     if figures.decided_by:
-        print(decided_by_line(figures))
+        print(decided_by_line(figures.decided_by))
     verdict = "passed" if passed else "FAILED"
     print(f"gate {verdict}: {title.replace('`', '')}; JUnit {args.junit}, summary {args.summary}")
     return 0 if passed else 1

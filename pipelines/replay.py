@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 
 from pipelines.cli import iso_time
 from pipelines.options.judge import judge_verifier_config
-from pipelines.options.model import add_stage_arguments, model_verifier_config
+from pipelines.options.model import add_stage_arguments, model_stage_of, model_verifier_config
 
 __all__ = ["add_arguments", "main", "replay", "select_failed"]
 
@@ -175,7 +175,6 @@ def replay(
 
 def main(args: argparse.Namespace) -> int:
     from transforms.verify.judge.verifier import judge_config_from
-    from transforms.verify.model.verifier import model_stage_from
 
     try:
         since = args.since
@@ -185,9 +184,7 @@ def main(args: argparse.Namespace) -> int:
             for response_id, task, _, _ in select_failed(args.lake, args.status, since, args.limit):
                 print(f"{task}\t{response_id}")
             return 0
-        stage = model_verifier_config(args)
-        keys = ("model_path", "model_top_k", "model_max_length", "model_batch_size")
-        model = model_stage_from(*(stage.get(k) for k in keys))
+        model = model_stage_of(model_verifier_config(args))
         options = judge_verifier_config(args)
         options.pop("band", None)
         config = None

@@ -19,7 +19,7 @@ import argparse
 import os
 import sys
 
-from pipelines.options.audit import add_calibration_argument
+from pipelines.options.audit import add_calibration_argument, load_calibration
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
@@ -81,8 +81,6 @@ def config_from(args: argparse.Namespace):
         raise ValueError("--publish-kafka-topic needs --kafka-bootstrap-servers (or GROUNDWATCH_KAFKA_BOOTSTRAP)")
     calibration = None
     if getattr(args, "calibration", None):
-        from pipelines.options.audit import load_calibration
-
         load_calibration(args)  # ValueError naming the flag, before any worker starts
         calibration = os.path.abspath(args.calibration)
     return ServeConfig(

@@ -12,17 +12,22 @@ The folder holds model.onnx, tokenizer.json and labels.json (docs/model-stage.md
 `add_model_arguments` adds
 the dashed CLI flags, `add_model_pipeline_options` the same flags with underscores to a `PipelineOptions`
 class, `model_argv` turns parsed CLI flags into pipeline argv, `model_verifier_config` gives them as verifier
-configuration, and `validate_model_options` loads the model once so a bad folder fails before the run.
+configuration, `model_stage_of` the model stage they name (loaded), and `validate_model_options` loads the model
+once so a bad folder fails before the run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pipelines.options.flags import Flag, add_flags, add_pipeline_options, flags_argv
 from pipelines.options.judge import add_judge_arguments, judge_argv, judge_verifier_config
+
+if TYPE_CHECKING:  # the model's modules load only when a model stage is asked for
+    from transforms.verify.model.cascade import ModelStage
 
 __all__ = [
     "MODEL_FLAGS",
@@ -30,6 +35,7 @@ __all__ = [
     "add_model_pipeline_options",
     "add_stage_arguments",
     "model_argv",
+    "model_stage_of",
     "model_verifier_config",
     "stage_argv",
     "stage_verifier_config",
@@ -110,8 +116,16 @@ def validate_model_options(opts: Any) -> None:
     if verifier not in ("model", "cascade") or not config.get("model_path"):
         return
     from transforms.verify.judge.verifier import parse_band
-    from transforms.verify.model.verifier import model_stage_from
 
     if "model_band" in config:
         parse_band(config["model_band"], "--model-band")
-    model_stage_from(*(config.get(k) for k in ("model_path", "model_top_k", "model_max_length", "model_batch_size")))
+    model_stage_of(config)
+
+
+def model_stage_of(config: Mapping[str, Any]) -> ModelStage | None:
+    """The model stage that `model_verifier_config`'s `config` names, its model loaded (a bad folder raises
+    ValueError naming the flag); None without `model_path`."""
+    from transforms.verify.model.verifier import model_stage_from
+
+    keys = ("model_path", "model_top_k", "model_max_length", "model_batch_size")
+    return model_stage_from(*(config.get(k) for k in keys))

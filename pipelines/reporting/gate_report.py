@@ -12,6 +12,7 @@ test case per check. CI systems (GitLab, Jenkins, GitHub actions that read JUnit
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from schemas import AttributionVerdict, AuditedResponse
@@ -208,9 +209,9 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def decided_by_line(figures: GateFigures) -> str:
+def decided_by_line(decided_by: Mapping[str, int]) -> str:
     """`sentences decided by: heuristic 3, model 2`: which stage settled how many sentences."""
-    return "sentences decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(figures.decided_by.items()))
+    return "sentences decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(decided_by.items()))
 
 
 def write_markdown(
@@ -228,7 +229,7 @@ def write_markdown(
         f"sentence, {figures.fabricated_responses} with a fabricated citation.",
     ]
     if figures.decided_by:
-        lines += ["", decided_by_line(figures)]
+        lines += ["", decided_by_line(figures.decided_by)]
     flagged = [o for o in outcomes if o.audited is None or (o.audited.review and o.audited.review.needs_review)]
     if flagged:
         lines += ["", f"### Needing review or not audited ({len(flagged)})", ""]

@@ -32,7 +32,7 @@ from schemas import AuditedResponse, ParsedResponse
 from schemas.base import utc_now
 from transforms.audit.limits import bound_response
 from transforms.audit.routing import decide_review
-from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, METRICS_NAMESPACE, stage_failed_row
+from transforms.ingest.parse import DEAD_LETTERS, METRICS_NAMESPACE, stage_failed_dead_letter
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD, Verifier, audit_sentences
 from transforms.verify.registry import VERIFIERS, available_verifiers, make_verifier
@@ -141,13 +141,6 @@ def audit_response(
     return score_and_flag(audited, threshold)
 
 
-def _failure_dead_letter(parsed: ParsedResponse, stage: str, error: Exception, now: datetime):
-    """`stage_failed: <stage>: ...` with the message's original bytes, counted as `<stage>_failed`."""
-    Metrics.counter(DEAD_LETTER_NAMESPACE, f"{stage}_failed").inc()
-    raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
-    return stage_failed_row(raw, parsed.origin, stage=stage, error=error, received_at=now)
-
-
 class _VerifyDoFn(beam.DoFn):
     def __init__(self, verifier_name: str, verifier_config: Mapping[str, Any], threshold: float, clock):
         self._name, self._config, self._threshold, self._clock = verifier_name, dict(verifier_config), threshold, clock
@@ -167,7 +160,7 @@ class _VerifyDoFn(beam.DoFn):
         except Exception as e:  # one bad response must not stop the run
             if getattr(e, "retryable", False):
                 raise
-            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, _failure_dead_letter(parsed, "verify", e, now))
+            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, stage_failed_dead_letter(parsed, "verify", e, now))
 
 
 class VerifySentences(beam.PTransform):
@@ -220,7 +213,7 @@ class _StepDoFn(beam.DoFn):
             if getattr(e, "retryable", False):
                 raise
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, _failure_dead_letter(audited.parsed, self._stage, e, self._clock())
+                DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, self._stage, e, self._clock())
             )
 
 
@@ -249,7 +242,7 @@ class _ScoreDoFn(beam.DoFn):
             scored = score_and_flag(audited, self._threshold)
         except Exception as e:  # one response that routing cannot decide must not stop the run
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, _failure_dead_letter(audited.parsed, "score", e, self._clock())
+                DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, "score", e, self._clock())
             )
             return
         self._audited.inc()
@@ -288,7 +281,7 @@ class _LakeRowsDoFn(beam.DoFn):
             if audited.review is not None and audited.review.needs_review:
                 Metrics.counter(METRICS_NAMESPACE, "needs_review").dec()
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, _failure_dead_letter(audited.parsed, "lake_rows", e, self._clock())
+                DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, "lake_rows", e, self._clock())
             )
             return
         yield from rows

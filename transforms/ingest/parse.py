@@ -54,6 +54,7 @@ __all__ = [
     "input_flags",
     "parse_message",
     "response_id_of",
+    "stage_failed_dead_letter",
     "stage_failed_row",
     "summarize_validation_error",
 ]
@@ -194,6 +195,14 @@ def stage_failed_row(raw: bytes, origin: Origin, *, stage: str, error: Exception
     message never stops a run: error `stage_failed: <stage>: <exception type>: <its message>`."""
     what = _short(f"{type(error).__name__}: {error}", 300)
     return dead_letter_row(raw, origin, stage=stage, error=f"stage_failed: {stage}: {what}", received_at=received_at)
+
+
+def stage_failed_dead_letter(parsed: ParsedResponse, stage: str, error: Exception, received_at: datetime):
+    """`stage_failed_row` for a parsed response a later stage failed on, with the message's original bytes (its
+    JSON again when they were not kept), counted as `<stage>_failed`."""
+    Metrics.counter(DEAD_LETTER_NAMESPACE, f"{stage}_failed").inc()
+    raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
+    return stage_failed_row(raw, parsed.origin, stage=stage, error=error, received_at=received_at)
 
 
 def _origin_key(origin: Origin) -> tuple:

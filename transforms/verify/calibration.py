@@ -41,6 +41,7 @@ __all__ = [
     "VERDICT_FEATURES",
     "VerdictModel",
     "calibrated_verdict",
+    "calibration_sha256",
     "grounded_score",
     "verdict_features",
 ]
@@ -62,6 +63,11 @@ _SCORE_CLIP = 5e-5
 """Scores reach 0 and 1, so their logits are clipped: at half the heuristic's rounding step (confidences have 4
 decimals), so a score of 0 stays apart from one of 0.0001 (a clip at 1e-3 merged them, and on labelled data the
 sentences the heuristic scores exactly 0 or 1 are right far more often than those just inside)."""
+
+
+def calibration_sha256(calibration: Calibration | None) -> str | None:
+    """The lake's `calibration_sha256` for `calibration`: its file's digest; None without one (or an unsaved one)."""
+    return (calibration.digest or None) if calibration is not None else None
 
 
 def verdict_features(score: float, verdict: str) -> tuple[float, ...]:

@@ -6,16 +6,11 @@ from __future__ import annotations
 import json
 import re
 
-from tests.support.audit_messages import EVIDENCE, message, raw
+from tests.support.audit_messages import message, raw
+from tests.support.model_answers import COPIED, MODEL_SURE, NEGATED
 from tests.support.scripts import load_script
 
-ANSWER = " ".join(
-    [
-        EVIDENCE[0]["content"],
-        "Lab results showed potassium at 4.2 mmol/L on admission, reportedly unexpected by cardiologists.",
-        "Lab results showed potassium was not at 4.2 mmol/L on admission.",
-    ]
-)
+ANSWER = " ".join([COPIED, MODEL_SURE, NEGATED])
 
 
 def test_the_pipeline_mode_prints_wall_time_and_run_inference_metrics(tmp_path, capsys):

@@ -19,17 +19,19 @@ from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.serve import add_arguments as add_serve_arguments
 from pipelines.serve import config_from
-from tests.support.audit_messages import EVIDENCE, message, raw
+from tests.support.audit_messages import message, raw
+from tests.support.model_answers import (
+    COPIED,
+    MODEL_SURE,
+    MODEL_UNSURE,
+    NEGATED,
+    write_answer_model,
+    write_identity_calibration,
+)
 from tests.support.openai_server import OpenAIServer, Scripted
 from tests.support.serve_fixtures import free_port, running_service, wait_until_healthy
 from tests.support.tiny_nli import write_tiny_model
-from transforms.verify.calibration import Calibration, StageCalibration
 
-COPIED = EVIDENCE[0]["content"]  # the heuristic is sure of it
-MODEL_SURE = "Lab results showed potassium at 4.2 mmol/L on admission, reportedly unexpected by cardiologists."
-NEGATED = "Lab results showed potassium was not at 4.2 mmol/L on admission."
-MODEL_UNSURE = "Lab results showed potassium at 4.2 mmol/L, falling sharply overnight during rounds."
-EXTRA_WORDS = ["sodium", "falling", "overnight", "sharply", "during", "rounds"]
 STAGED = " ".join([COPIED, MODEL_SURE, NEGATED, MODEL_UNSURE])
 """An answer the cascade splits over all three stages with `--cascade-band 0.5,0.85` (as in the audit's test)."""
 STAGED_BY = ["heuristic", "model", "model", "openai"]
@@ -39,8 +41,7 @@ SECRET = "sk-judge-key-never-printed"
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    words = re.findall(r"\w+", " ".join(e["content"] for e in EVIDENCE).lower()) + EXTRA_WORDS
-    return write_tiny_model(tmp_path_factory.mktemp("model") / "nli", words)
+    return write_answer_model(tmp_path_factory.mktemp("model") / "nli")
 
 
 def judge_flags(server: OpenAIServer) -> list[str]:
@@ -105,14 +106,7 @@ def test_gate_refuses_a_model_folder_that_does_not_load(model_dir, tmp_path, cap
 
 def calibration_file(tmp_path) -> str:
     """Bands that send every sentence past the heuristic, and on from the model only its near ties."""
-    identity = {"knots_x": (0.0, 1.0), "knots_y": (0.0, 1.0)}
-    stages = {
-        "heuristic": StageCalibration(**identity, escalate=(0.0, 1.0)),
-        "model": StageCalibration(**identity, escalate=(0.3, 0.8)),
-    }
-    path = str(tmp_path / "cal.json")
-    Calibration(stages, target_accuracy=0.9).save(path)
-    return path
+    return write_identity_calibration(tmp_path / "cal.json", (0.0, 1.0), (0.3, 0.8))
 
 
 def test_gate_takes_the_cascade_bands_from_a_calibration_file(model_dir, tmp_path, capsys):

@@ -6,7 +6,6 @@ same audit gives the same rows on the FnApiRunner and on Prism."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from datetime import UTC, datetime
 
@@ -18,21 +17,25 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.cli import main as groundwatch
 from schemas import LoggedResponse, ParsedResponse
-from tests.support.audit_messages import EVIDENCE, at, message
+from tests.support.audit_messages import at, message
+from tests.support.model_answers import (
+    COPIED,
+    MODEL_SURE,
+    MODEL_UNSURE,
+    NEGATED,
+    UNRELATED,
+    write_answer_model,
+    write_identity_calibration,
+)
 from tests.support.openai_server import OpenAIServer
 from tests.support.prism_fixtures import needs_prism, prism_options
-from tests.support.tiny_nli import POISON, write_tiny_model
+from tests.support.tiny_nli import POISON
 from transforms.audit.stages import AUDITED, VerifySentences, verify_response
 from transforms.ingest.parse import DEAD_LETTERS
-from transforms.verify.calibration import Calibration, StageCalibration
+from transforms.verify.calibration import Calibration
 from transforms.verify.model.pipeline import MODEL_NAMESPACE
 from transforms.verify.registry import make_verifier
 
-COPIED = EVIDENCE[0]["content"]
-MODEL_SURE = "Lab results showed potassium at 4.2 mmol/L on admission, reportedly unexpected by cardiologists."
-NEGATED = "Lab results showed potassium was not at 4.2 mmol/L on admission."
-MODEL_UNSURE = "Lab results showed potassium at 4.2 mmol/L, falling sharply overnight during rounds."
-UNRELATED = "Lab results showed sodium falling overnight."
 ANSWERS = {
     "r-1": f"{COPIED} {MODEL_SURE}",
     "r-2": f"{NEGATED} {MODEL_UNSURE} {UNRELATED}",
@@ -45,21 +48,12 @@ CASCADE_BAND = "0.5,0.85"
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    words = re.findall(r"\w+", " ".join(e["content"] for e in EVIDENCE).lower())
-    words += ["sodium", "falling", "overnight", "sharply", "during", "rounds"]
-    return write_tiny_model(tmp_path_factory.mktemp("model") / "nli", words)
+    return write_answer_model(tmp_path_factory.mktemp("model") / "nli")
 
 
 @pytest.fixture(scope="module")
 def calibration(tmp_path_factory) -> str:
-    identity = {"knots_x": (0.0, 1.0), "knots_y": (0.0, 1.0)}
-    stages = {
-        "heuristic": StageCalibration(**identity, escalate=(0.0, 0.85)),
-        "model": StageCalibration(**identity, escalate=(0.3, 0.8)),
-    }
-    path = str(tmp_path_factory.mktemp("cal") / "cal.json")
-    Calibration(stages, target_accuracy=0.9).save(path)
-    return path
+    return write_identity_calibration(tmp_path_factory.mktemp("cal") / "cal.json", (0.0, 0.85), (0.3, 0.8))
 
 
 def parsed(answers=ANSWERS) -> list[ParsedResponse]:

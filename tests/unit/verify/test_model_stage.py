@@ -6,7 +6,6 @@ one input)."""
 from __future__ import annotations
 
 import json
-import re
 
 import apache_beam as beam
 import pytest
@@ -18,9 +17,18 @@ from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from schemas import AttributionVerdict, EvidencePassage
 from tests.support.audit_messages import EVIDENCE, message, raw
+from tests.support.model_answers import (
+    COPIED,
+    MODEL_SURE,
+    MODEL_UNSURE,
+    NEGATED,
+    UNRELATED,
+    write_answer_model,
+    write_identity_calibration,
+)
 from tests.support.openai_server import OpenAIServer, data_document
 from tests.support.tiny_nli import POISON, write_tiny_model
-from transforms.verify.calibration import Calibration, StageCalibration, grounded_score
+from transforms.verify.calibration import Calibration, grounded_score
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.model.files import ModelLoadError
 from transforms.verify.model.handler import PairModelHandler
@@ -28,18 +36,11 @@ from transforms.verify.model.scorer import ModelRunError, PairScorer, load_score
 from transforms.verify.registry import make_verifier
 
 PASSAGES = [EvidencePassage(**e) for e in EVIDENCE]
-COPIED = EVIDENCE[0]["content"]  # the heuristic is sure of it
-MODEL_SURE = "Lab results showed potassium at 4.2 mmol/L on admission, reportedly unexpected by cardiologists."
-NEGATED = "Lab results showed potassium was not at 4.2 mmol/L on admission."
-MODEL_UNSURE = "Lab results showed potassium at 4.2 mmol/L, falling sharply overnight during rounds."
-UNRELATED = "Lab results showed sodium falling overnight."
-EXTRA_WORDS = ["sodium", "falling", "overnight", "sharply", "during", "rounds"]
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    words = re.findall(r"\w+", " ".join(e["content"] for e in EVIDENCE).lower()) + EXTRA_WORDS
-    return write_tiny_model(tmp_path_factory.mktemp("model") / "nli", words)
+    return write_answer_model(tmp_path_factory.mktemp("model") / "nli")
 
 
 def judged_indexes(server) -> list[list[int]]:
@@ -101,14 +102,7 @@ def test_a_binary_head_never_says_contradicted(tmp_path):
 
 
 def calibration_file(tmp_path, heuristic_band, model_band) -> str:
-    identity = {"knots_x": (0.0, 1.0), "knots_y": (0.0, 1.0)}
-    stages = {
-        "heuristic": StageCalibration(**identity, escalate=heuristic_band),
-        "model": StageCalibration(**identity, escalate=model_band),
-    }
-    path = str(tmp_path / "cal.json")
-    Calibration(stages, target_accuracy=0.9).save(path)
-    return path
+    return write_identity_calibration(tmp_path / "cal.json", heuristic_band, model_band)
 
 
 def test_the_cascade_routes_each_stage_only_what_the_one_before_left_open(model_dir, tmp_path):

@@ -6,7 +6,8 @@
 The steps, each labelled:
 
 1. `PlanJudgeWork`: split each response, run the heuristic verifier and, in a cascade, its gate: which
-   sentences it leaves open ("openai": all, for responses in the judge sample). Responses are keyed by id.
+   sentences it leaves open ("openai": all). `--verifier model` runs no heuristic: every claim is left open,
+   with a placeholder verdict the model stage replaces. Responses are keyed by id.
 2. `ModelStage` (a cascade given `--model-path`, and `--verifier model`): `RunModelStage`, the model through
    `RunInference(PairModelHandler)` on the (evidence sentence, claim) pairs of the open sentences, merged back
    per sentence; what the model's gate leaves open goes on (`transforms.verify.model.pipeline`).
@@ -36,7 +37,7 @@ from apache_beam import PCollection
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import RunInference
 
-from schemas import AuditedResponse, ParsedResponse, SentenceVerdict
+from schemas import AttributionVerdict, AuditedResponse, ParsedResponse, SentenceVerdict
 from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row
@@ -56,7 +57,6 @@ from transforms.verify.judge.verifier import (
 )
 
 if TYPE_CHECKING:  # the model stage's modules load only for a cascade given a model
-    from transforms.verify.calibration import Calibration
     from transforms.verify.model.cascade import CascadeStages
 
 __all__ = [
@@ -88,20 +88,35 @@ class _Plan(NamedTuple):
     undecided: tuple[int, ...] = ()  # the claims the stages so far left open: the next stage's to decide
 
 
+def _awaiting_model(sentences: Sequence[str]) -> tuple[SentenceVerdict, ...]:
+    """Stand-ins for the heuristic's verdicts when the model decides every claim: the model stage replaces each."""
+    return tuple(
+        SentenceVerdict(
+            sentence_index=i,
+            sentence_text=text,
+            attribution_verdict=AttributionVerdict.ungrounded,
+            confidence=0.0,
+            provenance_notes="awaiting the model stage",
+        )
+        for i, text in enumerate(sentences)
+    )
+
+
 class _PlanDoFn(beam.DoFn):
     def __init__(
         self,
         band: tuple[float, float] | None,
-        sample_rate: float,
         clock: Callable[[], datetime],
         stages: CascadeStages | None = None,
+        *,
+        model_alone: bool = False,
     ) -> None:
-        self._band, self._rate, self._clock, self._stages = band, sample_rate, clock, stages
+        self._band, self._clock, self._stages, self._model_alone = band, clock, stages, model_alone
 
     def setup(self) -> None:
         from transforms.verify.heuristic.verifier import HeuristicVerifier
 
-        self._heuristic = HeuristicVerifier()
+        self._heuristic = None if self._model_alone else HeuristicVerifier()
 
     def process(self, parsed: ParsedResponse, window: Any = beam.DoFn.WindowParam) -> Iterator[Any]:
         """Yields (response id, `_Plan`) and, tagged, dead letters."""
@@ -111,12 +126,16 @@ class _PlanDoFn(beam.DoFn):
             has_evidence = any(p.content.strip() for p in r.evidence)
             prepared = prepare_sentences(r.answer) if has_evidence else None
             sentences = prepared.claims if prepared is not None else []
-            heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
             decided_by: tuple[str, ...] | None = None
             undecided: Sequence[int]
-            if self._stages is None:
-                undecided = sentences_to_judge(r.response_id, heuristic, band=self._band, sample_rate=self._rate)
+            if self._heuristic is None:  # the model alone: it replaces every verdict, so the heuristic gives none
+                heuristic = _awaiting_model(sentences)
+                decided_by, undecided = ("model",) * len(sentences), range(len(sentences))
+            elif self._stages is None:
+                heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
+                undecided = sentences_to_judge(heuristic, band=self._band)  # the judge's sample: PickJudgeSentences
             else:  # the cascade: what the heuristic's gate leaves open goes to the model stage, if any, then the judge
+                heuristic = self._heuristic.verify(sentences, r.evidence).verdicts if sentences else ()
                 staged = self._stages.gate_heuristic(heuristic)
                 heuristic, decided_by, undecided = staged.verdicts, staged.decided_by, staged.undecided
         except Exception as e:  # one bad response must not stop the run
@@ -144,7 +163,8 @@ class _PickDoFn(beam.DoFn):
         indexes = list(plan.undecided) if judge_sample_point(response_id) < self._rate else []
         self._sent.inc(len(indexes))
         self._kept.inc(len(plan.heuristic) - len(indexes))
-        if indexes and plan.prepared is not None:
+        if indexes:
+            assert plan.prepared is not None  # only claims are left open, and a plan without claims has none
             yield sentence_item(response_id, r.answer, r.query, plan.prepared.claims, indexes, r.evidence)
 
 
@@ -260,21 +280,19 @@ class JudgeSentences(beam.PTransform):
         self._stages = stages if verifier != "openai" else None
         self._calibration_sha256 = calibration_sha256 if self._stages is not None else None
         model = self._stages.model if self._stages is not None else None
+        self._version = prompt_version(Task.sentences)
         if model is not None:
-            from transforms.verify.model.verifier import model_digest
+            from transforms.verify.model.verifier import model_digest, model_version
 
-            digest = model_digest(model.model_path)
-        if verifier == "model":
-            self._version = f"model-1+{digest}"
-        else:
-            self._version = prompt_version(Task.sentences) + (f"+model-{digest}" if model is not None else "")
+            if verifier == "model":
+                self._version = model_version(model.model_path)
+            else:
+                self._version += f"+model-{model_digest(model.model_path)}"
 
     def expand(self, responses: PCollection) -> dict[str, PCollection]:
         config, clock, stages = self._config, self._clock, self._stages
-        rate = config.sample_rate if config is not None else 0.0
-        planned = responses | "PlanJudgeWork" >> beam.ParDo(_PlanDoFn(self._band, rate, clock, stages)).with_outputs(
-            DEAD_LETTERS, main="plans"
-        )
+        plan = _PlanDoFn(self._band, clock, stages, model_alone=self._verifier == "model")
+        planned = responses | "PlanJudgeWork" >> beam.ParDo(plan).with_outputs(DEAD_LETTERS, main="plans")
         plans, dead = planned["plans"], [planned[DEAD_LETTERS]]
         if stages is not None and stages.model is not None:
             from transforms.verify.model.pipeline import PLANS, RunModelStage
@@ -322,28 +340,26 @@ def judge_sentences(
 
     options = dict(verifier_config)
     band = parse_band(options.pop("band", None) or DEFAULT_BAND)
-    stage_options = [options.pop(k, None) for k in _STAGE_OPTIONS]
-    calibration = stage_options[0] = _calibration(stage_options[0])
-    digest = (calibration.digest or None) if calibration is not None else None
+    stage_options = {k: options.pop(k, None) for k in _STAGE_OPTIONS}
+    digest = None
+    if stage_options["calibration"] is not None:  # the model stage's modules load only when asked for
+        from transforms.verify.calibration import calibration_sha256
+        from transforms.verify.model.cascade import load_calibration
+
+        calibration = stage_options["calibration"] = load_calibration(stage_options["calibration"])
+        digest = calibration_sha256(calibration)
     if verifier == "model":
         from transforms.verify.model.verifier import model_alone_stages
 
-        alone = model_alone_stages(*stage_options[:5])
+        stage_options.pop("model_band")  # the model alone decides every claim: no band to hand any on
+        alone = model_alone_stages(**stage_options)
         return JudgeSentences(verifier, None, threshold=threshold, stages=alone, calibration_sha256=digest, clock=clock)
-    stages = cascade_stages(band, *stage_options) if verifier == "cascade" else None
+    stages = cascade_stages(band, **stage_options) if verifier == "cascade" else None
     config = judge_config_from(options.pop("base_url", None), options.pop("model", None), **options)
     return JudgeSentences(
         verifier, config, threshold=threshold, band=band, stages=stages, calibration_sha256=digest, clock=clock
     )
 
 
-def _calibration(calibration: Calibration | str | None) -> Calibration | None:
-    if calibration is None or not isinstance(calibration, str):
-        return calibration
-    from transforms.verify.calibration import Calibration
-
-    return Calibration.load(calibration)
-
-
 _STAGE_OPTIONS = ("calibration", "model_path", "model_top_k", "model_max_length", "model_batch_size", "model_band")
-"""The cascade's stage options, in `cascade_stages`' order after the band."""
+"""The cascade's stage options: `cascade_stages`' keywords after the band (`model_alone_stages`' but the last)."""

@@ -83,16 +83,9 @@ def judge_sample_point(response_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def sentences_to_judge(
-    response_id: str,
-    heuristic: Sequence[SentenceVerdict],
-    *,
-    band: tuple[float, float] | None,
-    sample_rate: float,
-) -> list[int]:
-    """Indexes of the sentences the judge should see: all (band None) or the uncertain ones, if sampled."""
-    if not heuristic or judge_sample_point(response_id) >= sample_rate:
-        return []
+def sentences_to_judge(heuristic: Sequence[SentenceVerdict], *, band: tuple[float, float] | None) -> list[int]:
+    """Indexes of the sentences the judge should see if the response is in its sample (`judge_sample_point`): all
+    (band None) or the uncertain ones."""
     if band is None:
         return [v.sentence_index for v in heuristic]
     low, high = band
@@ -197,9 +190,9 @@ class JudgeVerifier(Verifier):
         heuristic = self._fallback.verify(sentences, evidence).verdicts
         answer = " ".join(sentences)
         response_id = "answer-" + hashlib.sha256(answer.encode()).hexdigest()[:12]
-        indexes = sentences_to_judge(response_id, heuristic, band=self.band, sample_rate=self.config.sample_rate)
+        indexes = sentences_to_judge(heuristic, band=self.band)
         outcome = None
-        if indexes:
+        if indexes and judge_sample_point(response_id) < self.config.sample_rate:
             outcome = self._judge(sentence_item(response_id, answer, "", sentences, indexes, evidence))
         return merge_verdicts(heuristic, outcome)
 
@@ -229,11 +222,11 @@ class CascadeVerifier(JudgeVerifier):
         super().__init__(base_url, model, **options)
         self.band = parse_band(band)
         if calibration is not None:
+            from transforms.verify.calibration import calibration_sha256
             from transforms.verify.model.cascade import load_calibration
 
-            loaded = load_calibration(calibration)
-            self.calibration_sha256 = loaded.digest or None if loaded is not None else None
-            calibration = loaded
+            calibration = load_calibration(calibration)
+            self.calibration_sha256 = calibration_sha256(calibration)
         self.stages = cascade_stages(
             self.band, calibration, model_path, model_top_k, model_max_length, model_batch_size, model_band
         )

@@ -31,14 +31,14 @@ import apache_beam as beam
 from apache_beam import PCollection
 from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 
-from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, stage_failed_row
+from transforms.ingest.parse import DEAD_LETTERS, stage_failed_dead_letter
 from transforms.verify.model.cascade import CascadeStages, Staged
 from transforms.verify.model.files import ModelFiles, read_label_map
 from transforms.verify.model.handler import PairModelHandler
 from transforms.verify.model.scorer import ModelRunError, PairScores
 from transforms.verify.model.stage import SentenceWork, plan_sentences, verdicts_from_scores
 
-__all__ = ["MODEL_NAMESPACE", "PLANS", "RunModelStage", "failure_reason"]
+__all__ = ["MODEL_NAMESPACE", "PLANS", "RunModelStage", "failure_error", "failure_reason"]
 
 PLANS = "plans"
 MODEL_NAMESPACE = "groundwatch.model"
@@ -81,21 +81,17 @@ class _MergeDoFn(beam.DoFn):
     def process(self, element: tuple[str, Mapping[str, Iterable[Any]]]) -> Iterator[Any]:
         key, grouped = element
         scores: dict[tuple[str, str], PairScores] = dict(grouped["scores"])
-        failed: dict[tuple[str, str], str] = dict(grouped["failed"])
+        failed: dict[tuple[str, str], ModelRunError] = dict(grouped["failed"])
         for plan, work in grouped["plan"]:
             yield self._merged(key, plan, work, scores, failed)
 
     def _merged(self, key: str, plan: Any, work: tuple[SentenceWork, ...], scores, failed) -> Any:
         pairs = [pair for w in work for pair in w.pairs()]
-        reason = next((failed[p] for p in pairs if p in failed), None)
-        if reason is None and any(p not in scores for p in pairs):
-            reason = "ModelRunError: the model gave no score for a pair"
-        if reason is not None:
-            beam.metrics.Metrics.counter(DEAD_LETTER_NAMESPACE, "verify_failed").inc()
-            parsed = plan.parsed
-            raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
-            error = ModelRunError(reason.removeprefix("ModelRunError: "))
-            row = stage_failed_row(raw, parsed.origin, stage="verify", error=error, received_at=plan.now)
+        error = next((failed[p] for p in pairs if p in failed), None)
+        if error is None and any(p not in scores for p in pairs):
+            error = ModelRunError("the model gave no score for a pair")
+        if error is not None:
+            row = stage_failed_dead_letter(plan.parsed, "verify", error, plan.now)
             return beam.pvalue.TaggedOutput(DEAD_LETTERS, row)
         model = self._stages.model
         assert model is not None  # RunModelStage is only built with a model
@@ -119,10 +115,22 @@ def _failed_pairs(failure: tuple[list[tuple[str, Any]], Any]) -> list[tuple[str,
     return list(batch)
 
 
-def _failed_reasons(failure: tuple[list[tuple[str, Any]], Any]) -> list[tuple[str, tuple[tuple[str, str], str]]]:
+def failure_error(exception: tuple[Any, Any, Any]) -> ModelRunError:
+    """A RunInference dead letter's `(type, repr, traceback lines)` as the `ModelRunError` the response's dead
+    letter names: the model's own error with its message, any other with its type's name before the message.
+    RunInference keeps the exception's type and text, not the exception itself, so it is built again here."""
+    kind, reason = exception[0], failure_reason(exception)
+    if isinstance(kind, type) and issubclass(kind, ModelRunError):
+        return ModelRunError(reason.split(": ", 1)[1])
+    return ModelRunError(reason)
+
+
+def _failed_errors(
+    failure: tuple[list[tuple[str, Any]], Any],
+) -> list[tuple[str, tuple[tuple[str, str], ModelRunError]]]:
     batch, exception = failure
-    reason = failure_reason(exception)
-    return [(key, (tuple(pair), reason)) for key, pair in batch]
+    error = failure_error(exception)
+    return [(key, (tuple(pair), error)) for key, pair in batch]
 
 
 class RunModelStage(beam.PTransform):
@@ -155,7 +163,7 @@ class RunModelStage(beam.PTransform):
             scored | "ScoresByResponse" >> beam.Map(_scored),
             rescored | "RescoresByResponse" >> beam.Map(_scored),
         ) | "FlattenScores" >> beam.Flatten()
-        failures = still_failed.failed_inferences | "FailedPairs" >> beam.FlatMap(_failed_reasons)
+        failures = still_failed.failed_inferences | "FailedPairs" >> beam.FlatMap(_failed_errors)
         merged = (
             {"plan": planned["work"], "scores": scores, "failed": failures}
             | "JoinModelScores" >> beam.CoGroupByKey()

@@ -17,12 +17,15 @@ from collections.abc import Sequence
 
 from schemas import EvidencePassage
 from transforms.verify.base import VerificationResult, Verifier
-from transforms.verify.calibration import Calibration
+from transforms.verify.calibration import Calibration, calibration_sha256
 from transforms.verify.model.cascade import MODEL, CascadeStages, ModelStage, StageGate, load_calibration
 from transforms.verify.model.files import ModelFiles
 from transforms.verify.model.stage import DEFAULT_BATCH_SIZE, DEFAULT_CONTRADICTION_THRESHOLD, DEFAULT_TOP_K
 
-__all__ = ["ModelVerifier", "model_alone_stages", "model_digest", "model_stage_from"]
+__all__ = ["MODEL_VERSION", "ModelVerifier", "model_alone_stages", "model_digest", "model_stage_from", "model_version"]
+
+MODEL_VERSION = "model-1"
+"""`ModelVerifier`'s version before the model's digest is known."""
 
 
 def model_digest(folder: str) -> str:
@@ -35,6 +38,12 @@ def model_digest(folder: str) -> str:
             for block in iter(functools.partial(f.read, 1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:12]
+
+
+def model_version(folder: str) -> str:
+    """The lake's verifier version of `--verifier model` on the model in `folder`: `model-1+<model_digest>`, in
+    the plain verifier and in the pipeline alike."""
+    return f"{MODEL_VERSION}+{model_digest(folder)}"
 
 
 def model_stage_from(
@@ -92,7 +101,7 @@ class ModelVerifier(Verifier):
     """The cross-encoder alone, on the few evidence sentences the heuristic's alignment ranks best per claim."""
 
     name = MODEL
-    version = "model-1"
+    version = MODEL_VERSION
 
     def __init__(
         self,
@@ -108,8 +117,8 @@ class ModelVerifier(Verifier):
         self.stage = _loaded_stage(model_path, model_top_k, model_max_length, model_batch_size, contradiction_threshold)
         calibration = load_calibration(calibration)
         self._gate = StageGate.of(calibration, MODEL)
-        self.version = f"model-1+{model_digest(model_path)}"
-        self.calibration_sha256 = (calibration.digest or None) if calibration is not None else None
+        self.version = model_version(model_path)
+        self.calibration_sha256 = calibration_sha256(calibration)
 
     def __repr__(self) -> str:
         return f"ModelVerifier({self.stage.model_path!r}, top_k={self.stage.top_k})"
