@@ -226,3 +226,19 @@ def test_monitor_takes_the_model_flags_audit_takes(model_dir, tmp_path, capsys):
     kafka = ["monitor", "--bootstrap-servers", "127.0.0.1:1", "--until-caught-up", "--lake", str(tmp_path / "lake")]
     code = groundwatch([*kafka, "--verifier", "model", "--model-path", str(tmp_path / "nowhere")])
     assert code == 2 and f"--model-path {tmp_path / 'nowhere'}: not a folder" in capsys.readouterr().err
+
+
+def test_a_response_whose_pairs_cannot_be_planned_is_a_dead_letter_not_a_crash():
+    """With the model alone no heuristic reads the evidence before the model stage plans its pairs: an error
+    there is the response's dead letter, with its bytes, not the end of the run."""
+    from transforms.verify.base import prepare_sentences
+    from transforms.verify.judge.pipeline import _Plan
+    from transforms.verify.model.pipeline import _PairsDoFn
+
+    [one] = parsed({"r-1": COPIED})
+    prepared = prepare_sentences(one.response.answer)
+    now = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    plan = _Plan(one, (), True, now, now, now, prepared=prepared, undecided=(len(prepared.claims) + 5,))
+    [out] = list(_PairsDoFn(3).process(("r-1", plan)))
+    assert out.tag == DEAD_LETTERS and out.value.stage == "verify" and "IndexError" in out.value.error
+    assert out.value.raw_payload == one.response.model_dump_json().encode("utf-8")

@@ -61,12 +61,18 @@ class _PairsDoFn(beam.DoFn):
         self._pairs = beam.metrics.Metrics.counter(MODEL_NAMESPACE, "pairs_to_score")
 
     def process(self, element: tuple[str, Any]) -> Iterator[Any]:
-        """Yields (key, (plan, work)) for the join and, tagged, the pairs to score; or the plan, tagged skip."""
+        """Yields (key, (plan, work)) for the join and, tagged, the pairs to score; or the plan, tagged skip; or,
+        tagged, the dead letter of a response whose pairs cannot be planned."""
         key, plan = element
         if not plan.undecided:
             yield beam.pvalue.TaggedOutput(_SKIP, element)
             return
-        work = plan_sentences(plan.prepared.claims, plan.parsed.response.evidence, plan.undecided, self._top_k)
+        try:
+            work = plan_sentences(plan.prepared.claims, plan.parsed.response.evidence, plan.undecided, self._top_k)
+        except Exception as e:  # one bad response must not stop the run (with the model alone, this is its first
+            # pass over the evidence: no heuristic ran before it)
+            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, stage_failed_dead_letter(plan.parsed, "verify", e, plan.now))
+            return
         yield key, (plan, tuple(work))
         pairs = list(dict.fromkeys(pair for w in work for pair in w.pairs()))  # a pair asked twice is scored once
         self._pairs.inc(len(pairs))
@@ -149,7 +155,7 @@ class RunModelStage(beam.PTransform):
 
     def expand(self, plans: PCollection) -> dict[str, PCollection]:
         planned = plans | "PlanModelPairs" >> beam.ParDo(_PairsDoFn(self._top_k)).with_outputs(
-            _PAIRS, _SKIP, main="work"
+            _PAIRS, _SKIP, DEAD_LETTERS, main="work"
         )
         scored, failed = planned[_PAIRS] | "RunModel" >> (
             RunInference(KeyedModelHandler(self._handler)).with_exception_handling()
@@ -171,4 +177,5 @@ class RunModelStage(beam.PTransform):
             >> beam.ParDo(_MergeDoFn(self._stages, self._can_contradict)).with_outputs(DEAD_LETTERS, main=PLANS)
         )
         out = (merged[PLANS], planned[_SKIP]) | "JoinSkippedPlans" >> beam.Flatten()
-        return {PLANS: out, DEAD_LETTERS: merged[DEAD_LETTERS]}
+        dead = (planned[DEAD_LETTERS], merged[DEAD_LETTERS]) | "ModelStageDeadLetters" >> beam.Flatten()
+        return {PLANS: out, DEAD_LETTERS: dead}
