@@ -15,7 +15,7 @@ from dashboards.review_reasons import review_queue
 from schemas.monitoring import ALL_TRAFFIC
 from transforms.monitoring.incident_messages import slice_label
 
-__all__ = ["INCIDENT_COLUMNS", "SLICE_COLUMNS", "incidents_frame", "review_frame", "slice_label", "worst_slices"]
+__all__ = ["INCIDENT_COLUMNS", "SLICE_COLUMNS", "incidents_frame", "review_frame", "worst_slices"]
 
 INCIDENT_COLUMNS = [
     "status",
