@@ -67,9 +67,7 @@ def incidents_frame(incidents: pd.DataFrame, start, end) -> pd.DataFrame:
                 "likely_cause": str(r["cause"]).replace("_", " "),
                 "breakdown": breakdown,
                 "alerts": len(_items(r["alert_ids"])),
-                "also_affected": ", ".join(
-                    "all traffic" if s == ALL_TRAFFIC else s for s in _items(r["affected_slices"])
-                ),
+                "also_affected": ", ".join(_items(r["affected_slices"])),  # written by slice_label already
                 "examples": ", ".join(_items(r["example_response_ids"])[:3]),
             }
         )
