@@ -159,7 +159,7 @@ class IncidentTracker:
             others = self._causes()
             responses = _outside(frames.responses_in(window_start), others)
             cause, members = self._best_cause(loose, responses)
-            row = self._open(frames, window_start, cause, members, window_start, now)
+            row = self._open(window_start, cause, members, window_start, now)
             self.open[row.incident_id] = changed[row.incident_id] = row
             loose = [a for a in loose if a not in members]
             for alert in [a for a in loose if a.check not in _CONFIDENCE_CHECKS]:
@@ -306,7 +306,7 @@ class IncidentTracker:
         _, cause, suspect = max(found)
         start = best_split(frames, cause, causes, span(frames, since, window_start, last=0)) or window_start
         members = [a for a in open_alerts if _slice(a) in (cause, suspect)]
-        return [self._open(frames, window_start, cause, members, start, now)]
+        return [self._open(window_start, cause, members, start, now)]
 
     def _best_cause(self, alerts: list[AlertRow], responses: pd.DataFrame) -> tuple[tuple[str, str], list[AlertRow]]:
         # Candidates: the alerting slices, and every slice with traffic in the window: a new retriever version
@@ -333,11 +333,12 @@ class IncidentTracker:
             return best, score(best)[2]
         return best, scored[best][2]
 
-    def _open(self, frames, window_start, cause, members: list[AlertRow], started_at, now) -> IncidentRow:
+    def _open(self, window_start, cause, members: list[AlertRow], started_at, now) -> IncidentRow:
         own = [a for a in members if _slice(a) == cause]
         lead = max(own, key=_drop) if own else members[0]
         affected = [slice_label(*_slice(a)) for a in members]
-        row = IncidentRow.model_validate(
+        # Its figures and message come from `update`, which fills them for every incident that changed.
+        return IncidentRow.model_validate(
             dict(
                 incident_id=incident_id(cause[0], cause[1], started_at),
                 status=AlertStatus.firing,
@@ -355,13 +356,12 @@ class IncidentTracker:
                 updated_at=now,
             )
         )
-        return row.model_copy(update=self._figures(frames, row, window_start))
 
     def _figures(self, frames, incident: IncidentRow, window_start: datetime) -> dict[str, Any]:
         """The incident's drop, examples and breakdown, pooled over its windows so far, its cause slice without
         the other open causes' responses, against the windows before it started."""
-        cause, others = _cause(incident), self._causes(but=self.open.get(incident.incident_id))
-        others = [c for c in others if c != cause]
+        cause = _cause(incident)
+        others = [c for c in self._causes() if c != cause]
         windows = span(frames, incident.started_at, window_start, last=0)
         pooled = _outside(pooled_responses(frames, windows), others)
         in_cause = pooled[in_slice(pooled, *cause)]
@@ -398,10 +398,10 @@ class IncidentTracker:
         affected = incident.affected_slices
         if label != slice_label(incident.cause_dimension, incident.cause_value) and label not in affected:
             affected = [*affected, label]
-        row = incident.model_copy(
+        # Its message comes from `update`, with the figures it refreshes.
+        return incident.model_copy(
             update={"alert_ids": [*incident.alert_ids, alert.alert_id], "affected_slices": affected, "updated_at": now}
         )
-        return row.model_copy(update={"message": incident_message(row)})
 
 
 def _cause(incident: IncidentRow) -> tuple[str, str]:
