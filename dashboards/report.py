@@ -25,10 +25,10 @@ from dashboards.report_sections import (
     SLICE_COLUMNS,
     incidents_frame,
     review_frame,
-    slice_label,
     worst_slices,
 )
 from schemas.monitoring import ALL_TRAFFIC
+from transforms.monitoring.incident_messages import slice_label
 
 __all__ = ["build_report", "evidently_period_report"]
 

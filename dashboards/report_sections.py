@@ -15,7 +15,7 @@ from dashboards.review_reasons import review_queue
 from schemas.monitoring import ALL_TRAFFIC
 from transforms.monitoring.incident_messages import slice_label
 
-__all__ = ["INCIDENT_COLUMNS", "SLICE_COLUMNS", "incidents_frame", "review_frame", "slice_label", "worst_slices"]
+__all__ = ["INCIDENT_COLUMNS", "SLICE_COLUMNS", "incidents_frame", "review_frame", "worst_slices"]
 
 INCIDENT_COLUMNS = [
     "status",
@@ -67,9 +67,7 @@ def incidents_frame(incidents: pd.DataFrame, start, end) -> pd.DataFrame:
                 "likely_cause": str(r["cause"]).replace("_", " "),
                 "breakdown": breakdown,
                 "alerts": len(_items(r["alert_ids"])),
-                "also_affected": ", ".join(
-                    "all traffic" if s == ALL_TRAFFIC else s for s in _items(r["affected_slices"])
-                ),
+                "also_affected": ", ".join(_items(r["affected_slices"])),  # written by slice_label already
                 "examples": ", ".join(_items(r["example_response_ids"])[:3]),
             }
         )

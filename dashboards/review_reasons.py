@@ -14,6 +14,8 @@ import re
 
 import pandas as pd
 
+from transforms.audit.limits import LIMIT_FLAG_PREFIX
+
 __all__ = ["REASON_KINDS", "reason_kind", "review_queue"]
 
 _PATTERNS = (
@@ -26,7 +28,7 @@ _PATTERNS = (
     (r"^high-risk citation", "high-risk citation failed"),
     (r"^high-risk claim", "high-risk claim"),
     (r"^high-risk critical flag", "high-risk flag"),
-    (r"^LIMIT_EXCEEDED_", "audit limit"),
+    ("^" + re.escape(LIMIT_FLAG_PREFIX), "audit limit"),
 )
 REASON_KINDS = tuple(dict.fromkeys(kind for _, kind in _PATTERNS)) + ("other",)
 _COMPILED = [(re.compile(pattern), kind) for pattern, kind in _PATTERNS]

@@ -20,6 +20,7 @@ from datetime import datetime
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, AlertRow, AlertStatus, CheckStatus, DriftCheckRow
+from transforms.monitoring.incident_messages import slice_label
 
 __all__ = ["AlertTracker", "alert_id", "alert_message", "format_alert"]
 
@@ -39,13 +40,9 @@ def alert_id(check: str, dimension: str, value: str, started_at: datetime) -> st
     return "alert-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _slice_label(dimension: str, value: str) -> str:
-    return "all traffic" if dimension == ALL_TRAFFIC else f"{dimension}={value}"
-
-
 def alert_message(check: DriftCheckRow, context: str = "") -> str:
     """One line saying what moved, where, by how much, by which test, and against what."""
-    where = _slice_label(check.slice_dimension, check.slice_value)
+    where = slice_label(check.slice_dimension, check.slice_value)
     when = f"{check.window_start:%Y-%m-%d %H:%M}-{check.window_end:%H:%M}"
     cur, ref = check.current_value, check.reference_value
     if check.check == "mean_confidence_drop":
@@ -203,7 +200,7 @@ def _all_traffic_context(evaluation) -> str:
 def format_alert(row: AlertRow) -> str:
     """How an alert reads in the log and on the console."""
     if row.status == AlertStatus.cleared:
-        where = _slice_label(row.slice_dimension, row.slice_value)
+        where = slice_label(row.slice_dimension, row.slice_value)
         return f"CLEARED {row.check} [{where}] started {row.started_at:%Y-%m-%d %H:%M}, cleared {row.cleared_at:%H:%M}"
     examples = ", ".join(row.example_response_ids[:3])
     return f"ALERT {row.severity.upper()} {row.check}: {row.message}. Examples: {examples}"

@@ -36,6 +36,7 @@ __all__ = [
     "breakdown_shares",
     "cause_breakdown",
     "in_slice",
+    "outside",
     "pooled_responses",
     "reference_windows",
     "residual",
@@ -65,7 +66,8 @@ def in_slice(responses: pd.DataFrame, dimension: str, value: str) -> pd.Series:
     return responses[dimension] == value
 
 
-def _outside(responses: pd.DataFrame, causes: Iterable[tuple[str, str]]) -> pd.DataFrame:
+def outside(responses: pd.DataFrame, causes: Iterable[tuple[str, str]]) -> pd.DataFrame:
+    """The responses in none of the causes' slices."""
     keep = pd.Series(True, index=responses.index)
     for cause in causes:
         keep &= ~in_slice(responses, *cause)
@@ -127,8 +129,8 @@ def residual(
     """The slice (inside `within`) without `causes`, pooled over `windows`, against the same over `reference`
     (or, for a slice with too few responses there, all the traffic of `reference` inside `within` without `causes`)."""
     causes = list(causes)
-    now = _confidences(_outside(pooled_responses(frames, windows).pipe(_of, slice_).pipe(_of, within), causes))
-    earlier = _outside(pooled_responses(frames, reference).pipe(_of, within), causes)
+    now = _confidences(outside(pooled_responses(frames, windows).pipe(_of, slice_).pipe(_of, within), causes))
+    earlier = outside(pooled_responses(frames, reference).pipe(_of, within), causes)
     own = earlier.pipe(_of, slice_)
     # A slice new in the incident (r9) has no history of its own: it is compared with the traffic it
     # replaced, as the drift checks compare a new slice with all traffic's reference.
@@ -152,7 +154,7 @@ def best_split(frames, slice_: tuple[str, str], causes: Iterable[tuple[str, str]
     causes = list(causes)
     means = []
     for w in windows:
-        values = _confidences(_outside(_of(frames.responses_in(w), slice_), causes))
+        values = _confidences(outside(_of(frames.responses_in(w), slice_), causes))
         means.append(values)
     best, best_t = windows[0] if windows else None, -math.inf
     for k in range(1, len(windows)):

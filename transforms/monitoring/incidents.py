@@ -47,6 +47,7 @@ from transforms.monitoring.incident_stats import (
     breakdown_shares,
     cause_breakdown,
     in_slice,
+    outside,
     pooled_responses,
     reference_windows,
     residual,
@@ -157,9 +158,9 @@ class IncidentTracker:
                 self.open[home.incident_id] = changed[home.incident_id] = self._with_alert(home, alert, now)
         while loose:
             others = self._causes()
-            responses = _outside(frames.responses_in(window_start), others)
+            responses = outside(frames.responses_in(window_start), others)
             cause, members = self._best_cause(loose, responses)
-            row = self._open(frames, window_start, cause, members, window_start, now)
+            row = self._open(window_start, cause, members, window_start, now)
             self.open[row.incident_id] = changed[row.incident_id] = row
             loose = [a for a in loose if a not in members]
             for alert in [a for a in loose if a.check not in _CONFIDENCE_CHECKS]:
@@ -220,7 +221,7 @@ class IncidentTracker:
         if alert.check not in _CONFIDENCE_CHECKS:
             pooled = pooled_responses(frames, span(frames, since, window_start))
             mine = pooled[in_slice(pooled, *_slice(alert))]
-            return len(_outside(mine, causes)) <= len(mine) * 2 / 3
+            return len(outside(mine, causes)) <= len(mine) * 2 / 3
         left = self._residual(frames, _slice(alert), causes, since, window_start)
         return not left.separate(self.p_value, self.min_drop)
 
@@ -248,7 +249,7 @@ class IncidentTracker:
             slices = list(dict.fromkeys(_slice(a) for a in alerts if a.check in _CONFIDENCE_CHECKS))
             if not slices:
                 continue
-            pooled = _outside(pooled_responses(frames, span(frames, incident.started_at, window_start)), others)
+            pooled = outside(pooled_responses(frames, span(frames, incident.started_at, window_start)), others)
 
             def left(cause, slices=slices, others=others, since=incident.started_at) -> float:
                 # The relative fall of the alerting slices left once the cause's responses are taken out.
@@ -284,7 +285,7 @@ class IncidentTracker:
             return []
         causes = self._causes()
         since = min(i.started_at for i in self.open.values())
-        pooled = _outside(pooled_responses(frames, span(frames, since, window_start)), causes)
+        pooled = outside(pooled_responses(frames, span(frames, since, window_start)), causes)
         suspects = list(
             dict.fromkeys(_slice(a) for a in open_alerts if a.check in _CONFIDENCE_CHECKS and _slice(a) not in causes)
         )
@@ -306,7 +307,7 @@ class IncidentTracker:
         _, cause, suspect = max(found)
         start = best_split(frames, cause, causes, span(frames, since, window_start, last=0)) or window_start
         members = [a for a in open_alerts if _slice(a) in (cause, suspect)]
-        return [self._open(frames, window_start, cause, members, start, now)]
+        return [self._open(window_start, cause, members, start, now)]
 
     def _best_cause(self, alerts: list[AlertRow], responses: pd.DataFrame) -> tuple[tuple[str, str], list[AlertRow]]:
         # Candidates: the alerting slices, and every slice with traffic in the window: a new retriever version
@@ -333,11 +334,12 @@ class IncidentTracker:
             return best, score(best)[2]
         return best, scored[best][2]
 
-    def _open(self, frames, window_start, cause, members: list[AlertRow], started_at, now) -> IncidentRow:
+    def _open(self, window_start, cause, members: list[AlertRow], started_at, now) -> IncidentRow:
         own = [a for a in members if _slice(a) == cause]
         lead = max(own, key=_drop) if own else members[0]
         affected = [slice_label(*_slice(a)) for a in members]
-        row = IncidentRow.model_validate(
+        # Its figures and message come from `update`, which fills them for every incident that changed.
+        return IncidentRow.model_validate(
             dict(
                 incident_id=incident_id(cause[0], cause[1], started_at),
                 status=AlertStatus.firing,
@@ -355,20 +357,19 @@ class IncidentTracker:
                 updated_at=now,
             )
         )
-        return row.model_copy(update=self._figures(frames, row, window_start))
 
     def _figures(self, frames, incident: IncidentRow, window_start: datetime) -> dict[str, Any]:
         """The incident's drop, examples and breakdown, pooled over its windows so far, its cause slice without
         the other open causes' responses, against the windows before it started."""
-        cause, others = _cause(incident), self._causes(but=self.open.get(incident.incident_id))
-        others = [c for c in others if c != cause]
+        cause = _cause(incident)
+        others = [c for c in self._causes() if c != cause]
         windows = span(frames, incident.started_at, window_start, last=0)
-        pooled = _outside(pooled_responses(frames, windows), others)
+        pooled = outside(pooled_responses(frames, windows), others)
         in_cause = pooled[in_slice(pooled, *cause)]
         counts = cause_breakdown(frames, windows, in_cause, pooled[~in_slice(pooled, *cause)])
         kind, shares = breakdown_shares(counts)
         reference = reference_windows(frames, incident.started_at)
-        before = _outside(pooled_responses(frames, reference), others)
+        before = outside(pooled_responses(frames, reference), others)
         mine = in_slice(before, *cause)
         # A slice new in the last of those windows (r9 from the change, the incident opening a window later)
         # has no history of its own: its reference is the traffic it replaced.
@@ -398,10 +399,10 @@ class IncidentTracker:
         affected = incident.affected_slices
         if label != slice_label(incident.cause_dimension, incident.cause_value) and label not in affected:
             affected = [*affected, label]
-        row = incident.model_copy(
+        # Its message comes from `update`, with the figures it refreshes.
+        return incident.model_copy(
             update={"alert_ids": [*incident.alert_ids, alert.alert_id], "affected_slices": affected, "updated_at": now}
         )
-        return row.model_copy(update={"message": incident_message(row)})
 
 
 def _cause(incident: IncidentRow) -> tuple[str, str]:
@@ -410,13 +411,6 @@ def _cause(incident: IncidentRow) -> tuple[str, str]:
 
 def _slice(alert: AlertRow) -> tuple[str, str]:
     return alert.slice_dimension, alert.slice_value
-
-
-def _outside(responses: pd.DataFrame, causes) -> pd.DataFrame:
-    keep = pd.Series(True, index=responses.index)
-    for cause in causes:
-        keep &= ~in_slice(responses, *cause)
-    return responses[keep]
 
 
 def _drop(alert: AlertRow) -> float:

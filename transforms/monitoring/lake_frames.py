@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 import duckdb
 import pandas as pd
@@ -59,7 +60,7 @@ class LakeFrames:
             {w: f for w, f in self.sentences.groupby("window_start")} if len(self.sentences) else {}
         )
 
-    @property
+    @cached_property  # the frames are never changed after loading; the incidents look this up on every test
     def windows(self) -> list[tuple[datetime, datetime]]:
         """Every window with metrics, in time order, as (start, end)."""
         if not len(self.window_metrics):

@@ -108,6 +108,20 @@ def test_a_retriever_regression_is_one_incident_naming_the_new_retriever(tmp_pat
     assert len(incident.example_response_ids) == 5
     assert set(incident.example_response_ids) <= set(pooled["response_id"])
     sentences = _table(lake, "sentences")
+    # The two means, recomputed from the lake's sentences: a response's support is the mean attribution
+    # confidence of its claims; the current mean is r9's since the start, the reference the traffic r9
+    # replaced in the six windows before it (r9 is new there, so it has no history of its own).
+    claims = sentences[sentences["claim_kind"].fillna("claim") == "claim"]
+    grounded = claims["attribution_verdict"] == "fully_grounded"
+    support = claims["confidence"].where(grounded, 1 - claims["confidence"]).groupby(claims["response_id"]).mean()
+    starts = sorted(set(_table(lake, "window_metrics")["window_start"]))
+    before = responses[responses["window_start"].isin([w for w in starts if w < incident.started_at][-6:])]
+    assert before.loc[before["retriever_version"] == NEW_RETRIEVER, "window_start"].nunique() <= 1
+    replaced = before[before["retriever_version"] != NEW_RETRIEVER]
+    assert len(replaced) > 0 and incident.reference_value == pytest.approx(
+        support.reindex(replaced["response_id"]).mean()
+    )
+    assert incident.current_value == pytest.approx(support.reindex(pooled["response_id"]).mean())
     r9_ungrounded = sentences[
         sentences["response_id"].isin(ours["response_id"]) & (sentences["attribution_verdict"] == "ungrounded")
     ]

@@ -38,7 +38,7 @@ def test_worst_slices_weigh_windows_by_responses_and_leave_out_small_slices_and_
 def test_incidents_of_the_period_open_first_with_their_cause_slice():
     base = {
         "cause_dimension": "retriever_version",
-        "affected_slices": ["all", "generator_model=gen-small-1"],
+        "affected_slices": ["all traffic", "generator_model=gen-small-1"],  # as slice_label writes them
         "alert_ids": ["a", "b"],
         "drop": 0.39,
         "responses": 34,

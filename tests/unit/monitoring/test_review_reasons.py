@@ -2,26 +2,95 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pandas as pd
 
-from dashboards.review_reasons import reason_kind, review_queue
+from dashboards.review_reasons import REASON_KINDS, reason_kind, review_queue
+from schemas import INSUFFICIENT_EVIDENCE, AuditedResponse, LoggedResponse, ParsedResponse, SentenceVerdict
+from schemas.reports import (
+    CitationAuditReport,
+    CitationAuditResult,
+    CitationAuditSummary,
+    ClaimAttributionReport,
+    ClaimCheck,
+    ClaimSupportLevel,
+    OverallVerdict,
+    VerificationStatus,
+)
+from tests.support.audit_messages import at, message
+from transforms.audit.limits import describe_limit, limit_flag
+from transforms.audit.routing import decide_review
+from transforms.verify.base import build_report
+
+T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+
+
+def _routed_reasons() -> list[str]:
+    """The reasons `decide_review` writes for one high-risk response that trips every one of its rules."""
+    sentences = [
+        SentenceVerdict(
+            sentence_index=0,
+            sentence_text="s0",
+            attribution_verdict="contradicted",
+            confidence=0.9,
+            contradicting_evidence_ids=["kb-1054"],
+            contradicting_evidence_excerpts=["x"],
+        ),
+        SentenceVerdict(sentence_index=1, sentence_text="s1", attribution_verdict="ungrounded", confidence=0.9),
+        SentenceVerdict(sentence_index=2, sentence_text="s2", attribution_verdict="partially_grounded", confidence=0.5),
+    ]
+    report = build_report("r-1", sentences, threshold=0.7, verification_date=date(2026, 11, 29))
+    extra = [limit_flag("SENTENCES"), INSUFFICIENT_EVIDENCE, "SOME_LATER_STAGE_FLAG"]
+    report = report.model_copy(update={"critical_flags": [*report.critical_flags, *extra]})
+    failed = CitationAuditResult(
+        citation_id="[2]",
+        source_exists=True,
+        claim_support_level=ClaimSupportLevel.UNRELATED,
+        overall_verdict=OverallVerdict.FAIL,
+        verification_status=VerificationStatus.misattributed,
+        auditor_notes="x",
+        doc_id="2",
+        sentence_index=1,
+    )
+    citations = CitationAuditReport(
+        audit_results=[failed],
+        summary=CitationAuditSummary(total_citations=1, passed=0, failed=1, critical_failures=["[9]"]),
+    )
+    claims = ClaimAttributionReport(claims=[ClaimCheck(claim_index=0, claim_text="c", low_confidence=True)])
+    msg = message("r-1", metadata={"tenant": "acme", "risk_level": "high"})
+    audited = AuditedResponse(
+        parsed=ParsedResponse(response=LoggedResponse.model_validate(msg), origin=at(1)),
+        window_start=T0,
+        window_end=T0,
+        verifier="heuristic",
+        verifier_version="1",
+        report=report,
+        decided_by=["heuristic"] * len(sentences),
+        citations=citations,
+        claims=claims,
+        judge_status="judge_error",
+    )
+    return decide_review(audited, threshold=0.7).reasons
 
 
 def test_each_reason_the_router_writes_has_its_kind():
-    assert reason_kind("sentence 2 contradicted by evidence kb-1054") == "contradicted sentence"
-    assert reason_kind("sentence 0 ungrounded (no supporting evidence)") == "ungrounded sentence"
-    assert reason_kind("sentence 1 confidence 0.55 below 0.70 (evidence 1)") == "low-confidence sentence"
-    assert reason_kind("citation critical failure: [9] names no passage of the evidence (fabricated)") == (
-        "fabricated citation"
-    )
-    assert reason_kind("high-risk citation [2] (sentence 1, source 2) failed (misattributed): x") == (
-        "high-risk citation failed"
-    )
-    assert reason_kind("high-risk claim 0: low confidence") == "high-risk claim"
-    assert reason_kind("answer given with no usable evidence (INSUFFICIENT_EVIDENCE)") == "no usable evidence"
-    assert reason_kind("LIMIT_EXCEEDED_SENTENCES: more than 200 sentences; only the first 200 were audited") == (
-        "audit limit"
-    )
+    # The reasons come from the router itself, so a change of its wording that the patterns miss fails here.
+    kinds = [reason_kind(r) for r in _routed_reasons()]
+    assert kinds == [
+        "contradicted sentence",
+        "ungrounded sentence",
+        "low-confidence sentence",
+        "judge unusable",
+        "audit limit",
+        "no usable evidence",
+        "fabricated citation",
+        "high-risk citation failed",
+        "high-risk claim",
+        "high-risk flag",
+    ]
+    assert set(REASON_KINDS) - set(kinds) == {"other"}  # every kind but `other` is one the router writes
+    assert reason_kind(describe_limit(limit_flag("PASSAGE_CHARS"))) == "audit limit"
     assert reason_kind("something new") == "other"
 
 

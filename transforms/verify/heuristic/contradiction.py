@@ -326,6 +326,7 @@ def find_contradictions(
     align = gain_of[best] / total
     s = ev.sentences[best]
     claim_stems = [t.stem for t in tokens]
+    claim_set = set(claim_stems)
     claim_neg = count_negations(claim_stems)
     if modes.negation != "off" and align >= c.negation_alignment and (claim_neg % 2) != (s.negations % 2):
         # A negation on one side must deny something the other side states ("does not serve wine" is no conflict
@@ -341,7 +342,6 @@ def find_contradictions(
             keep("negation", [Contradiction(s.doc_id, _excerpt(s), reason, c.negation_strength * align)])
     # An antonym under a negation on one side only agrees ("not allowed" / "banned"): no antonym cue then.
     if modes.antonym != "off" and align >= c.antonym_alignment and (claim_neg % 2) == (s.negations % 2):
-        claim_set = {t.stem for t in tokens}
         for t in tokens:
             if t.stem in s.stems:
                 continue
@@ -352,13 +352,12 @@ def find_contradictions(
                 keep("antonym", [Contradiction(s.doc_id, _excerpt(s), reason, c.antonym_strength * align)])
                 break
     if not found and align >= c.antonym_alignment and (claim_neg % 2) == (s.negations % 2):
-        claim_set = {t.stem for t in tokens}
         for i, t in enumerate(tokens):
             partner = CONVERSES.get(t.stem, frozenset())
             if t.stem in s.stems or not partner & s.stems or partner & claim_set:
                 continue
             j = next(k for k, st in enumerate(s.stem_list) if st in partner)
-            order = _converse_order([x.stem for x in tokens], i, s.stem_list, j)
+            order = _converse_order(claim_stems, i, s.stem_list, j)
             strength = c.antonym_strength * align
             if order == "kept" and modes.antonym != "off":  # "opened before the election" / "opened after" it
                 reason = f"{t.text!r} where the evidence says the opposite"
