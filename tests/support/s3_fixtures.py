@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,8 @@ import uuid
 
 import pytest
 
+from tests.support.ports import free_port
+
 __all__ = ["S3_KEY_ID", "S3_SECRET", "bucket_keys", "get_object", "s3_client", "s3_env", "s3_lake", "s3_server"]
 
 S3_KEY_ID = "groundwatch-test-key"
@@ -32,12 +33,6 @@ S3_SECRET = "gw-secret-" + "7f3a9c1e5b"
 """The test secret access key: it must never appear in a log, an error message or the lake."""
 
 MOTO_REQUIREMENT = "moto[server]>=5,<6"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ensure_moto() -> None:
@@ -49,7 +44,7 @@ def _ensure_moto() -> None:
 def s3_server(tmp_path_factory):
     """The endpoint URL (`http://127.0.0.1:PORT`) of a moto S3 server running for the session."""
     _ensure_moto()
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
