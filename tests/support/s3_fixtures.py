@@ -8,8 +8,8 @@ all the lake uses (PUT, GET, ranged GET, LIST, DELETE).
 
 `s3_env` points the process (and the pipelines and commands it starts) at the server through the documented
 GROUNDWATCH_S3_ENDPOINT, with test credentials whose secret, `S3_SECRET`, a test can look for in logs, errors
-and the lake's objects. `s3_lake` is `s3://<a fresh bucket>/lake`; `bucket_keys(bucket)` lists the bucket with
-boto3, independently of the code under test.
+and the lake's objects. `s3_lake` is `s3://<a fresh bucket>/lake`; `bucket_of(lake)` is its bucket;
+`bucket_keys(bucket)` lists the bucket with boto3, independently of the code under test.
 """
 
 from __future__ import annotations
@@ -26,7 +26,17 @@ import pytest
 
 from tests.support.ports import free_port
 
-__all__ = ["S3_KEY_ID", "S3_SECRET", "bucket_keys", "get_object", "s3_client", "s3_env", "s3_lake", "s3_server"]
+__all__ = [
+    "S3_KEY_ID",
+    "S3_SECRET",
+    "bucket_keys",
+    "bucket_of",
+    "get_object",
+    "s3_client",
+    "s3_env",
+    "s3_lake",
+    "s3_server",
+]
 
 S3_KEY_ID = "groundwatch-test-key"
 S3_SECRET = "gw-secret-" + "7f3a9c1e5b"
@@ -103,6 +113,11 @@ def s3_lake(s3_env) -> str:
     bucket = f"gw-{uuid.uuid4().hex[:12]}"
     s3_client().create_bucket(Bucket=bucket)
     return f"s3://{bucket}/lake"
+
+
+def bucket_of(lake) -> str:
+    """The bucket of an `s3://bucket/prefix` lake location (a str or anything whose str is one)."""
+    return str(lake).removeprefix("s3://").split("/")[0]
 
 
 def bucket_keys(bucket: str) -> list[str]:

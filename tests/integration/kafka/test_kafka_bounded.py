@@ -48,9 +48,9 @@ def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new
     # Each offset in exactly one place, the place its content says, and nothing that was not produced.
     assert_accounted_once(str(lake), topic, produced, fates, counts)
     if lake_in == "bucket":  # the rows are objects of the bucket, not files of some local folder
-        from tests.support.s3_fixtures import bucket_keys
+        from tests.support.s3_fixtures import bucket_keys, bucket_of
 
-        tables = {key.split("/")[1] for key in bucket_keys(str(lake).removeprefix("s3://").split("/")[0])}
+        tables = {key.split("/")[1] for key in bucket_keys(bucket_of(lake))}
         assert {"responses", "dead_letters", "window_metrics"} <= tables
 
     committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 3)

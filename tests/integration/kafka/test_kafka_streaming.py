@@ -125,9 +125,9 @@ def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
 def _assert_in_bucket(lake_in: str, lake) -> None:
     """For a lake in a bucket: its rows are objects of the bucket, not files of some local folder."""
     if lake_in == "bucket":
-        from tests.support.s3_fixtures import bucket_keys
+        from tests.support.s3_fixtures import bucket_keys, bucket_of
 
-        keys = bucket_keys(str(lake).removeprefix("s3://").split("/")[0])
+        keys = bucket_keys(bucket_of(lake))
         tables = {k.split("/")[1] for k in keys if k.startswith("lake/")}
         assert {"responses", "window_metrics", "dead_letters"} <= tables
 

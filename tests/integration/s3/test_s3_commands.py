@@ -28,14 +28,11 @@ from pipelines.demo import sample_traffic_path
 from tests.support.bench_lakes import FIGURES, SENTENCES, build_small_lake
 from tests.support.ports import free_port as _free_port
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object, s3_client
+from tests.support.s3_fixtures import bucket_of as _bucket
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.reader import COMPACTED_PREFIX
 
 pytestmark = pytest.mark.s3
-
-
-def _bucket(lake: str) -> str:
-    return lake.removeprefix("s3://").split("/")[0]
 
 
 def _objects(lake: str, table: str, suffix: str = ".parquet") -> dict[str, bytes]:
