@@ -9,6 +9,7 @@ all the lake uses (PUT, GET, ranged GET, LIST, DELETE).
 `s3_env` points the process (and the pipelines and commands it starts) at the server through the documented
 GROUNDWATCH_S3_ENDPOINT, with test credentials whose secret, `S3_SECRET`, a test can look for in logs, errors
 and the lake's objects. `s3_lake` is `s3://<a fresh bucket>/lake`; `bucket_of(lake)` is its bucket;
+`folder_or_bucket_lake` runs a test twice, its lake in a local folder and then (marker `s3`) in a bucket;
 `bucket_keys(bucket)` lists the bucket with boto3, independently of the code under test.
 """
 
@@ -31,6 +32,7 @@ __all__ = [
     "S3_SECRET",
     "bucket_keys",
     "bucket_of",
+    "folder_or_bucket_lake",
     "get_object",
     "s3_client",
     "s3_env",
@@ -113,6 +115,15 @@ def s3_lake(s3_env) -> str:
     bucket = f"gw-{uuid.uuid4().hex[:12]}"
     s3_client().create_bucket(Bucket=bucket)
     return f"s3://{bucket}/lake"
+
+
+@pytest.fixture(params=["folder", pytest.param("bucket", marks=pytest.mark.s3)])
+def folder_or_bucket_lake(request, tmp_path) -> str:
+    """A lake location, once `<tmp>/lake` and once `s3_lake` (a fresh bucket, with `s3_env`'s environment, which a
+    process the test starts inherits): a test that takes it checks the same rows in both."""
+    if request.param == "bucket":
+        return request.getfixturevalue("s3_lake")
+    return str(tmp_path / "lake")
 
 
 def bucket_of(lake) -> str:
