@@ -167,8 +167,6 @@ def write_review_rollups(lake_dir: str, *, since: datetime | None = None) -> int
     """Write the rollup of every hour whose `sentences` and `responses` partitions are clean and that has
     none yet (from the hour holding `since` on, if given), and remove the same hour's rollups named after
     earlier files; returns how many were written. Each is published whole (`filesystem.write_parquet`)."""
-    from transforms.io.lake.writer import remove_file
-
     con = duckdb.connect(":memory:")
     lakefs.attach_duckdb(con, lake_dir)
     present = set(rollup_files(lake_dir, "sentences"))
@@ -192,7 +190,7 @@ def write_review_rollups(lake_dir: str, *, since: datetime | None = None) -> int
             marker = f".{REVIEW_VIEW}-"
             for other in lakefs.list_files(os.path.dirname(sentence_files[0]), ROLLUP_SUFFIX):
                 if marker in os.path.basename(other) and other != path:
-                    remove_file(other)
+                    lakefs.remove_file(other)
     finally:
         con.close()
     return written
