@@ -48,8 +48,7 @@ def _sibling(name: str):
 
 maven_libs = _sibling("maven_libs")
 POM = Path(__file__).resolve().parent / "flink" / "pom.xml"
-CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
-DEFAULT_HOME = CACHE / "flink" / "run"
+DEFAULT_HOME = maven_libs.CACHE / "flink" / "run"
 # Beam's defaults are 8099/8098/8097 and Flink's 8081/6123: a developer's own servers keep theirs.
 DEFAULT_JOB_PORT = 38099
 DEFAULT_REST_PORT = 38081
@@ -81,7 +80,7 @@ def find_java() -> str:
 def ensure_libs(version: str | None = None) -> Path:
     """Resolve the job server's jars with mvn into the cache once; return the folder holding them."""
     version = version or beam_version()
-    return maven_libs.ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
+    return maven_libs.ensure_libs(POM, maven_libs.CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
 
 
 def _flink_conf(ports: dict[str, int], slots: int, cluster: bool) -> str:
