@@ -4,8 +4,8 @@ them with, and the port and process helpers both need.
 `scripts/kafka_broker.py` and `scripts/flink_cluster.py` load this module by its path beside them (they are
 command-line tools, not a package, and tests load them by path too):
 
-    libs = ensure_libs(POM, CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
-    java = find_java((11, 17), BrokerError)
+    libs = ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
+    java = find_java((11, 17), FlinkError, env_var="GROUNDWATCH_FLINK_JAVA")  # kafka_broker.py runs `java` from PATH
     port = free_port()                              # or port_free(38099); pid_alive(pid); terminate(pid, 20.0)
 
 `ensure_libs` resolves a pom's runtime dependencies with `mvn dependency:copy-dependencies` into a staging folder
