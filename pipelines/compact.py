@@ -101,7 +101,7 @@ def _partition_start(folder: str) -> datetime | None:
 def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: list[str]) -> tuple[int, int, bool]:
     """Rewrite one partition's files as one file of one row per key; returns (rows before, rows after,
     whether every old file could be removed, so the partition is now clean)."""
-    from transforms.io.lake.writer import file_stem, remove_file, write_rows_file
+    from transforms.io.lake.writer import file_stem, write_rows_file
 
     seen: dict[str, tuple[int, int] | None] = {path: lakefs.file_signature(path) for path in files}
     listed = ", ".join("'" + path.replace("'", "''") + "'" for path in files)
@@ -121,7 +121,7 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
         if lakefs.file_signature(path) != seen[path]:
             whole = False  # a writer replaced it meanwhile: it may hold newer rows; keep it, stay ranked
             continue
-        remove_file(path)
+        lakefs.remove_file(path)
     if whole:
         _remove_stale_rollups(written)
     return rows_before, rows.num_rows, whole
@@ -129,12 +129,10 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
 
 def _remove_stale_rollups(compacted_file: str) -> None:
     """Remove the rollups of the partition's earlier files (named after a file that is gone: never read)."""
-    from transforms.io.lake.writer import remove_file
-
     keep = {rollup_path(compacted_file, r) for r in ROLLUPS.values()}
     for path in lakefs.list_files(os.path.dirname(compacted_file), ROLLUP_SUFFIX):
         if path not in keep:
-            remove_file(path)
+            lakefs.remove_file(path)
 
 
 def _missing_rollups(table: str, compacted_file: str, present: set[str]) -> list[Rollup]:

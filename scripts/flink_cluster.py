@@ -48,8 +48,7 @@ def _sibling(name: str):
 
 maven_libs = _sibling("maven_libs")
 POM = Path(__file__).resolve().parent / "flink" / "pom.xml"
-CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
-DEFAULT_HOME = CACHE / "flink" / "run"
+DEFAULT_HOME = maven_libs.CACHE / "flink" / "run"
 # Beam's defaults are 8099/8098/8097 and Flink's 8081/6123: a developer's own servers keep theirs.
 DEFAULT_JOB_PORT = 38099
 DEFAULT_REST_PORT = 38081
@@ -81,7 +80,12 @@ def find_java() -> str:
 def ensure_libs(version: str | None = None) -> Path:
     """Resolve the job server's jars with mvn into the cache once; return the folder holding them."""
     version = version or beam_version()
-    return maven_libs.ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
+    return maven_libs.ensure_libs(POM, maven_libs.CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
+
+
+def _rest_ports(ports: dict[str, int], cluster: bool) -> tuple[int, int]:
+    """The lowest and highest REST port: the cluster's one port, or the embedded mini-cluster's range."""
+    return ports["rest"], ports["rest"] + (0 if cluster else EMBEDDED_REST_PORTS - 1)
 
 
 def _flink_conf(ports: dict[str, int], slots: int, cluster: bool) -> str:
@@ -97,7 +101,8 @@ taskmanager.bind-host: 127.0.0.1
         # The embedded mini-cluster is one Flink cluster per job, reading this file: fixed ports would let only one
         # job run (the second fails on "Unable to open BLOB Server"). Its REST server takes the first free port of
         # a range, where `groundwatch monitor --flink-rest` finds its job to cancel it; the rest stay random.
-        return local + f"rest.bind-port: {ports['rest']}-{ports['rest'] + EMBEDDED_REST_PORTS - 1}\n"
+        low, high = _rest_ports(ports, cluster)
+        return local + f"rest.bind-port: {low}-{high}\n"
     return (
         local
         + f"""\
@@ -172,7 +177,11 @@ class LocalFlink:
     def rest_address(self) -> str | None:
         """`127.0.0.1:PORT` of the cluster's REST API, or the `127.0.0.1:LOW-HIGH` range where the embedded
         mini-cluster's jobs serve theirs (each only while it runs): for `groundwatch monitor --flink-rest`."""
-        return self._state().get("rest")
+        state = self._state()
+        if "rest" not in state.get("ports", {}):
+            return None
+        low, high = _rest_ports(state["ports"], state.get("cluster", False))
+        return f"127.0.0.1:{low}" + (f"-{high}" if high != low else "")
 
     @property
     def rest_url(self) -> str | None:
@@ -280,10 +289,7 @@ class LocalFlink:
                 taken.add(port)
         self._conf_dir.mkdir(parents=True, exist_ok=True)
         (self._conf_dir / "flink-conf.yaml").write_text(_flink_conf(ports, self._slots, cluster))
-        last = ports["rest"] + (0 if cluster else EMBEDDED_REST_PORTS - 1)
-        rest = f"127.0.0.1:{ports['rest']}" + (f"-{last}" if last != ports["rest"] else "")
-        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "rest": rest,
-                 "pids": state.get("pids", {})}  # fmt: skip
+        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "pids": state.get("pids", {})}
         self._write_state(state)
         return state
 
@@ -397,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             up = flink.running() and flink.answers()
             if args.json:
-                print(json.dumps({**flink._state(), "answers": up}, indent=2))
+                print(json.dumps({**flink._state(), "rest": flink.rest_address, "answers": up}, indent=2))
             elif up:
                 print(flink.endpoint)
             else:

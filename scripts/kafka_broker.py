@@ -44,8 +44,7 @@ def _sibling(name: str):
 
 maven_libs = _sibling("maven_libs")
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
-CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
-DEFAULT_HOME = CACHE / "kafka" / "run"
+DEFAULT_HOME = maven_libs.CACHE / "kafka" / "run"
 DEFAULT_PORT = 39092  # non-default on purpose: never collide with a developer's own Kafka on 9092
 START_TIMEOUT_S = 180.0
 STOP_GRACE_S = 30.0
@@ -63,7 +62,7 @@ def kafka_version() -> str:
 def ensure_libs(version: str | None = None) -> Path:
     """Resolve the broker's jars with mvn into the cache once; return the folder holding them."""
     version = version or kafka_version()
-    return maven_libs.ensure_libs(POM, CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
+    return maven_libs.ensure_libs(POM, maven_libs.CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
 
 
 def _server_properties(port: int, controller_port: int, data_dir: Path) -> str:

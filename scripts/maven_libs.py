@@ -4,8 +4,8 @@ them with, and the port and process helpers both need.
 `scripts/kafka_broker.py` and `scripts/flink_cluster.py` load this module by its path beside them (they are
 command-line tools, not a package, and tests load them by path too):
 
-    libs = ensure_libs(POM, CACHE / "kafka" / version / "libs", f"Kafka {version}", BrokerError)
-    java = find_java((11, 17), BrokerError)
+    libs = ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
+    java = find_java((11, 17), FlinkError, env_var="GROUNDWATCH_FLINK_JAVA")  # kafka_broker.py runs `java` from PATH
     port = free_port()                              # or port_free(38099); pid_alive(pid); terminate(pid, 20.0)
 
 `ensure_libs` resolves a pom's runtime dependencies with `mvn dependency:copy-dependencies` into a staging folder
@@ -26,7 +26,10 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["ensure_libs", "find_java", "free_port", "pid_alive", "pom_property", "port_free", "terminate"]
+__all__ = ["CACHE", "ensure_libs", "find_java", "free_port", "pid_alive", "pom_property", "port_free", "terminate"]
+
+CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
+"""The user's cache both scripts keep their jars and default run folders in (`$GROUNDWATCH_CACHE`)."""
 
 MARKER = ".complete"
 """The file written last into a resolved folder: its presence means every jar is there."""

@@ -142,12 +142,11 @@ def _jobs_named(rest_url: str, name: str) -> list[str]:
     return [job["jid"] for job in jobs if job["name"] == name and job["state"] in live]
 
 
-def cancel_flink_job(rest_urls: list[str] | str, beam_job_id: str, timeout_s: float = CANCEL_TIMEOUT_S) -> str | None:
+def cancel_flink_job(rest_urls: list[str], beam_job_id: str, timeout_s: float = CANCEL_TIMEOUT_S) -> str | None:
     """Cancel the running Flink job a Beam job id names, at whichever of `rest_urls` runs it, and wait until Flink
     ends it; return its final state (`CANCELED`), or None when no such job runs or it did not end in `timeout_s`."""
     name = beam_job_id.rsplit("_", 1)[0]  # the job server names the Flink job after the invocation, less its uuid
-    urls = [rest_urls] if isinstance(rest_urls, str) else rest_urls
-    jobs = [(url, jid) for url in urls for jid in _jobs_named(url, name)]
+    jobs = [(url, jid) for url in rest_urls for jid in _jobs_named(url, name)]
     if not jobs:
         return None
     for url, jid in jobs:

@@ -5,7 +5,8 @@ folder of the session's own, and stopped at its end. `pytest -m "not flink"` nev
 
 `sample_lake_fnapi` is the sample traffic audited by the FnApiRunner into a local folder, once per session: the
 reference the Flink runs are compared with. `audit_process` / `finished` run `groundwatch audit` as a process of
-its own (so a test can kill what it started, and its LOOPBACK worker is that process).
+its own (so a test can kill what it started, and its LOOPBACK worker is that process). `monitor_process`
+starts `groundwatch monitor`; `produce_into_stream` feeds it and waits until the lake holds every message.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import pytest
 
 from pipelines.demo import sample_traffic_path
-from tests.support.kafka_fixtures import committed_offsets, lake_accounting
+from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
 from tests.support.scripts import load_script
 
 LocalFlink = load_script("flink_cluster").LocalFlink
@@ -33,6 +34,7 @@ __all__ = [
     "flink_jobs",
     "log_tail",
     "monitor_process",
+    "produce_into_stream",
     "stream_in_lake",
     "sample_lake_fnapi",
 ]
@@ -118,3 +120,24 @@ def stream_in_lake(bootstrap: str, topic: str, lake, count: int, monitor: subpro
     offsets = set(found["responses"]) | set(found["dead_letters"])
     committed, ends = committed_offsets(bootstrap, f"g-{topic}", topic, partitions=2)
     return len(offsets) == count and all((committed[p] or 0) == ends[p] for p in ends) and found
+
+
+def produce_into_stream(
+    bootstrap: str, topic: str, lake, count: int, seed: int, monitor: subprocess.Popen, log_path
+) -> dict:
+    """Produce `count` generated messages (5 % malformed, stamped now, 100 a second) to `topic`, wait until the
+    monitor has them all in `lake` with the offsets committed (`stream_in_lake`), and check each response is there
+    once and the malformed ones are dead letters. Returns the lake's accounting."""
+    from datetime import UTC, datetime
+
+    from pipelines.produce import generated_messages, produce_messages  # the Kafka client only where it is used
+
+    messages = generated_messages(count, seed=seed, malformed_fraction=0.05, start=datetime.now(UTC))
+    assert produce_messages({"bootstrap_servers": bootstrap}, topic, messages, rate=100) == count
+    found = wait_for(
+        lambda: stream_in_lake(bootstrap, topic, lake, count, monitor, log_path),
+        timeout_s=RUN_TIMEOUT_S,
+        what=f"{count} responses in {lake}, offsets committed",
+    )
+    assert len(found["responses"]) == len(set(found["responses"])) and found["dead_letters"]
+    return found

@@ -4,6 +4,10 @@ out (each table's version column stamps when its run wrote the row, and so does 
 a table partitioned by it: two runs differ there and only there).
 
     compared = assert_same_tables(reference_lake, lake_under_test, TABLES)   # the number of rows compared
+
+Use it when two runs must leave the same rows, every column but the wall-clock ones (`table_rows` is one
+table's rows so, in order). `tests/support/lake_rows.lake_rows` is the lighter check of two ways of running
+the same audit in one process: a few columns per table that say what was audited, as sets.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Iterable
 from dashboards.views import connect_lake
 from schemas import TABLES
 
-__all__ = ["WALL_CLOCK_COLUMNS", "assert_same_tables", "lake_rows", "same_values"]
+__all__ = ["WALL_CLOCK_COLUMNS", "assert_same_tables", "same_values", "table_rows"]
 
 WALL_CLOCK_COLUMNS = {spec.version_column for spec in TABLES.values()}
 """When a row was audited, received, computed, checked, updated: each table's version column is a wall-clock
@@ -28,7 +32,7 @@ def _wall_clock_partition(table: str) -> set[str]:
     return {"date", "hour"} if spec.time_column == spec.version_column else set()
 
 
-def lake_rows(lake: str, table: str) -> tuple[list[str], list[tuple]]:
+def table_rows(lake: str, table: str) -> tuple[list[str], list[tuple]]:
     """The columns of `table` but the wall-clock ones, and its rows in a total order."""
     con = connect_lake(str(lake))
     try:
@@ -55,8 +59,8 @@ def assert_same_tables(expected_lake: str, lake: str, tables: Iterable[str], tol
     """Assert that every table of `tables` holds the same rows in both lakes; return how many rows were compared."""
     compared = 0
     for table in tables:
-        columns, expected = lake_rows(expected_lake, table)
-        got_columns, got = lake_rows(lake, table)
+        columns, expected = table_rows(expected_lake, table)
+        got_columns, got = table_rows(lake, table)
         assert got_columns == columns, table
         assert len(got) == len(expected), f"{table}: {len(got)} rows in {lake}, {len(expected)} in {expected_lake}"
         for want, row in zip(expected, got, strict=True):

@@ -1,5 +1,10 @@
 """The lake's rows as sets, by table, to check that two ways of running an audit write the same lake; and a
-dead letter row, the smallest row a lake can hold, for tests of the readers."""
+dead letter row, the smallest row a lake can hold, for tests of the readers.
+
+`lake_rows` keeps a few columns per table that say what was audited (no floats compared loosely, no order).
+To compare every column of two runs on different runners or filesystems, floats within a tolerance, use
+`tests/support/lake_compare.assert_same_tables` (its `table_rows` reads one table so) instead.
+"""
 
 from __future__ import annotations
 

@@ -8,15 +8,15 @@ all the lake uses (PUT, GET, ranged GET, LIST, DELETE).
 
 `s3_env` points the process (and the pipelines and commands it starts) at the server through the documented
 GROUNDWATCH_S3_ENDPOINT, with test credentials whose secret, `S3_SECRET`, a test can look for in logs, errors
-and the lake's objects. `s3_lake` is `s3://<a fresh bucket>/lake`; `bucket_keys(bucket)` lists the bucket with
-boto3, independently of the code under test.
+and the lake's objects. `s3_lake` is `s3://<a fresh bucket>/lake`; `bucket_of(lake)` is its bucket;
+`folder_or_bucket_lake` runs a test twice, its lake in a local folder and then (marker `s3`) in a bucket;
+`bucket_keys(bucket)` lists the bucket with boto3, independently of the code under test.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,19 +25,26 @@ import uuid
 
 import pytest
 
-__all__ = ["S3_KEY_ID", "S3_SECRET", "bucket_keys", "get_object", "s3_client", "s3_env", "s3_lake", "s3_server"]
+from tests.support.ports import free_port
+
+__all__ = [
+    "S3_KEY_ID",
+    "S3_SECRET",
+    "bucket_keys",
+    "bucket_of",
+    "folder_or_bucket_lake",
+    "get_object",
+    "s3_client",
+    "s3_env",
+    "s3_lake",
+    "s3_server",
+]
 
 S3_KEY_ID = "groundwatch-test-key"
 S3_SECRET = "gw-secret-" + "7f3a9c1e5b"
 """The test secret access key: it must never appear in a log, an error message or the lake."""
 
 MOTO_REQUIREMENT = "moto[server]>=5,<6"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ensure_moto() -> None:
@@ -49,7 +56,7 @@ def _ensure_moto() -> None:
 def s3_server(tmp_path_factory):
     """The endpoint URL (`http://127.0.0.1:PORT`) of a moto S3 server running for the session."""
     _ensure_moto()
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -108,6 +115,20 @@ def s3_lake(s3_env) -> str:
     bucket = f"gw-{uuid.uuid4().hex[:12]}"
     s3_client().create_bucket(Bucket=bucket)
     return f"s3://{bucket}/lake"
+
+
+@pytest.fixture(params=["folder", pytest.param("bucket", marks=pytest.mark.s3)])
+def folder_or_bucket_lake(request, tmp_path) -> str:
+    """A lake location, once `<tmp>/lake` and once `s3_lake` (a fresh bucket, with `s3_env`'s environment, which a
+    process the test starts inherits): a test that takes it checks the same rows in both."""
+    if request.param == "bucket":
+        return request.getfixturevalue("s3_lake")
+    return str(tmp_path / "lake")
+
+
+def bucket_of(lake) -> str:
+    """The bucket of an `s3://bucket/prefix` lake location (a str or anything whose str is one)."""
+    return str(lake).removeprefix("s3://").split("/")[0]
 
 
 def bucket_keys(bucket: str) -> list[str]:

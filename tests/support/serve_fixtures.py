@@ -15,6 +15,7 @@ import uvicorn
 
 from pipelines.serving.app import ServeConfig, VerifyApp
 from tests.support.audit_messages import message
+from tests.support.ports import free_port
 
 __all__ = ["ANSWERS", "free_port", "running_service", "verdict_message", "wait_until_healthy"]
 
@@ -31,12 +32,6 @@ ANSWERS = {
 def verdict_message(kind: str, response_id: str | None = None) -> dict:
     """A logged response whose answer is `ANSWERS[kind]`."""
     return message(response_id or f"resp-{kind}", answer=ANSWERS[kind])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import re
 import signal
-from datetime import UTC, datetime
 
 import pytest
 
-from tests.support.flink_fixtures import RUN_TIMEOUT_S, LocalFlink, log_tail, monitor_process, stream_in_lake
+from tests.support.flink_fixtures import LocalFlink, log_tail, monitor_process, produce_into_stream
 from tests.support.kafka_fixtures import wait_for
 from tests.support.s3_fixtures import S3_SECRET
 
@@ -44,8 +43,6 @@ def _job_states(flink) -> list[tuple[str, str]]:
 def test_monitor_on_the_mini_cluster_writes_the_bucket_and_sigterm_cancels_its_job(
     embedded_flink, kafka_bootstrap, new_topic, s3_lake, tmp_path
 ):
-    from pipelines.produce import generated_messages, produce_messages
-
     topic, log, count = new_topic(partitions=2), tmp_path / "monitor.log", 60
     beam_argv = [
         "--runner=FlinkRunner",
@@ -56,14 +53,7 @@ def test_monitor_on_the_mini_cluster_writes_the_bucket_and_sigterm_cancels_its_j
     ]
     monitor = monitor_process(kafka_bootstrap, topic, s3_lake, beam_argv, log)
     try:
-        messages = generated_messages(count, seed=21, malformed_fraction=0.05, start=datetime.now(UTC))
-        assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages, rate=100) == count
-        found = wait_for(
-            lambda: stream_in_lake(kafka_bootstrap, topic, s3_lake, count, monitor, log),
-            timeout_s=RUN_TIMEOUT_S,
-            what=f"{count} responses in the bucket, offsets committed",
-        )
-        assert len(found["responses"]) == len(set(found["responses"])) and found["dead_letters"]
+        produce_into_stream(kafka_bootstrap, topic, s3_lake, count, 21, monitor, log)
         (job,) = {jid for jid, state in _job_states(embedded_flink) if state == "RUNNING"}
         monitor.send_signal(signal.SIGTERM)
         assert monitor.wait(timeout=180) == 130, log_tail(log)  # interrupted, as after Ctrl-C

@@ -31,7 +31,7 @@ from tests.support.flink_fixtures import (
     flink_jobs,
     log_tail,
     monitor_process,
-    stream_in_lake,
+    produce_into_stream,
 )
 from tests.support.kafka_fixtures import wait_for
 from tests.support.lake_compare import assert_same_tables
@@ -51,23 +51,12 @@ def test_audit_on_flink_gives_the_rows_of_the_fnapirunner(flink_cluster, sample_
 def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
     flink_cluster, kafka_bootstrap, new_topic, tmp_path
 ):
-    from datetime import UTC, datetime
-
-    from pipelines.produce import generated_messages, produce_messages
-
     topic, lake, log, count = new_topic(partitions=2), tmp_path / "lake", tmp_path / "monitor.log", 80
     before = set(flink_jobs(flink_cluster))
     drift = ["--drift-every-seconds", "2"]  # the drift stage beside the stream: it must work on Flink too
     monitor = monitor_process(kafka_bootstrap, topic, lake, [*flink_argv(flink_cluster, parallelism=2), *drift], log)
     try:
-        messages = generated_messages(count, seed=20, malformed_fraction=0.05, start=datetime.now(UTC))
-        assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages, rate=100) == count
-        found = wait_for(
-            lambda: stream_in_lake(kafka_bootstrap, topic, lake, count, monitor, log),
-            timeout_s=RUN_TIMEOUT_S,
-            what=f"{count} responses in the lake, offsets committed",
-        )
-        assert len(found["responses"]) == len(set(found["responses"])) and found["dead_letters"]
+        produce_into_stream(kafka_bootstrap, topic, lake, count, 20, monitor, log)
         wait_for(
             lambda: list((lake / "drift_checks").rglob("*.parquet")) if (lake / "drift_checks").is_dir() else None,
             timeout_s=60,

@@ -20,7 +20,7 @@ import pytest
 from schemas import TABLES
 from tests.support.flink_fixtures import audit_process, finished, flink_argv, log_tail
 from tests.support.lake_compare import assert_same_tables
-from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object
+from tests.support.s3_fixtures import S3_SECRET, bucket_keys, bucket_of, get_object
 
 pytestmark = [pytest.mark.flink]
 
@@ -41,7 +41,7 @@ def test_audit_on_flink_into_a_bucket_gives_the_rows_of_the_fnapirunner(
     assert finished(audit, log) == 0, log_tail(log)
     assert f"lake           {s3_lake}" in log_tail(log, 300)
 
-    bucket = s3_lake.removeprefix("s3://").split("/")[0]
+    bucket = bucket_of(s3_lake)
     keys = bucket_keys(bucket)
     assert keys and all(k.startswith("lake/") and k.endswith(".parquet") for k in keys), keys
     # responses, sentences, citations, claims, window metrics and dead letters: not empty

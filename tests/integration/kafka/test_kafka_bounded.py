@@ -30,8 +30,7 @@ pytestmark = pytest.mark.kafka
 SAMPLE_RATE = 0.8
 
 
-@pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
-def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new_topic, tmp_path, lake_in, request):
+def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new_topic, folder_or_bucket_lake):
     topic = new_topic(partitions=3)
     messages = generated_messages(1000, seed=11, malformed_fraction=0.05, start=DEFAULT_START)
     assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages) == 1000
@@ -41,16 +40,16 @@ def test_every_message_accounted_once_and_offsets_committed(kafka_bootstrap, new
     assert len(fates["dead"]) > 0 and len(fates["sampled_out"]) > 0
 
     # In a bucket (tests.support.s3_fixtures), the offset commit reads the rows back from the bucket.
-    lake = request.getfixturevalue("s3_lake") if lake_in == "bucket" else tmp_path / "lake"
+    lake = folder_or_bucket_lake
     # Chunks of 100 records: each partition's read reports its progress chunk by chunk.
     argv = monitor_argv(kafka_bootstrap, topic, lake, f"--sample_rate={SAMPLE_RATE}", "--checkpoint_records=100")
     counts = run(argv, out=lambda _: None)
     # Each offset in exactly one place, the place its content says, and nothing that was not produced.
-    assert_accounted_once(str(lake), topic, produced, fates, counts)
-    if lake_in == "bucket":  # the rows are objects of the bucket, not files of some local folder
-        from tests.support.s3_fixtures import bucket_keys
+    assert_accounted_once(lake, topic, produced, fates, counts)
+    if lake.startswith("s3://"):  # the rows are objects of the bucket, not files of some local folder
+        from tests.support.s3_fixtures import bucket_keys, bucket_of
 
-        tables = {key.split("/")[1] for key in bucket_keys(str(lake).removeprefix("s3://").split("/")[0])}
+        tables = {key.split("/")[1] for key in bucket_keys(bucket_of(lake))}
         assert {"responses", "dead_letters", "window_metrics"} <= tables
 
     committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 3)

@@ -77,15 +77,16 @@ def test_a_pass_needs_a_budget():
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
-def test_a_catch_up_in_passes_accounts_for_every_message_once(kafka_bootstrap, new_topic, tmp_path, lake_in, request):  # noqa: F811
+def test_a_catch_up_in_passes_accounts_for_every_message_once(
+    kafka_bootstrap, new_topic, tmp_path, folder_or_bucket_lake
+):  # noqa: F811
     """The passes write a local folder, or a bucket of a real S3-protocol server (tests.support.s3_fixtures):
     each pass's commit reads its rows back from there, and the windows spanning passes are computed from it."""
     topic = new_topic(partitions=2)
     messages = generated_messages(300, seed=13, malformed_fraction=0.05, start=DEFAULT_START)
     assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, messages) == 300
     produced = offsets_by_value(kafka_bootstrap, topic)
-    lake = request.getfixturevalue("s3_lake") if lake_in == "bucket" else str(tmp_path / "lake")
+    lake = folder_or_bucket_lake
     lines: list[str] = []
 
     counts = run(monitor_argv(kafka_bootstrap, topic, lake, "--max_records_per_run=100"), out=lines.append)

@@ -40,15 +40,6 @@ pytestmark = [
 
 CATCH_UP_S = 240
 
-LAKE_IN = pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
-"""Where an exactly-once test's lake lives: a local folder, or a bucket of moto's S3 server."""
-
-
-def _lake(lake_in: str, request, tmp_path):
-    """The lake of a `LAKE_IN` test: `<tmp>/lake`, or `s3://<a fresh bucket>/lake` with the environment that
-    reaches it (inherited by the monitor's process)."""
-    return request.getfixturevalue("s3_lake") if lake_in == "bucket" else tmp_path / "lake"
-
 
 class Monitor:
     """A `groundwatch monitor` process in its own process group (so Prism dies with it)."""
@@ -122,12 +113,12 @@ def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
     return found if all((committed[p] or 0) == ends.get(p, 0) for p in committed) else None
 
 
-def _assert_in_bucket(lake_in: str, lake) -> None:
+def _assert_in_bucket(lake: str) -> None:
     """For a lake in a bucket: its rows are objects of the bucket, not files of some local folder."""
-    if lake_in == "bucket":
-        from tests.support.s3_fixtures import bucket_keys
+    if lake.startswith("s3://"):
+        from tests.support.s3_fixtures import bucket_keys, bucket_of
 
-        keys = bucket_keys(str(lake).removeprefix("s3://").split("/")[0])
+        keys = bucket_keys(bucket_of(lake))
         tables = {k.split("/")[1] for k in keys if k.startswith("lake/")}
         assert {"responses", "window_metrics", "dead_letters"} <= tables
 
@@ -254,17 +245,15 @@ def test_the_llm_judge_audits_a_stream(kafka_bootstrap, new_topic, monitors, tmp
     assert all(secret.encode() not in f.read_bytes() for f in lake.rglob("*.parquet"))
 
 
-@LAKE_IN
 def test_sigkill_and_restart_loses_nothing_and_counts_once(
     kafka_bootstrap,  # noqa: F811
     new_topic,  # noqa: F811
     monitors,
     tmp_path,
-    lake_in,
-    request,
+    folder_or_bucket_lake,
 ):
     topic = new_topic(partitions=2)
-    lake = _lake(lake_in, request, tmp_path)
+    lake = folder_or_bucket_lake
     _produce(kafka_bootstrap, topic, 400, seed=31)
     first = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor-1.log")
 
@@ -281,14 +270,13 @@ def test_sigkill_and_restart_loses_nothing_and_counts_once(
     found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, second), timeout_s=CATCH_UP_S, what="restart")
     assert len(found["responses"]) + len(found["dead_letters"]) == 700
     _assert_once_each(found)
-    _assert_in_bucket(lake_in, lake)
+    _assert_in_bucket(lake)
 
 
-@LAKE_IN
-def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, tmp_path, lake_in, request):  # noqa: F811
+def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, tmp_path, folder_or_bucket_lake):  # noqa: F811
     bootstrap = private_broker.bootstrap
     topic = create_topic(bootstrap, "gw-restart", partitions=2)
-    lake = _lake(lake_in, request, tmp_path)
+    lake = folder_or_bucket_lake
     monitor = monitors(bootstrap, topic, lake, tmp_path / "monitor.log")
     _produce(bootstrap, topic, 200, seed=41)
     wait_for(lambda: _caught_up(bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="before the restart")
@@ -301,4 +289,4 @@ def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, 
     found = wait_for(lambda: _caught_up(bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="after restart")
     assert len(found["responses"]) + len(found["dead_letters"]) == 400
     _assert_once_each(found)
-    _assert_in_bucket(lake_in, lake)
+    _assert_in_bucket(lake)

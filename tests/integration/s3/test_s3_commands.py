@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,15 +27,13 @@ from pipelines.audit import run as audit
 from pipelines.cli import main
 from pipelines.demo import sample_traffic_path
 from tests.support.bench_lakes import FIGURES, SENTENCES, build_small_lake
+from tests.support.ports import free_port as _free_port
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object, s3_client
+from tests.support.s3_fixtures import bucket_of as _bucket
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.reader import COMPACTED_PREFIX
 
 pytestmark = pytest.mark.s3
-
-
-def _bucket(lake: str) -> str:
-    return lake.removeprefix("s3://").split("/")[0]
 
 
 def _objects(lake: str, table: str, suffix: str = ".parquet") -> dict[str, bytes]:
@@ -98,12 +95,6 @@ def test_compact_refuses_a_bucket_that_does_not_exist_without_the_secret(s3_env,
     assert main(["compact", "--lake", "s3://gw-no-such-bucket/lake"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("groundwatch compact: ") and "gw-no-such-bucket" in err and S3_SECRET not in err
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str):

@@ -29,7 +29,7 @@ from pipelines.cli import main
 from pipelines.demo import sample_traffic_path
 from schemas import TABLES
 from tests.support.lake_compare import assert_same_tables
-from tests.support.s3_fixtures import S3_KEY_ID, S3_SECRET, bucket_keys, get_object, s3_client
+from tests.support.s3_fixtures import S3_KEY_ID, S3_SECRET, bucket_keys, bucket_of, get_object, s3_client
 
 pytestmark = pytest.mark.s3
 
@@ -79,7 +79,7 @@ class _BucketWatcher(threading.Thread):
 
 
 def test_audit_into_a_bucket_gives_the_folders_rows_and_no_partial_object(s3_lake, local_lake):
-    bucket = s3_lake.removeprefix("s3://").split("/")[0]
+    bucket = bucket_of(s3_lake)
     watcher = _BucketWatcher(bucket)
     watcher.start()
     try:
@@ -115,7 +115,7 @@ def test_query_metrics_drift_and_report_work_on_the_bucket(s3_lake, local_lake, 
     assert json.loads(out) == json.loads(_query(capsys, local_lake, sql + " ORDER BY 1")[1]) and json.loads(out)
 
     # The read-only connection reads the lake's prefix and nothing else: not a sibling prefix, not another bucket.
-    bucket = s3_lake.removeprefix("s3://").split("/")[0]
+    bucket = bucket_of(s3_lake)
     key = next(k for k in bucket_keys(bucket) if k.startswith("lake/responses/"))
     s3_client().copy_object(Bucket=bucket, Key="lake2/x.parquet", CopySource={"Bucket": bucket, "Key": key})
     for outside in (f"s3://{bucket}/lake2/x.parquet", f"s3://{bucket}/{key.replace('lake/', 'lake2/', 1)}"):
@@ -148,7 +148,7 @@ def test_query_metrics_drift_and_report_work_on_the_bucket(s3_lake, local_lake, 
 def test_unusable_buckets_and_credentials_in_the_uri_are_refused_without_the_secret(
     s3_env, s3_lake, capsys, monkeypatch
 ):
-    bucket = s3_lake.removeprefix("s3://").split("/")[0]
+    bucket = bucket_of(s3_lake)
     sample = sample_traffic_path()
 
     assert main(["audit", "--input", sample, "--lake", "s3://gw-no-such-bucket/lake"]) == 2

@@ -95,8 +95,7 @@ def _metrics(lake: str) -> dict[tuple, tuple]:
     return {row[:3]: row[3:] for row in connect_lake(lake).execute(f"{sql} FROM window_metrics").fetchall()}
 
 
-@pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
-def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, lake_in, request):
+def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, folder_or_bucket_lake):
     """The shipped sample traffic (308 lines over 30 one-minute windows), then a gzipped file holding a copy
     of its first response and a malformed line, audited in passes of 70 lines and in one run. The passes write
     a local folder, or a bucket of a real S3-protocol server (`tests.support.s3_fixtures`), from which the
@@ -111,7 +110,7 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, lake_in, reques
     pattern = str(traffic / "*")
     one = run([f"--input={pattern}", f"--lake={tmp_path / 'one'}"], out=lambda _: None)
     lines = []
-    lake = request.getfixturevalue("s3_lake") if lake_in == "bucket" else str(tmp_path / "passes")
+    lake = folder_or_bucket_lake
     in_passes = run([f"--input={pattern}", f"--lake={lake}", "--max_records_per_run=70"], out=lines.append)
 
     assert lines[0] == "passes         5 for 310 messages (at most 70 each)"

@@ -159,8 +159,6 @@ def write_review_rollups(lake_dir: str, *, since: datetime | None = None) -> int
     """Write the rollup of every hour whose `sentences` and `responses` partitions are clean and that has
     none yet (from the hour holding `since` on, if given), and remove the same hour's rollups named after
     earlier files; returns how many were written. Each is published whole (`filesystem.write_parquet`)."""
-    from transforms.io.lake.writer import remove_file
-
     con = duckdb.connect(":memory:")
     lakefs.attach_duckdb(con, lake_dir)
     present = set(rollup_files(lake_dir, "sentences"))
@@ -187,7 +185,7 @@ def write_review_rollups(lake_dir: str, *, since: datetime | None = None) -> int
             # Rollups of this hour named after files that are gone (a partition compacted again): never read.
             for other in stale.get(os.path.dirname(path), ()):
                 if other != path:
-                    remove_file(other)
+                    lakefs.remove_file(other)
     finally:
         con.close()
     return written

@@ -43,7 +43,6 @@ __all__ = [
     "WriteAuditLake",
     "file_stem",
     "partition_of",
-    "remove_file",
     "table_path",
     "write_rows_file",
     "write_table",
@@ -101,12 +100,6 @@ def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[
     else:
         table_data = pa.Table.from_pylist(list(rows), schema=schema)
     return lakefs.write_parquet(lakefs.join(folder, f"{file_stem}.parquet"), table_data)
-
-
-def remove_file(path: str) -> bool:
-    """Remove a published file of the lake (a folder's or a bucket's); False when it was already gone (another
-    compaction removed it)."""
-    return lakefs.remove_file(path)
 
 
 def write_table(
