@@ -14,7 +14,7 @@ import re
 
 import pandas as pd
 
-from transforms.audit.limits import LIMIT_FLAG_PREFIX
+from schemas import LIMIT_FLAG_PREFIX
 
 __all__ = ["REASON_KINDS", "reason_kind", "review_queue"]
 

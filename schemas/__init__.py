@@ -12,6 +12,7 @@ from schemas.monitoring import AlertRow, DriftCheckRow, WindowMetricsRow  # regi
 from schemas.records import AuditedResponse, Origin, ParsedResponse, ReviewDecision
 from schemas.reports import (
     INSUFFICIENT_EVIDENCE,
+    LIMIT_FLAG_PREFIX,
     AttributionVerdict,
     CitationAuditReport,
     CitationAuditResult,
@@ -40,6 +41,7 @@ from schemas.responses import (
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
     "INSUFFICIENT_EVIDENCE",
+    "LIMIT_FLAG_PREFIX",
     "MAX_ANSWER_CHARS",
     "TABLES",
     "AlertRow",

@@ -19,6 +19,7 @@ from schemas.responses import ConfidenceLabel
 
 __all__ = [
     "INSUFFICIENT_EVIDENCE",
+    "LIMIT_FLAG_PREFIX",
     "AttributionVerdict",
     "CitationAuditReport",
     "CitationAuditResult",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
+
+LIMIT_FLAG_PREFIX = "LIMIT_EXCEEDED_"
+"""How the critical flag of an audit limit a response reached begins (`transforms.audit.limits`)."""
 
 
 class AttributionVerdict(str, Enum):

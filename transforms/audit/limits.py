@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from schemas import LoggedResponse
+from schemas import LIMIT_FLAG_PREFIX, LoggedResponse
 from transforms.attribution.markers import sentence_spans
 
 __all__ = [
@@ -58,8 +58,6 @@ MAX_CLAIMS = 100
 
 MAX_CITATIONS = 100
 """Logged (explicit) citations checked, in the order given."""
-
-LIMIT_FLAG_PREFIX = "LIMIT_EXCEEDED_"
 
 LIMITS = {
     "PASSAGE_CHARS": MAX_PASSAGE_CHARS,
