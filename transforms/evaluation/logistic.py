@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from transforms.verify.calibration import VERDICT_FEATURES, VerdictModel, verdict_features
+from transforms.verify.calibration import VERDICT_FEATURES, VerdictModel, sigmoid, verdict_features
 
 __all__ = ["DEFAULT_L2", "fit_logistic", "fit_verdict_model"]
 
@@ -27,10 +27,6 @@ DEFAULT_L2 = 3.0
 """Ridge penalty on the standardised weights (the bias is not penalised), against the sum of log losses: about
 what scikit-learn calls C = 0.33: a moderate penalty. On the labelled set C from 0.1 to 1 gave the same
 cross-validated figures within their fold-to-fold spread, so the value is not tuned to it."""
-
-
-def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 _BIAS_L2 = 1e-3
@@ -86,7 +82,7 @@ def fit_logistic(
     y = [1.0 if p else 0.0 for p in positive]
     beta = [0.0] * (len(active) + 1)
     for _ in range(iterations):
-        p = [_sigmoid(sum(b * v for b, v in zip(beta, xi, strict=True))) for xi in x]
+        p = [sigmoid(sum(b * v for b, v in zip(beta, xi, strict=True))) for xi in x]
         m = range(len(beta))
         grad = [sum((p[i] - y[i]) * x[i][a] for i in range(n)) + (l2 * beta[a] if a else 0.0) for a in m]
         w = [p[i] * (1 - p[i]) for i in range(n)]

@@ -43,6 +43,7 @@ __all__ = [
     "calibrated_verdict",
     "calibration_sha256",
     "grounded_score",
+    "sigmoid",
     "verdict_features",
 ]
 
@@ -68,6 +69,11 @@ sentences the heuristic scores exactly 0 or 1 are right far more often than thos
 def calibration_sha256(calibration: Calibration | None) -> str | None:
     """The lake's `calibration_sha256` for `calibration`: its file's digest; None without one (or an unsaved one)."""
     return (calibration.digest or None) if calibration is not None else None
+
+
+def sigmoid(z: float) -> float:
+    """The logistic function, without overflow for a large negative z."""
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 def verdict_features(score: float, verdict: str) -> tuple[float, ...]:
@@ -103,7 +109,7 @@ class VerdictModel:
 
     def probability(self, score: float, verdict: str) -> float:
         z = self.bias + sum(w * x for w, x in zip(self.weights, verdict_features(score, verdict), strict=True))
-        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        return sigmoid(z)
 
     def to_json(self) -> dict[str, Any]:
         weights = dict(zip(VERDICT_FEATURES, self.weights, strict=True))
