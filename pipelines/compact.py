@@ -50,6 +50,8 @@ from transforms.io.lake.reader import (
     deduplicated_sql,
     is_clean,
     partitions,
+    sql_ident,
+    sql_literal,
     table_files,
 )
 from transforms.io.lake.review_rollup import TABLES_USED, write_review_rollups
@@ -104,9 +106,9 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
     from transforms.io.lake.writer import file_stem, write_rows_file
 
     seen: dict[str, tuple[int, int] | None] = {path: lakefs.file_signature(path) for path in files}
-    listed = ", ".join("'" + path.replace("'", "''") + "'" for path in files)
+    listed = ", ".join(sql_literal(path) for path in files)
     rows_before = con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()[0]
-    order = ", ".join(f'"{c}"' for c in (spec.time_column, *spec.key))
+    order = ", ".join(sql_ident(c) for c in (spec.time_column, *spec.key))
     rows = con.sql(f"SELECT * FROM ({deduplicated_sql(con, spec, files)}) ORDER BY {order}").to_arrow_table()
     # Named by the files it replaces: two compactions of the same files write the same file.
     names = [f"{os.path.basename(path)}:{(seen[path] or (0, 0))[0]}" for path in files]
