@@ -38,21 +38,13 @@ from transforms.verify.model.handler import PairModelHandler
 from transforms.verify.model.scorer import ModelRunError, PairScores
 from transforms.verify.model.stage import SentenceWork, plan_sentences, verdicts_from_scores
 
-__all__ = ["MODEL_NAMESPACE", "PLANS", "RunModelStage", "failure_error", "failure_reason"]
+__all__ = ["MODEL_NAMESPACE", "PLANS", "RunModelStage"]
 
 PLANS = "plans"
 MODEL_NAMESPACE = "groundwatch.model"
 """RunInference's metrics (`num_inferences`, `failed_batches_counter`, ...) and the stage's own counters."""
 _PAIRS = "pairs"
 _SKIP = "skip"
-
-
-def failure_reason(exception: tuple[Any, Any, Any]) -> str:
-    """`Type: message` from a RunInference dead letter's `(type, repr, traceback lines)`."""
-    kind, text, lines = exception
-    name = getattr(kind, "__name__", str(kind))
-    last = str(lines[-1]).strip() if lines else str(text)
-    return f"{name}: {last.split(': ', 1)[-1]}" if ": " in last else f"{name}: {text}"
 
 
 class _PairsDoFn(beam.DoFn):
@@ -121,21 +113,23 @@ def _failed_pairs(failure: tuple[list[tuple[str, Any]], Any]) -> list[tuple[str,
     return list(batch)
 
 
-def failure_error(exception: tuple[Any, Any, Any]) -> ModelRunError:
+def _failure_error(exception: tuple[Any, Any, Any]) -> ModelRunError:
     """A RunInference dead letter's `(type, repr, traceback lines)` as the `ModelRunError` the response's dead
     letter names: the model's own error with its message, any other with its type's name before the message.
     RunInference keeps the exception's type and text, not the exception itself, so it is built again here."""
-    kind, reason = exception[0], failure_reason(exception)
+    kind, text, lines = exception
+    last = str(lines[-1]).strip() if lines else str(text)
+    message = last.split(": ", 1)[1] if ": " in last else str(text)
     if isinstance(kind, type) and issubclass(kind, ModelRunError):
-        return ModelRunError(reason.split(": ", 1)[1])
-    return ModelRunError(reason)
+        return ModelRunError(message)
+    return ModelRunError(f"{getattr(kind, '__name__', str(kind))}: {message}")
 
 
 def _failed_errors(
     failure: tuple[list[tuple[str, Any]], Any],
 ) -> list[tuple[str, tuple[tuple[str, str], ModelRunError]]]:
     batch, exception = failure
-    error = failure_error(exception)
+    error = _failure_error(exception)
     return [(key, (tuple(pair), error)) for key, pair in batch]
 
 
