@@ -7,15 +7,19 @@ from datetime import UTC, date, datetime
 import pandas as pd
 
 from dashboards.review_reasons import REASON_KINDS, reason_kind, review_queue
-from schemas import INSUFFICIENT_EVIDENCE, AuditedResponse, LoggedResponse, ParsedResponse, SentenceVerdict
-from schemas.reports import (
+from schemas import (
+    INSUFFICIENT_EVIDENCE,
+    AuditedResponse,
     CitationAuditReport,
     CitationAuditResult,
     CitationAuditSummary,
     ClaimAttributionReport,
     ClaimCheck,
     ClaimSupportLevel,
+    LoggedResponse,
     OverallVerdict,
+    ParsedResponse,
+    SentenceVerdict,
     VerificationStatus,
 )
 from tests.support.audit_messages import at, message

@@ -101,15 +101,11 @@ def test_a_binary_head_never_says_contradicted(tmp_path):
     assert v.attribution_verdict is not AttributionVerdict.contradicted
 
 
-def calibration_file(tmp_path, heuristic_band, model_band) -> str:
-    return write_identity_calibration(tmp_path / "cal.json", heuristic_band, model_band)
-
-
 def test_the_cascade_routes_each_stage_only_what_the_one_before_left_open(model_dir, tmp_path):
     sentences = [COPIED, MODEL_SURE, MODEL_UNSURE]
     p = [grounded_score(v) for v in HeuristicVerifier().verify(sentences, PASSAGES).verdicts]
     assert p[0] > max(p[1], p[2])  # the heuristic is surest of the copied sentence
-    cal = calibration_file(tmp_path, (min(p[1], p[2]), max(p[1], p[2])), (0.3, 0.8))
+    cal = write_identity_calibration(tmp_path / "cal.json", (min(p[1], p[2]), max(p[1], p[2])), (0.3, 0.8))
     with OpenAIServer() as server:
         cascade = make_verifier(
             "cascade",
