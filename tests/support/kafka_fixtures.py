@@ -233,13 +233,17 @@ def committed_offsets(bootstrap: str, group_id: str, topic: str, partitions: int
         consumer.close()
 
 
-def wait_for(condition, *, timeout_s: float, every_s: float = 1.0, what: str = "condition"):
-    """Poll `condition()` until it returns a truthy value (returned) or fail after `timeout_s`."""
+def wait_for(condition, *, timeout_s: float, every_s: float = 1.0, what: str = "condition", explain=None):
+    """Poll `condition()` until it returns a truthy value (returned) or fail after `timeout_s`.
+
+    `explain()`, when given, says on failure where things stood (what is missing, a log's tail).
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"{what} not reached within {timeout_s:.0f}s")
+            detail = f":\n{explain()}" if explain is not None else ""
+            pytest.fail(f"{what} not reached within {timeout_s:.0f}s{detail}")
         time.sleep(every_s)

@@ -11,22 +11,30 @@ from datetime import UTC, datetime
 
 import apache_beam as beam
 import pytest
+from apache_beam.io.restriction_trackers import OffsetRange
+from apache_beam.io.watermark_estimators import ManualWatermarkEstimator
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.pvalue import TaggedOutput
+from apache_beam.runners.sdf_utils import RestrictionTrackerView, ThreadsafeRestrictionTracker
 from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms.window import TimestampedValue
 
+from pipelines.produce import produce_messages
 from pipelines.runner.counts import counts_from_result, format_counts
 from schemas import Origin
 from transforms.ingest.parse import dead_letter_row
 from transforms.io.kafka.client import PRODUCER_LINGER_MS, message_event_time, producer, resolve_start_offset
 from transforms.io.kafka.commit import (
     CommitOffsetsAfterLake,
+    _CommitFn,
     committable_position,
     new_ledger,
     record_chunk,
     record_durable,
 )
-from transforms.io.kafka.source import MESSAGES, PROGRESS, ReadKafkaMessages, ReadProgress
+from transforms.io.kafka.partitions import UNBOUNDED_STOP, PartitionToRead
+from transforms.io.kafka.source import MESSAGES, PROGRESS, ReadKafkaMessages, ReadProgress, _UnboundedReadFn
 from transforms.io.lake.writer import write_table
 
 
@@ -78,6 +86,18 @@ def test_ledger_waits_for_a_missing_chunk_and_forgets_redeliveries():
     assert committable_position(ledger) == 17
     record_durable(ledger, [11, 16])  # redelivered rows of committed offsets
     assert committable_position(ledger) == 17 and not ledger["durable"]
+
+
+def test_ledger_notes_nothing_of_an_idle_chunk_even_where_a_chunk_starts():
+    ledger = new_ledger()
+    record_chunk(ledger, _chunk(0, 3, [0, 1, 2]))
+    record_chunk(ledger, _chunk(0, 0, []))  # idle at the start: must not replace the chunk read from there
+    record_chunk(ledger, _chunk(3, 3, []))  # idle after it
+    assert ledger["chunks"] == {0: (3, frozenset({0, 1, 2}))}
+    record_durable(ledger, [0, 1])
+    assert committable_position(ledger) == 0
+    record_durable(ledger, [2])
+    assert committable_position(ledger) == 3
 
 
 def test_start_offset_prefers_commits_within_what_still_exists():
@@ -149,3 +169,71 @@ def test_a_commit_the_broker_refuses_is_counted_and_named_in_the_run_summary(tmp
     assert failures >= 1  # the commit is tried again with each later event of the partition
     summary = format_counts(counts, str(tmp_path))
     assert f"offset commits {failures:>8} failed (retried; uncommitted offsets are read again)" in summary
+
+
+def _stream_read(fn: _UnboundedReadFn, topic: str, start: int) -> list:
+    """One call of a stream's partition read from `start` (a bundle's worth: a chunk, then a checkpoint)."""
+    tracker = RestrictionTrackerView(
+        ThreadsafeRestrictionTracker(fn.create_tracker(OffsetRange(start, UNBOUNDED_STOP)))
+    )
+    return list(fn.read(PartitionToRead(topic, 0, "earliest"), tracker, ManualWatermarkEstimator(None)))
+
+
+def _progress(outputs: list) -> list[tuple[int, int]]:
+    return [(o.value.start, o.value.next) for o in outputs if isinstance(o, TaggedOutput) and o.tag == PROGRESS]
+
+
+@pytest.mark.kafka
+def test_a_stream_reports_its_idle_chunks_as_empty_ranges(kafka_bootstrap, new_topic):  # noqa: F811
+    """An idle partition's reads each say so (an empty range): the commit stage's chance to retry a commit."""
+    topic = new_topic()
+    produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, [b"m0", b"m1"])
+    fn = _UnboundedReadFn(
+        {"bootstrap_servers": kafka_bootstrap}, group_id=None, bounded=False, max_records=100, max_seconds=5.0,
+        event_time="kafka", out_of_order_s=0.0, lake_bound=None, stall_seconds=60.0,
+    )  # fmt: skip
+    try:
+        assert _progress(_stream_read(fn, topic, 0)) == [(0, 2)]
+        idle = _stream_read(fn, topic, 2)
+    finally:
+        fn.teardown()
+    assert _progress(idle) == [(2, 2)]
+    assert not [o for o in idle if isinstance(o, TimestampedValue)]
+
+
+class _HeldState:
+    """Beam's per-key value state, held in memory: the commit DoFn's ledger, called outside a pipeline."""
+
+    def __init__(self):
+        self.value = None
+
+    def read(self):
+        return self.value
+
+    def write(self, value):
+        self.value = value
+
+
+@pytest.mark.kafka
+def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunk(private_broker):  # noqa: F811
+    """The broker is away when the rows become durable; it comes back and no new record arrives: the commit is
+    made with the next idle chunk, and the group's offset is the one the lake holds."""
+    from tests.support.kafka_fixtures import committed_offsets, create_topic
+
+    bootstrap = private_broker.bootstrap
+    topic = create_topic(bootstrap, "gw-retry")
+    commit = _CommitFn({"bootstrap_servers": bootstrap, "request_timeout_ms": 5000}, "g-retry")
+    ledger, key = _HeldState(), (topic, 0)
+    try:
+        first = list(commit.process((key, ("chunk", ReadProgress(topic, 0, 0, 3, (0, 1, 2)))), ledger))
+        assert first == [(topic, 0, 0)]  # where the group starts
+        assert list(commit.process((key, ("durable", (0, 1))), ledger)) == []  # offset 2 not in the lake yet
+        private_broker.stop()
+        assert list(commit.process((key, ("durable", (2,))), ledger)) == []  # committable, but no broker
+        assert (ledger.value["position"], ledger.value["committed"]) == (3, 0)
+        private_broker.start()
+        made = list(commit.process((key, ("chunk", ReadProgress(topic, 0, 3, 3))), ledger))
+    finally:
+        commit.teardown()
+    assert made == [(topic, 0, 3)]
+    assert committed_offsets(bootstrap, "g-retry", topic, 1)[0] == {0: 3}

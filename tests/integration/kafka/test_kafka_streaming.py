@@ -113,6 +113,39 @@ def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
     return found if all((committed[p] or 0) == ends.get(p, 0) for p in committed) else None
 
 
+def _where_it_stands(bootstrap: str, topic: str, lake, monitor: Monitor) -> str:
+    """What a wait for `_caught_up` found missing, and the monitor's last words: a timeout's explanation."""
+    in_lake: set = set()
+    if lakefs.is_dir(str(lake)):
+        found = lake_accounting(str(lake), topic)
+        in_lake = set(found["responses"]) | set(found["dead_letters"])
+    wanted = _all_offsets(bootstrap, topic)
+    missing = sorted(wanted - in_lake)
+    lines = open(monitor.log_path, errors="replace").read().splitlines()
+    client = [line for line in lines if ":kafka." in line]  # kafka-python's own, many during an outage
+    own = [line for line in lines if ":kafka." not in line]
+    return "\n".join(
+        [
+            f"{len(wanted)} offsets in the topic, {len(in_lake)} in the lake, missing {len(missing)} "
+            f"(first {missing[:5]}); the group committed {_committed(bootstrap, topic)}",
+            f"monitor log, last of {len(own)} lines of its own:",
+            *own[-40:],
+            f"last of {len(client)} lines of the Kafka client:",
+            *client[-10:],
+        ]
+    )
+
+
+def _wait_caught_up(bootstrap: str, topic: str, lake, monitor: Monitor, what: str) -> dict:
+    """The lake accounting once `_caught_up`; the test fails, saying where things stood, after `CATCH_UP_S`."""
+    return wait_for(
+        lambda: _caught_up(bootstrap, topic, lake, monitor),
+        timeout_s=CATCH_UP_S,
+        what=what,
+        explain=lambda: _where_it_stands(bootstrap, topic, lake, monitor),
+    )
+
+
 def _assert_in_bucket(lake: str) -> None:
     """For a lake in a bucket: its rows are objects of the bucket, not files of some local folder."""
     if lake.startswith("s3://"):
@@ -141,9 +174,9 @@ def test_monitor_picks_up_messages_produced_while_it_runs(kafka_bootstrap, new_t
     lake = tmp_path / "lake"
     monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log")
     _produce(kafka_bootstrap, topic, 150, seed=21, rate=100)
-    first = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="1st batch")
+    first = _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "1st batch")
     _produce(kafka_bootstrap, topic, 150, seed=22, rate=100)
-    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="2nd batch")
+    found = _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "2nd batch")
     assert len(found["responses"]) + len(found["dead_letters"]) == 300 > len(first["responses"])
     _assert_once_each(found)
     window_files = list((lake / "responses").rglob("*.parquet"))
@@ -155,12 +188,12 @@ def test_partitions_added_while_it_runs_are_read_from_their_start(kafka_bootstra
     lake = tmp_path / "lake"
     monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log", "--partition-discovery-seconds", "2")
     _produce(kafka_bootstrap, topic, 60, seed=61)
-    wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="one partition")
+    _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "one partition")
 
     add_partitions(kafka_bootstrap, topic, total=3)
     _produce(kafka_bootstrap, topic, 150, seed=62)  # spread over all three, some before the monitor looks again
     assert {p for p, _ in _all_offsets(kafka_bootstrap, topic)} == {0, 1, 2}
-    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="grown")
+    found = _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "grown")
     assert len(found["responses"]) + len(found["dead_letters"]) == 210
     assert {p for p, _ in found["responses"]} == {0, 1, 2}
     _assert_once_each(found)
@@ -178,7 +211,7 @@ def test_an_idle_partition_does_not_hold_windows_open(kafka_bootstrap, new_topic
     for raw in generated_messages(60, seed=51, start=datetime.now(UTC)):
         producer.send(topic, raw, partition=0)  # partitions 1 and 2 never get a message
     producer.close()
-    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="lake")
+    found = _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "lake")
     assert len(found["responses"]) + len(found["dead_letters"]) == 60
 
 
@@ -195,14 +228,14 @@ def test_a_message_too_late_for_its_window_is_dead_lettered_not_dropped(
     lake = tmp_path / "lake"
     monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log", "--allowed-lateness-seconds", "0")
     _produce(kafka_bootstrap, topic, 20, seed=61)
-    wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="on-time batch")
+    _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "on-time batch")
     # The watermark is now past the current minute; a response answered two hours ago belongs to a long-closed
     # window, while a fresh one still counts normally.
     hours_ago = datetime.now(UTC) - timedelta(hours=2)
     late = generated_messages(1, seed=62, start=hours_ago)
     fresh = generated_messages(1, seed=63, start=datetime.now(UTC))
     assert produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, late + fresh) == 2
-    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="lake")
+    found = _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "lake")
 
     from dashboards.views import connect_lake
 
@@ -234,7 +267,7 @@ def test_the_llm_judge_audits_a_stream(kafka_bootstrap, new_topic, monitors, tmp
         judge = ("--verifier", "openai", "--judge-base-url", server.base_url, "--judge-model", "scripted-judge")
         monitor = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor.log", *judge)
         _produce(kafka_bootstrap, topic, 30, seed=71)
-        found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="lake")
+        found = _wait_caught_up(kafka_bootstrap, topic, lake, monitor, "lake")
         assert server.requests and {h.get("Authorization") for h in server.headers} == {f"Bearer {secret}"}
     _assert_once_each(found)
     con = connect_lake(str(lake))
@@ -267,7 +300,7 @@ def test_sigkill_and_restart_loses_nothing_and_counts_once(
 
     second = monitors(kafka_bootstrap, topic, lake, tmp_path / "monitor-2.log")
     _produce(kafka_bootstrap, topic, 100, seed=33)
-    found = wait_for(lambda: _caught_up(kafka_bootstrap, topic, lake, second), timeout_s=CATCH_UP_S, what="restart")
+    found = _wait_caught_up(kafka_bootstrap, topic, lake, second, "restart")
     assert len(found["responses"]) + len(found["dead_letters"]) == 700
     _assert_once_each(found)
     _assert_in_bucket(lake)
@@ -279,14 +312,14 @@ def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, 
     lake = folder_or_bucket_lake
     monitor = monitors(bootstrap, topic, lake, tmp_path / "monitor.log")
     _produce(bootstrap, topic, 200, seed=41)
-    wait_for(lambda: _caught_up(bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="before the restart")
+    _wait_caught_up(bootstrap, topic, lake, monitor, "before the restart")
 
     private_broker.stop()
     time.sleep(5)  # the monitor polls a dead broker for a while
     monitor.assert_running()
     private_broker.start()
     _produce(bootstrap, topic, 200, seed=42)
-    found = wait_for(lambda: _caught_up(bootstrap, topic, lake, monitor), timeout_s=CATCH_UP_S, what="after restart")
+    found = _wait_caught_up(bootstrap, topic, lake, monitor, "after restart")
     assert len(found["responses"]) + len(found["dead_letters"]) == 400
     _assert_once_each(found)
     _assert_in_bucket(lake)

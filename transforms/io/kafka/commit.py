@@ -15,8 +15,10 @@ At-least-once, by construction:
    from the first, whose lake-bound offsets are all durable. A crash before the commit re-reads those records;
    the lake views keep one row per key, so a redelivered response counts once.
 
-A commit that fails (broker down) is kept and retried with the next element. Nothing here assumes one process:
-the ledger lives in Beam state, keyed per partition.
+A commit that fails (broker down) is kept and retried with the partition's next element: a stream's reader
+reports every chunk, idle ones too (an empty range, about one a second per partition), so a partition that gets
+no new record still has its commit retried once the broker is back. Nothing here assumes one process: the
+ledger lives in Beam state, keyed per partition.
 """
 
 from __future__ import annotations
@@ -74,7 +76,12 @@ def new_ledger() -> Ledger:
 
 
 def record_chunk(ledger: Ledger, progress: ReadProgress) -> None:
-    """Note a chunk read: offsets [start, next), of which `progress.offsets` must reach the lake."""
+    """Note a chunk read: offsets [start, next), of which `progress.offsets` must reach the lake.
+
+    An idle chunk (an empty range) notes nothing; it is the partition's next element all the same, with which a
+    failed commit is retried."""
+    if progress.next == progress.start:
+        return
     if ledger["position"] is not None and progress.start < ledger["position"]:
         return  # already accounted (a retried bundle re-sent it)
     ledger["chunks"][progress.start] = (progress.next, frozenset(progress.offsets))

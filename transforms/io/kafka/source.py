@@ -90,7 +90,8 @@ an unreachable cluster ends the run with an error instead of a silent hang."""
 @dataclass(frozen=True)
 class ReadProgress:
     """One chunk of a partition read: offsets [start, next) are covered; `offsets` are the records in it
-    that must reach the lake before the group may commit past them."""
+    that must reach the lake before the group may commit past them. A stream reports its idle chunks too, as
+    an empty range (start == next)."""
 
     topic: str
     partition: int
@@ -286,7 +287,10 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
                     break  # caught up, or the broker is away: checkpoint rather than hold the bundle open
         self._read.inc(records)
         next_offset = stop if finished else last + 1
-        if next_offset > start or lake_offsets:
+        # A stream's idle chunk reports its empty range too: that is how the commit stage retries a commit that
+        # failed (the broker restarting) on a partition that gets no new record.
+        idle = not self._bounded and records == 0
+        if next_offset > start or lake_offsets or idle:
             progress = ReadProgress(topic, partition, start, next_offset, tuple(lake_offsets))
             yield beam.pvalue.TaggedOutput(PROGRESS, progress)
         self._advance_watermark(watermark, topic, latest_event, idle=caught_up is True and records == 0)
