@@ -53,5 +53,5 @@ setup(
             "moto[server]>=5,<6",
         ],
     },
-    entry_points={"console_scripts": ["groundwatch = pipelines.cli:main"]},
+    entry_points={"console_scripts": ["groundwatch = pipelines.cli:console"]},
 )

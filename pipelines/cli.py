@@ -12,11 +12,14 @@ flag named (`--windw-seconds`: did you mean --window-seconds?).
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
+import threading
 from datetime import UTC, datetime
 
-__all__ = ["COMMANDS", "iso_time", "main"]
+__all__ = ["COMMANDS", "console", "iso_time", "main"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("pipelines.demo", "run the whole audit on shipped sample traffic and print a summary"),
@@ -77,5 +80,26 @@ def main(argv: list[str] | None = None) -> int:
     return module.main(args)
 
 
+def console() -> None:
+    """The `groundwatch` program: `main`, then an exit with its status that no leftover worker thread can crash.
+
+    A run with `--environment_type=LOOPBACK` serves the runner's SDK worker from threads of this process. If
+    the runner goes away mid-run (a Flink TaskManager lost), nothing stops them: the command prints its error
+    while some still audit bundles, write lake files or wait in gRPC calls (seen after a killed TaskManager).
+    The interpreter's finalization ends such daemon threads where they stand, and inside C++ code (gRPC, Arrow)
+    that can abort the process (SIGABRT, exit -6 instead of 1). So when only daemon threads are left, the exit
+    handlers (`atexit`) run, the output is flushed and the process ends without that finalization; a lake file
+    the threads left half-written is a temporary one (`transforms.io.lake.cleanup`). Otherwise a plain exit.
+    """
+    code = main()
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
+    if others and all(t.daemon for t in others):
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

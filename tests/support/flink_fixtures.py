@@ -79,12 +79,19 @@ def flink_jobs(flink) -> dict[str, str]:
     return {job["jid"]: job["state"] for job in flink.rest("/jobs/overview")["jobs"]}
 
 
+def _launch(command: list[str], log) -> subprocess.Popen:
+    """`command` in a process group of its own, output to `log`; should it crash (SIGABRT, SIGSEGV), every
+    thread's stack is in the log."""
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+
+
 def audit_process(lake, *beam_options: str, log_path=None, input_path: str | None = None) -> subprocess.Popen:
     """`groundwatch audit` of `input_path` (the sample traffic by default) into `lake`, started, not awaited."""
     command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", input_path or sample_traffic_path(),
                "--lake", str(lake), *beam_options]  # fmt: skip
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return _launch(command, log)
 
 
 def finished(process: subprocess.Popen, log_path, timeout_s: float = RUN_TIMEOUT_S) -> int:
@@ -108,7 +115,7 @@ def monitor_process(bootstrap: str, topic: str, lake, beam_argv: list[str], log_
         "--lake", str(lake), "--group-id", f"g-{topic}", "--window-seconds", "5", *beam_argv,
     ]  # fmt: skip
     with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return _launch(command, log)
 
 
 def stream_in_lake(bootstrap: str, topic: str, lake, count: int, monitor: subprocess.Popen, log_path):
