@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import importlib
 import os
 import sys
 import threading
+import traceback
 from datetime import UTC, datetime
 
 __all__ = ["COMMANDS", "console", "iso_time", "main"]
@@ -87,18 +89,39 @@ def console() -> None:
     the runner goes away mid-run (a Flink TaskManager lost), nothing stops them: the command prints its error
     while some still audit bundles, write lake files or wait in gRPC calls (seen after a killed TaskManager).
     The interpreter's finalization ends such daemon threads where they stand, and inside C++ code (gRPC, Arrow)
-    that can abort the process (SIGABRT, exit -6 instead of 1). So when only daemon threads are left, the exit
-    handlers (`atexit`) run, the output is flushed and the process ends without that finalization; a lake file
-    the threads left half-written is a temporary one (`transforms.io.lake.cleanup`). Otherwise a plain exit.
+    that can abort the process (SIGABRT, exit -6 instead of 1). So a command that failed, with nothing but
+    daemon threads left, ends without that finalization: the exit handlers (`atexit`) run, the output is
+    flushed, and the process exits with the command's status. A lake file the threads left half-written is a
+    temporary one (`transforms.io.lake.cleanup`). A command that succeeded, or left a non-daemon thread, exits
+    the plain way.
     """
-    code = main()
+    code = _status_of_main()
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
-    if others and all(t.daemon for t in others):
+    if code != 0 and others and all(t.daemon for t in others):
+        # The exit handlers, but not threading's own exit hooks: those join every `concurrent.futures` worker,
+        # which a thread that never ends (a gRPC stream to a runner that is gone) would keep waiting.
         atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more to say
+                stream.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def _status_of_main() -> int:
+    """`main`'s exit status, also when it raised: 130 for Ctrl-C, 1 (after the traceback) for an error."""
+    try:
+        return main()
+    except SystemExit as e:  # argparse's --help and usage errors
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(e.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        traceback.print_exc()
+        return 1
 
 
 if __name__ == "__main__":

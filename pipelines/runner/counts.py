@@ -34,8 +34,9 @@ class AuditCounts:
     needs_review: int
     dead_letter_reasons: dict[str, int]
     offset_commit_failures: int = 0
-    """Kafka offset commits that failed (the broker was away): each is retried with the partition's next
-    record, and a run's offsets left uncommitted are read again by the next one."""
+    """Kafka offset commit attempts that failed (the broker was away): a commit is retried with the partition's
+    next chunk read (a stream's idle ones included), and a run's offsets left uncommitted are read again by the
+    next one."""
     rows_written: dict[str, int] = field(default_factory=dict)
     """Rows the run wrote to each lake table, by the lake writer's own count."""
     skipped_blank: int = 0

@@ -244,6 +244,14 @@ def wait_for(condition, *, timeout_s: float, every_s: float = 1.0, what: str = "
         if value:
             return value
         if time.monotonic() > deadline:
-            detail = f":\n{explain()}" if explain is not None else ""
+            detail = f":\n{_explained(explain)}" if explain is not None else ""
             pytest.fail(f"{what} not reached within {timeout_s:.0f}s{detail}")
         time.sleep(every_s)
+
+
+def _explained(explain) -> str:
+    """`explain()`, or why it could not say (the broker still away, say): never in the way of the failure."""
+    try:
+        return explain()
+    except Exception as e:  # noqa: BLE001 - a failing explanation must not hide the timeout it explains
+        return f"(no explanation: {type(e).__name__}: {e})"

@@ -189,7 +189,7 @@ def test_a_stream_reports_its_idle_chunks_as_empty_ranges(kafka_bootstrap, new_t
     topic = new_topic()
     produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, [b"m0", b"m1"])
     fn = _UnboundedReadFn(
-        {"bootstrap_servers": kafka_bootstrap}, group_id=None, bounded=False, max_records=100, max_seconds=5.0,
+        {"bootstrap_servers": kafka_bootstrap}, group_id=None, bounded=False, max_records=100, max_seconds=30.0,
         event_time="kafka", out_of_order_s=0.0, lake_bound=None, stall_seconds=60.0,
     )  # fmt: skip
     try:
@@ -199,6 +199,33 @@ def test_a_stream_reports_its_idle_chunks_as_empty_ranges(kafka_bootstrap, new_t
         fn.teardown()
     assert _progress(idle) == [(2, 2)]
     assert not [o for o in idle if isinstance(o, TimestampedValue)]
+
+
+@pytest.mark.kafka
+def test_a_stream_chunk_the_runner_splits_reports_only_what_it_read(kafka_bootstrap, new_topic):  # noqa: F811
+    """A runner may checkpoint a stream's read while it runs (a split at the next offset): the chunk's progress
+    then ends where the split put the range's end, never at the unbounded stop (which, once durable, would be
+    committed)."""
+    topic = new_topic()
+    produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, [b"m0", b"m1", b"m2"])
+    fn = _UnboundedReadFn(
+        {"bootstrap_servers": kafka_bootstrap}, group_id=None, bounded=False, max_records=100, max_seconds=30.0,
+        event_time="kafka", out_of_order_s=0.0, lake_bound=None, stall_seconds=60.0,
+    )  # fmt: skip
+    threadsafe = ThreadsafeRestrictionTracker(fn.create_tracker(OffsetRange(0, UNBOUNDED_STOP)))
+    reading = fn.read(
+        PartitionToRead(topic, 0, "earliest"), RestrictionTrackerView(threadsafe), ManualWatermarkEstimator(None)
+    )
+    try:
+        first = next(reading)
+        assert first.value[1].offset == 0
+        primary, residual = threadsafe.try_split(0)  # what a runner's checkpoint asks
+        rest = list(reading)
+    finally:
+        fn.teardown()
+    assert (primary.stop, residual.start) == (1, 1)
+    assert _progress(rest) == [(0, 1)]
+    assert not [o for o in rest if isinstance(o, TimestampedValue)]  # offsets 1 and 2 are the residual's
 
 
 class _HeldState:
@@ -215,15 +242,17 @@ class _HeldState:
 
 
 @pytest.mark.kafka
-def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunk(private_broker):  # noqa: F811
-    """The broker is away when the rows become durable; it comes back and no new record arrives: the commit is
-    made with the next idle chunk, and the group's offset is the one the lake holds."""
-    from tests.support.kafka_fixtures import committed_offsets, create_topic
+def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunks(private_broker):  # noqa: F811
+    """End to end with a real broker: it is away when the rows become durable, comes back, and no new record
+    arrives. Idle chunks make the commit, asking at most every `COMMIT_RETRY_SECONDS`, and the group's offset is
+    the one the lake holds."""
+    from tests.support.kafka_fixtures import committed_offsets, create_topic, wait_for
 
     bootstrap = private_broker.bootstrap
     topic = create_topic(bootstrap, "gw-retry")
     commit = _CommitFn({"bootstrap_servers": bootstrap, "request_timeout_ms": 5000}, "g-retry")
     ledger, key = _HeldState(), (topic, 0)
+    idle = (key, ("chunk", ReadProgress(topic, 0, 3, 3)))
     try:
         first = list(commit.process((key, ("chunk", ReadProgress(topic, 0, 0, 3, (0, 1, 2)))), ledger))
         assert first == [(topic, 0, 0)]  # where the group starts
@@ -231,8 +260,12 @@ def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunk(private_
         private_broker.stop()
         assert list(commit.process((key, ("durable", (2,))), ledger)) == []  # committable, but no broker
         assert (ledger.value["position"], ledger.value["committed"]) == (3, 0)
+        failed_at = commit._failed_at[key]
+        assert list(commit.process(idle, ledger)) == []
+        assert commit._failed_at[key] == failed_at  # an idle chunk right after a failure does not ask again
         private_broker.start()
-        made = list(commit.process((key, ("chunk", ReadProgress(topic, 0, 3, 3))), ledger))
+        # The group's coordinator may take a while after the restart: idle chunks keep coming, one a second.
+        made = wait_for(lambda: list(commit.process(idle, ledger)), timeout_s=90, what="the retried commit")
     finally:
         commit.teardown()
     assert made == [(topic, 0, 3)]

@@ -121,7 +121,8 @@ def _where_it_stands(bootstrap: str, topic: str, lake, monitor: Monitor) -> str:
         in_lake = set(found["responses"]) | set(found["dead_letters"])
     wanted = _all_offsets(bootstrap, topic)
     missing = sorted(wanted - in_lake)
-    lines = open(monitor.log_path, errors="replace").read().splitlines()
+    with open(monitor.log_path, errors="replace") as log:
+        lines = log.read().splitlines()
     client = [line for line in lines if ":kafka." in line]  # kafka-python's own, many during an outage
     own = [line for line in lines if ":kafka." not in line]
     return "\n".join(

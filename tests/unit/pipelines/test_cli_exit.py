@@ -1,6 +1,7 @@
 """How the `groundwatch` program ends: with its command's status, its exit handlers run and its output flushed,
-and without the interpreter's finalization when daemon threads are left running (what a LOOPBACK run whose
-runner vanished leaves behind: threads in gRPC calls, still auditing bundles and writing lake files).
+and, when it failed, without the interpreter's finalization if daemon threads are left running (what a
+LOOPBACK run whose runner vanished leaves behind: threads in gRPC calls, still auditing bundles and writing lake
+files).
 
 Each case is a program of its own (a subprocess), since what is tested is how a process ends. The gRPC threads
 are real: a server on 127.0.0.1 streams to a client thread that is still reading when the command returns. Left
@@ -44,7 +45,10 @@ _PROGRAM = textwrap.dedent(
                 reading.set()
 
         threading.Thread(target=read, daemon=True).start()
-        reading.wait(10)
+        if not reading.wait(10):
+            os._exit(3)  # the premise failed: no stream is being read
+    elif sys.argv[1] == "sleeper":
+        threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
 
     class Finalized:
         def __del__(self):
@@ -53,24 +57,31 @@ _PROGRAM = textwrap.dedent(
     KEEP = Finalized()  # deleted in the interpreter's finalization, and only there
     atexit.register(lambda: print("exit handler ran"))
     print("before exit", end="")  # no newline: still in the buffer when the process ends
-    sys.argv = ["groundwatch", "query", "--no-such-flag"]
+    sys.argv = ["groundwatch", "query", sys.argv[2]]
     console()
     """
 )
 
 
-def _run(mode: str) -> subprocess.CompletedProcess:
+def _run(threads: str, flag: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", _PROGRAM, mode], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", _PROGRAM, threads, flag], capture_output=True, text=True, timeout=60, check=False
     )
 
 
-@pytest.mark.parametrize(("mode", "finalized"), [("plain", True), ("grpc", False)])
-def test_the_program_ends_with_its_status_handlers_and_output(mode, finalized):
-    ended = _run(mode)
+@pytest.mark.parametrize("threads", ["none", "grpc"])
+def test_a_failed_command_ends_with_its_status_handlers_and_output(threads):
+    ended = _run(threads, "--no-such-flag")
     assert ended.returncode == 2, ended.stderr  # the command's status: bad usage
     assert "unrecognized arguments: --no-such-flag" in ended.stderr
     assert ended.stdout.startswith("before exit")
     assert "exit handler ran" in ended.stdout
     # With daemon threads left, the process ends before finalization; without, it is a plain exit.
-    assert ("finalized" in ended.stdout) is finalized, ended.stdout
+    assert ("finalized" in ended.stdout) is (threads == "none"), ended.stdout
+
+
+def test_a_command_that_succeeds_exits_the_plain_way_whatever_threads_are_left():
+    ended = _run("sleeper", "--help")
+    assert ended.returncode == 0, ended.stderr
+    assert "usage: groundwatch query" in ended.stdout
+    assert "exit handler ran" in ended.stdout and "finalized" in ended.stdout

@@ -30,7 +30,8 @@ __all__ = [
 
 KAFKA_METRICS_NAMESPACE = "groundwatch.kafka"
 """Counters of the Kafka transforms: records read, partitions discovered, messages published, offset commits
-and failed offset commits (`offset_commit_failures`, retried with the partition's next record)."""
+and failed offset commit attempts (`offset_commit_failures`; retried with the partition's next chunk read, idle
+ones of a stream included)."""
 
 START_FROM = ("committed", "earliest", "latest")
 

@@ -16,14 +16,15 @@ At-least-once, by construction:
    the lake views keep one row per key, so a redelivered response counts once.
 
 A commit that fails (broker down) is kept and retried with the partition's next element: a stream's reader
-reports every chunk, idle ones too (an empty range, about one a second per partition), so a partition that gets
-no new record still has its commit retried once the broker is back. Nothing here assumes one process: the
-ledger lives in Beam state, keyed per partition.
+reports every chunk, idle ones too (an empty range, about one a second per partition), so a partition that
+gets no new record still has its commit retried (at most every `COMMIT_RETRY_SECONDS`) once the broker is
+back. Nothing here assumes one process: the ledger lives in Beam state, keyed per partition.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # kafka-python is imported where the committer is built
     from kafka import KafkaConsumer
 
 __all__ = [
+    "COMMIT_RETRY_SECONDS",
     "OFFSET_TABLES",
     "CommitOffsetsAfterLake",
     "Ledger",
@@ -52,6 +54,9 @@ __all__ = [
     "record_chunk",
     "record_durable",
 ]
+
+COMMIT_RETRY_SECONDS = 5.0
+"""How often a stream's idle chunks retry a partition's failed commit, at most (other elements always do)."""
 
 OFFSET_TABLES = ("responses", "dead_letters")
 """Lake tables whose rows carry the Kafka origin of the message they came from."""
@@ -151,6 +156,7 @@ class _CommitFn(beam.DoFn):
         self._connection = dict(connection)
         self._group_id = group_id
         self._committer: KafkaConsumer | None = None
+        self._failed_at: dict[tuple[str, int], float] = {}  # partition -> when its last commit failed (monotonic)
         self._commits = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commits")
         self._failures = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commit_failures")
 
@@ -171,7 +177,7 @@ class _CommitFn(beam.DoFn):
                 )
             self._committer.commit({TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)})
         except (KafkaError, OSError):
-            # The broker may be restarting: keep the ledger, retry with the next element.
+            # The broker may be restarting: keep the ledger, retry with a later element.
             self._failures.inc()
             return False
         self._commits.inc()
@@ -183,18 +189,33 @@ class _CommitFn(beam.DoFn):
         ledger_state: ReadModifyWriteRuntimeState = _LEDGER_STATE,
     ) -> Iterator[tuple[str, int, int]]:
         """One ledger event of a partition (a chunk read, or offsets made durable); yields the commits made."""
-        (topic, partition), (kind, payload) = element
+        key, (kind, payload) = element
+        idle = kind == "chunk" and payload.next == payload.start
         ledger: Ledger = ledger_state.read() or new_ledger()
         if kind == "chunk":
             record_chunk(ledger, payload)
         else:
             record_durable(ledger, payload)
         position = committable_position(ledger)
-        if position is not None and (ledger["committed"] is None or position > ledger["committed"]):
-            if self._commit(topic, partition, position):
-                ledger["committed"] = position
-                yield topic, partition, position
-        ledger_state.write(ledger)
+        # Any element may make the commit: the first one past the last commit, or one that failed before. An idle
+        # chunk (about one a second per partition of a stream) retries a failed one at most every
+        # `COMMIT_RETRY_SECONDS`, so a broker that stays away is not asked again and again.
+        committed, made = ledger["committed"], None  # made: the offset this element committed
+        if position is not None and (committed is None or position > committed):
+            if not (idle and self._retried_lately(key)):
+                if self._commit(*key, position):
+                    made = ledger["committed"] = position
+                    self._failed_at.pop(key, None)
+                else:
+                    self._failed_at[key] = time.monotonic()
+        if made is not None or not idle:  # an idle chunk changes nothing in the ledger but what it commits
+            ledger_state.write(ledger)
+        if made is not None:
+            yield (*key, made)
+
+    def _retried_lately(self, key: tuple[str, int]) -> bool:
+        failed_at = self._failed_at.get(key)
+        return failed_at is not None and time.monotonic() - failed_at < COMMIT_RETRY_SECONDS
 
 
 class CommitOffsetsAfterLake(beam.PTransform):

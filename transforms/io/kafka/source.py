@@ -286,11 +286,12 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
                 if caught_up is not False:
                     break  # caught up, or the broker is away: checkpoint rather than hold the bundle open
         self._read.inc(records)
-        next_offset = stop if finished else last + 1
-        # A stream's idle chunk reports its empty range too: that is how the commit stage retries a commit that
-        # failed (the broker restarting) on a partition that gets no new record.
-        idle = not self._bounded and records == 0
-        if next_offset > start or lake_offsets or idle:
+        # Finished: at the range's end, or the runner split the range (a checkpoint), and then it ends at the split.
+        next_offset = tracker.current_restriction().stop if finished else last + 1
+        # A stream's chunk with no record (caught up, the broker away) reports its empty range too: that is how
+        # the commit stage retries a commit that failed (the broker restarting) on a partition with no new record.
+        empty_stream_chunk = not self._bounded and records == 0
+        if next_offset > start or lake_offsets or empty_stream_chunk:
             progress = ReadProgress(topic, partition, start, next_offset, tuple(lake_offsets))
             yield beam.pvalue.TaggedOutput(PROGRESS, progress)
         self._advance_watermark(watermark, topic, latest_event, idle=caught_up is True and records == 0)
