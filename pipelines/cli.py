@@ -96,7 +96,7 @@ def console() -> None:
     the plain way.
     """
     code = _status_of_main()
-    others = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive()]
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]  # the live ones
     if code != 0 and others and all(t.daemon for t in others):
         # The exit handlers, but not threading's own exit hooks: those join every `concurrent.futures` worker,
         # which a thread that never ends (a gRPC stream to a runner that is gone) would keep waiting.

@@ -171,12 +171,23 @@ def test_a_commit_the_broker_refuses_is_counted_and_named_in_the_run_summary(tmp
     assert f"offset commits {failures:>8} failed (retried; uncommitted offsets are read again)" in summary
 
 
+def _stream_fn(bootstrap: str) -> _UnboundedReadFn:
+    return _UnboundedReadFn(
+        {"bootstrap_servers": bootstrap}, group_id=None, bounded=False, max_records=100, max_seconds=30.0,
+        event_time="kafka", out_of_order_s=0.0, lake_bound=None, stall_seconds=60.0,
+    )  # fmt: skip
+
+
+def _stream_reading(fn: _UnboundedReadFn, topic: str, start: int):
+    """A stream's partition read from `start` (a bundle's worth: a chunk, then a checkpoint), not yet run, and
+    its tracker, which a test may split as a runner would."""
+    tracker = ThreadsafeRestrictionTracker(fn.create_tracker(OffsetRange(start, UNBOUNDED_STOP)))
+    partition = PartitionToRead(topic, 0, "earliest")
+    return tracker, fn.read(partition, RestrictionTrackerView(tracker), ManualWatermarkEstimator(None))
+
+
 def _stream_read(fn: _UnboundedReadFn, topic: str, start: int) -> list:
-    """One call of a stream's partition read from `start` (a bundle's worth: a chunk, then a checkpoint)."""
-    tracker = RestrictionTrackerView(
-        ThreadsafeRestrictionTracker(fn.create_tracker(OffsetRange(start, UNBOUNDED_STOP)))
-    )
-    return list(fn.read(PartitionToRead(topic, 0, "earliest"), tracker, ManualWatermarkEstimator(None)))
+    return list(_stream_reading(fn, topic, start)[1])
 
 
 def _progress(outputs: list) -> list[tuple[int, int]]:
@@ -188,10 +199,7 @@ def test_a_stream_reports_its_idle_chunks_as_empty_ranges(kafka_bootstrap, new_t
     """An idle partition's reads each say so (an empty range): the commit stage's chance to retry a commit."""
     topic = new_topic()
     produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, [b"m0", b"m1"])
-    fn = _UnboundedReadFn(
-        {"bootstrap_servers": kafka_bootstrap}, group_id=None, bounded=False, max_records=100, max_seconds=30.0,
-        event_time="kafka", out_of_order_s=0.0, lake_bound=None, stall_seconds=60.0,
-    )  # fmt: skip
+    fn = _stream_fn(kafka_bootstrap)
     try:
         assert _progress(_stream_read(fn, topic, 0)) == [(0, 2)]
         idle = _stream_read(fn, topic, 2)
@@ -208,14 +216,8 @@ def test_a_stream_chunk_the_runner_splits_reports_only_what_it_read(kafka_bootst
     committed)."""
     topic = new_topic()
     produce_messages({"bootstrap_servers": kafka_bootstrap}, topic, [b"m0", b"m1", b"m2"])
-    fn = _UnboundedReadFn(
-        {"bootstrap_servers": kafka_bootstrap}, group_id=None, bounded=False, max_records=100, max_seconds=30.0,
-        event_time="kafka", out_of_order_s=0.0, lake_bound=None, stall_seconds=60.0,
-    )  # fmt: skip
-    threadsafe = ThreadsafeRestrictionTracker(fn.create_tracker(OffsetRange(0, UNBOUNDED_STOP)))
-    reading = fn.read(
-        PartitionToRead(topic, 0, "earliest"), RestrictionTrackerView(threadsafe), ManualWatermarkEstimator(None)
-    )
+    fn = _stream_fn(kafka_bootstrap)
+    threadsafe, reading = _stream_reading(fn, topic, 0)
     try:
         first = next(reading)
         assert first.value[1].offset == 0
@@ -226,6 +228,31 @@ def test_a_stream_chunk_the_runner_splits_reports_only_what_it_read(kafka_bootst
     assert (primary.stop, residual.start) == (1, 1)
     assert _progress(rest) == [(0, 1)]
     assert not [o for o in rest if isinstance(o, TimestampedValue)]  # offsets 1 and 2 are the residual's
+
+
+@pytest.mark.kafka
+def test_a_split_below_transaction_markers_ends_the_chunk_at_the_split(kafka_bootstrap, new_topic):  # noqa: F811
+    """The offsets a chunk steps over (here a transaction's commit marker, offset 1) are claimed too; when the
+    runner split the range below them, that claim fails and the chunk ends at the split, not past it."""
+    from kafka import KafkaProducer
+
+    topic = new_topic()
+    transactional = KafkaProducer(bootstrap_servers=kafka_bootstrap, transactional_id=f"tx-{topic}")
+    transactional.init_transactions()
+    transactional.begin_transaction()
+    transactional.send(topic, b"a0")
+    transactional.commit_transaction()  # a0 at offset 0, its commit marker at 1
+    transactional.close()
+    fn = _stream_fn(kafka_bootstrap)
+    threadsafe, reading = _stream_reading(fn, topic, 0)
+    try:
+        first = next(reading)
+        assert first.value[1].offset == 0
+        threadsafe.try_split(0)  # the range is now [0, 1): the marker is the residual's
+        rest = list(reading)
+    finally:
+        fn.teardown()
+    assert _progress(rest) == [(0, 1)]
 
 
 class _HeldState:

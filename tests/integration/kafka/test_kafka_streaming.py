@@ -95,15 +95,19 @@ def _committed(bootstrap: str, topic: str) -> dict[int, int | None]:
         consumer.close()
 
 
+def _in_lake(found: dict) -> set[tuple[int, int]]:
+    """The (partition, offset) of every message a lake accounting holds, as a response or a dead letter."""
+    return set(found["responses"]) | set(found["dead_letters"])
+
+
 def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
     """The lake accounting once every produced offset is in it and the group has committed them all."""
     monitor.assert_running()
     if not lakefs.is_dir(str(lake)):
         return None
     found = lake_accounting(str(lake), topic)
-    in_lake = set(found["responses"]) | set(found["dead_letters"])
     wanted = _all_offsets(bootstrap, topic)
-    if in_lake != wanted:
+    if _in_lake(found) != wanted:
         return None
     ends: dict[int, int] = {}
     for partition, offset in wanted:
@@ -115,10 +119,7 @@ def _caught_up(bootstrap: str, topic: str, lake, monitor: Monitor):
 
 def _where_it_stands(bootstrap: str, topic: str, lake, monitor: Monitor) -> str:
     """What a wait for `_caught_up` found missing, and the monitor's last words: a timeout's explanation."""
-    in_lake: set = set()
-    if lakefs.is_dir(str(lake)):
-        found = lake_accounting(str(lake), topic)
-        in_lake = set(found["responses"]) | set(found["dead_letters"])
+    in_lake = _in_lake(lake_accounting(str(lake), topic)) if lakefs.is_dir(str(lake)) else set()
     wanted = _all_offsets(bootstrap, topic)
     missing = sorted(wanted - in_lake)
     with open(monitor.log_path, errors="replace") as log:

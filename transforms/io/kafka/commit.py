@@ -85,7 +85,7 @@ def record_chunk(ledger: Ledger, progress: ReadProgress) -> None:
 
     An idle chunk (an empty range) notes nothing; it is the partition's next element all the same, with which a
     failed commit is retried."""
-    if progress.next == progress.start:
+    if progress.empty:
         return
     if ledger["position"] is not None and progress.start < ledger["position"]:
         return  # already accounted (a retried bundle re-sent it)
@@ -179,8 +179,10 @@ class _CommitFn(beam.DoFn):
         except (KafkaError, OSError):
             # The broker may be restarting: keep the ledger, retry with a later element.
             self._failures.inc()
+            self._failed_at[(topic, partition)] = time.monotonic()
             return False
         self._commits.inc()
+        self._failed_at.pop((topic, partition), None)
         return True
 
     def process(
@@ -190,28 +192,30 @@ class _CommitFn(beam.DoFn):
     ) -> Iterator[tuple[str, int, int]]:
         """One ledger event of a partition (a chunk read, or offsets made durable); yields the commits made."""
         key, (kind, payload) = element
-        idle = kind == "chunk" and payload.next == payload.start
+        idle = kind == "chunk" and payload.empty
         ledger: Ledger = ledger_state.read() or new_ledger()
         if kind == "chunk":
             record_chunk(ledger, payload)
         else:
             record_durable(ledger, payload)
-        position = committable_position(ledger)
-        # Any element may make the commit: the first one past the last commit, or one that failed before. An idle
-        # chunk (about one a second per partition of a stream) retries a failed one at most every
-        # `COMMIT_RETRY_SECONDS`, so a broker that stays away is not asked again and again.
-        committed, made = ledger["committed"], None  # made: the offset this element committed
-        if position is not None and (committed is None or position > committed):
-            if not (idle and self._retried_lately(key)):
-                if self._commit(*key, position):
-                    made = ledger["committed"] = position
-                    self._failed_at.pop(key, None)
-                else:
-                    self._failed_at[key] = time.monotonic()
+        made = self._commit_if_due(key, ledger, committable_position(ledger), idle=idle)
         if made is not None or not idle:  # an idle chunk changes nothing in the ledger but what it commits
             ledger_state.write(ledger)
         if made is not None:
             yield (*key, made)
+
+    def _commit_if_due(self, key: tuple[str, int], ledger: Ledger, position: int | None, *, idle: bool) -> int | None:
+        """Commit `position` when it is past the ledger's last commit (the first commit, or one that failed
+        before); the offset committed, if it did. An idle chunk (about one a second per partition of a stream)
+        retries a failed commit at most every `COMMIT_RETRY_SECONDS`, so a broker that stays away is not asked
+        again and again."""
+        committed = ledger["committed"]
+        if position is None or (committed is not None and position <= committed):
+            return None
+        if (idle and self._retried_lately(key)) or not self._commit(*key, position):
+            return None
+        ledger["committed"] = position
+        return position
 
     def _retried_lately(self, key: tuple[str, int]) -> bool:
         failed_at = self._failed_at.get(key)

@@ -99,6 +99,11 @@ class ReadProgress:
     next: int
     offsets: tuple[int, ...] = field(default=())
 
+    @property
+    def empty(self) -> bool:
+        """No offset covered: a stream's chunk that read nothing."""
+        return self.next == self.start
+
 
 class _ReadArgs(TypedDict):
     """How a partition reader reads (`ReadKafkaMessages`' arguments, checked there)."""
@@ -273,7 +278,9 @@ class _ReadPartitionFn(beam.DoFn, RestrictionProvider):
             if position - 1 > last:
                 # Offsets below the position that held no record (transaction markers, compacted away,
                 # aborted): claim them so the next chunk starts at the position and the ledger sees no hole.
-                tracker.try_claim(position - 1)
+                if not tracker.try_claim(position - 1):
+                    finished = True  # the runner split the range below the position
+                    break
                 last = position - 1
             elif not batch and self._bounded:
                 stalled_since = stalled_since or time.monotonic()
