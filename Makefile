@@ -1,9 +1,11 @@
 # Developer shortcuts. `make check` is what to run before a commit: lint, format, types, the fast tests.
-# The full suite (Kafka, Prism, chromium) is `scripts/test.sh`, which CI runs in a fresh virtual environment.
+# The test tiers (docs/development.md): `make test-fast` needs nothing but `pip install -e '.[test]'`;
+# `make test-integration` installs and starts Kafka, Prism, Flink, moto and chromium (scripts/test.sh);
+# `scripts/test.sh` alone runs both tiers, and is what CI runs in a fresh virtual environment.
 PYTHON ?= python3
 PACKAGES := schemas transforms pipelines dashboards
 
-.PHONY: check lint format typecheck test-fast test
+.PHONY: check lint format typecheck test-fast test-integration test coverage
 
 check: lint typecheck test-fast
 
@@ -19,7 +21,14 @@ typecheck:
 	$(PYTHON) scripts/typecheck.py
 
 test-fast:
-	$(PYTHON) -m pytest -q tests/unit -m "not prism and not kafka and not browser"
+	$(PYTHON) -m pytest -q --tier fast
+
+test-integration:
+	scripts/test.sh --tier integration
 
 test:
 	scripts/test.sh
+
+# Line and branch coverage of both tiers, the commands the tests start included (docs/development.md).
+coverage:
+	GROUNDWATCH_COVERAGE=1 scripts/test.sh

@@ -51,6 +51,8 @@ setup(
             "numpy>=1.26",
             # a real S3-protocol server on 127.0.0.1 for the object-storage tests
             "moto[server]>=5,<6",
+            # `make coverage`: branch coverage, also of the commands the tests start (patch = subprocess)
+            "coverage>=7.10,<8",
         ],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:console"]},

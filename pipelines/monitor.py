@@ -189,7 +189,10 @@ def find_prism(explicit: str | None = None) -> str:
 
 
 def pipeline_options(argv: list[str]) -> PipelineOptions:
-    """Options from argv: FnApiRunner when bounded, Prism streaming otherwise, unless a runner is named."""
+    """Options from argv: FnApiRunner when bounded, Prism streaming otherwise, unless a runner is named.
+
+    Prism's binary is looked for later (`locate_prism`), once every flag has been checked: a bad flag is
+    refused as such on a machine that has no Prism yet."""
     options = PipelineOptions(argv)
     standard = options.view_as(StandardOptions)
     if options.view_as(MonitorOptions).until_caught_up:
@@ -203,12 +206,16 @@ def pipeline_options(argv: list[str]) -> PipelineOptions:
             # An unbounded read checkpoints (defer_remainder), and the multi-worker FnApiRunner drops deferred
             # SDF residuals (apache/beam#19842): half a read. Bounded reads never defer, so they may.
             raise ValueError("--direct_num_workers > 1 needs --until-caught-up on the FnApiRunner")
-    if standard.runner == "PrismRunner":
+    return options
+
+
+def locate_prism(options: PipelineOptions) -> None:
+    """Sets `--prism_location` to the binary `find_prism` finds, when the run is on Prism."""
+    if options.view_as(StandardOptions).runner == "PrismRunner":
         from apache_beam.options.pipeline_options import PrismRunnerOptions
 
         prism = options.view_as(PrismRunnerOptions)
         prism.prism_location = find_prism(prism.prism_location)
-    return options
 
 
 PARALLEL_BACKLOG_RECORDS = 1_700
@@ -257,6 +264,7 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
     opts = options.view_as(MonitorOptions)
     validate(opts)
     flink_rest_urls(options)  # a bad --flink-rest is refused before a job starts, not when it is stopped
+    locate_prism(options)
     connection = connection_from_options(opts)
     _check_topics(connection, opts)
     audit.clear_leftovers(options.view_as(audit.AuditOptions).lake, out)

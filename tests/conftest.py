@@ -7,4 +7,11 @@ Helpers and fixture modules live in `tests/support/`; test modules import them a
 # Before any test module imports apache_beam (they import it ahead of our packages): no "apitools not found" line.
 import transforms.beam_quiet  # noqa: F401
 
-pytest_plugins = ["tests.support.bench_lakes", "tests.support.kafka_fixtures", "tests.support.s3_fixtures"]
+pytest_plugins = [
+    "pytester",
+    "tests.support.tier_guard",
+    "tests.support.bench_lakes",
+    "tests.support.kafka_fixtures",
+    "tests.support.s3_fixtures",
+    "tests.support.scenario_lakes",
+]

@@ -243,6 +243,7 @@ def test_minimal_records_of_your_own_traffic_are_enough(tmp_path):
     assert groundwatch(["calibrate", "--golden", str(own), "--bootstrap", "0"]) == 0
 
 
+@pytest.mark.server
 def test_calibrate_measures_the_llm_judge_through_a_real_http_endpoint(tmp_path, monkeypatch):
     from tests.support.openai_server import OpenAIServer
 

@@ -1,8 +1,9 @@
 """Drift detection end to end: scenarios through the audit pipeline (or its plain functions), then `groundwatch drift`.
 
-The two scenario tests the issue asks for run the real Beam pipeline (`groundwatch audit`'s `run`);
-the tests of the alert logic itself (episodes, clearing, too few responses, incremental runs) audit
-the scenario with the pipeline's plain functions into the lake, which is the same lake, faster.
+Two scenario tests run the real Beam pipeline (`groundwatch audit`'s `run`); the tests of the alert logic
+itself (episodes, clearing, too few responses, incremental runs) audit the scenario with the pipeline's plain
+functions into the lake, which is the same lake, faster. Scenario lakes that a test only reads come from the
+session's `scenario_lake` fixture (`tests.support.scenario_lakes`), built once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import duckdb
 import pytest
 
 from pipelines import drift as drift_command
-from pipelines.audit import run as run_audit
 from pipelines.drift import run_drift, send_alerts_to_kafka
 from pipelines.traffic.scenarios import (
     NEW_RETRIEVER,
@@ -25,7 +25,6 @@ from pipelines.traffic.scenarios import (
     audit_into_lake,
     change_time,
     recovery_time,
-    scenario_jsonl,
     scenario_responses,
 )
 from schemas.monitoring import AlertStatus, CheckStatus
@@ -38,13 +37,6 @@ def _quiet(_line: str) -> None:
     pass
 
 
-def _audit_with_pipeline(spec: ScenarioSpec, lake: str, tmp_path) -> None:
-    traffic = tmp_path / f"{spec.name}.jsonl"
-    traffic.write_bytes(b"".join(line + b"\n" for line in scenario_jsonl(spec)))
-    counts = run_audit([f"--input={traffic}", f"--lake={lake}", f"--window_seconds={spec.window_seconds}"], out=_quiet)
-    assert counts.audited > 0 and counts.dead_lettered == 0
-
-
 def _alerts_table(lake: str) -> list[dict]:
     con = duckdb.connect()
     frame = con.execute(
@@ -53,11 +45,10 @@ def _alerts_table(lake: str) -> list[dict]:
     return frame.to_dict("records")
 
 
-def test_retriever_regression_through_the_pipeline_names_the_new_retriever(tmp_path):
-    lake = str(tmp_path / "lake")
+def test_retriever_regression_through_the_pipeline_names_the_new_retriever(scenario_lake):
     spec = ScenarioSpec("retriever-regression", windows=22, per_window=50, change_at=0.6, seed=11)
-    _audit_with_pipeline(spec, lake, tmp_path)
-    outcome = run_drift(lake, DriftConfig(), workspace=False, out=_quiet)
+    built = scenario_lake(spec, how="pipeline")
+    lake, outcome = built.lake, built.outcome
     change = change_time(spec)
 
     assert not [a for a in outcome.fired if a.window_start < change], "alert before the regression started"
@@ -85,11 +76,9 @@ def test_retriever_regression_through_the_pipeline_names_the_new_retriever(tmp_p
     assert len(stored) == 1 and stored[0]["slice_value"] == NEW_RETRIEVER
 
 
-def test_stable_traffic_through_the_pipeline_raises_no_alert_in_50_windows(tmp_path):
-    lake = str(tmp_path / "lake")
-    spec = ScenarioSpec("stable", windows=56, per_window=40, seed=21)
-    _audit_with_pipeline(spec, lake, tmp_path)
-    outcome = run_drift(lake, DriftConfig(), workspace=False, out=_quiet)
+def test_stable_traffic_through_the_pipeline_raises_no_alert_in_50_windows(scenario_lake):
+    built = scenario_lake(ScenarioSpec("stable", windows=56, per_window=40, seed=21), how="pipeline")
+    lake, outcome = built.lake, built.outcome
     assert len(outcome.windows) >= 50
     judged = {c.window_start for c in outcome.checks if c.slice_dimension == "all" and c.status == CheckStatus.ok}
     assert len(judged) >= 45, "most windows must actually be judged, not skipped"
@@ -97,14 +86,12 @@ def test_stable_traffic_through_the_pipeline_raises_no_alert_in_50_windows(tmp_p
     assert not os.path.isdir(os.path.join(lake, "alerts"))
 
 
-@pytest.fixture(scope="module")
-def episode_lake(tmp_path_factory):
+@pytest.fixture
+def episode_lake(scenario_lake):
     """A regression that is rolled back: the lake after one drift run, and the run's outcome."""
-    lake = str(tmp_path_factory.mktemp("episodes") / "lake")
     spec = ScenarioSpec("retriever-regression", windows=30, per_window=50, change_at=0.4, recover_at=0.7, seed=4)
-    audit_into_lake(list(scenario_responses(spec)), lake)
-    outcome = run_drift(lake, DriftConfig(), workspace=False, out=_quiet)
-    return lake, spec, outcome
+    built = scenario_lake(spec)
+    return built.lake, built.spec, built.outcome
 
 
 def test_alerts_are_episodes_not_repeated_and_clear_after_recovery(episode_lake):

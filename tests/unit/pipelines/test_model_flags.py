@@ -83,6 +83,7 @@ def test_gate_runs_the_model_and_fails_on_what_it_finds_contradicted(model_dir, 
     assert "gate FAILED" in out
 
 
+@pytest.mark.server
 def test_gate_runs_the_three_stage_cascade(model_dir, tmp_path, capsys):
     traffic = write_traffic(tmp_path / "t.jsonl", {"r-1": STAGED})
     with OpenAIServer() as server:
@@ -109,6 +110,7 @@ def calibration_file(tmp_path) -> str:
     return write_identity_calibration(tmp_path / "cal.json", (0.0, 1.0), (0.3, 0.8))
 
 
+@pytest.mark.server
 def test_gate_takes_the_cascade_bands_from_a_calibration_file(model_dir, tmp_path, capsys):
     traffic = write_traffic(tmp_path / "t.jsonl", {"r-1": STAGED})
     with OpenAIServer() as server:
@@ -140,6 +142,7 @@ def test_serve_answers_with_the_model_stage(model_dir):
     assert verdicts == ["fully_grounded", "contradicted"]
 
 
+@pytest.mark.server
 def test_serve_takes_the_cascade_bands_from_a_calibration_file(model_dir, tmp_path):
     with OpenAIServer() as server:
         flags = [*cascade_flags(model_dir, server), "--calibration", calibration_file(tmp_path)]
@@ -150,6 +153,7 @@ def test_serve_takes_the_cascade_bands_from_a_calibration_file(model_dir, tmp_pa
     assert groundwatch(["serve", "--calibration", str(tmp_path / "bad.json")]) == 2
 
 
+@pytest.mark.server
 def test_the_serve_command_runs_the_cascade_and_never_prints_the_judge_key(model_dir):
     port = free_port()
     with OpenAIServer() as server:
@@ -187,6 +191,7 @@ def golden_model_dir(tmp_path_factory):
     return write_tiny_model(tmp_path_factory.mktemp("golden-model") / "nli", words)
 
 
+@pytest.mark.server
 def test_calibrate_fits_the_cascade_with_its_model_stage(golden_model_dir, tmp_path, capsys):
     cal = tmp_path / "cal.json"
     with OpenAIServer() as server:
@@ -230,6 +235,7 @@ def decided(lake: str, response_id: str) -> list[tuple]:
     return connect_lake(lake).execute(query, [response_id]).fetchall()
 
 
+@pytest.mark.server
 def test_replay_lets_the_model_settle_what_the_judge_still_fails_on(model_dir, tmp_path, capsys):
     lake, rid = lake_with_a_failed_judge_call(tmp_path)
     assert [d for _, d, _ in decided(lake, rid)] == ["heuristic", "heuristic"]
@@ -242,6 +248,7 @@ def test_replay_lets_the_model_settle_what_the_judge_still_fails_on(model_dir, t
     assert decided(lake, rid) == [(0, "model", "fully_grounded"), (1, "model", "contradicted")]
 
 
+@pytest.mark.server
 def test_replay_with_the_model_alone_calls_no_judge(model_dir, tmp_path, capsys):
     lake, rid = lake_with_a_failed_judge_call(tmp_path)
     assert groundwatch(["replay", "--lake", lake, "--model-path", str(model_dir)]) == 0

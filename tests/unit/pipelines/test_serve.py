@@ -156,6 +156,7 @@ def _cascade(server: OpenAIServer, timeout_s: float) -> ServeConfig:
     return ServeConfig(verifier="cascade", verifier_config=judge, judge_timeout_s=timeout_s)
 
 
+@pytest.mark.server
 def test_a_judge_that_answers_in_time_decides():
     with OpenAIServer() as judge, running_service(_cascade(judge, 10.0)) as base_url:
         result = httpx.post(f"{base_url}/v1/verify", json=verdict_message("fully_grounded"), timeout=30).json()
@@ -163,6 +164,7 @@ def test_a_judge_that_answers_in_time_decides():
     assert result["decided_by"] == ["openai"] and result["judge_status"] == "judged"
 
 
+@pytest.mark.server
 def test_a_judge_timeout_is_undetermined_and_needs_review_never_a_pass():
     with OpenAIServer() as judge, running_service(_cascade(judge, 0.5)) as base_url:
         judge.script(Scripted(delay_s=3.0))
@@ -188,6 +190,7 @@ def _judge_refusing_the_cafeteria(request) -> str:
     return grounded_reply(request)
 
 
+@pytest.mark.server
 def test_concurrent_judged_requests_do_not_mix_their_verdicts():
     # Half the answers are settled by the judge, half fall back to the heuristic after failed validation:
     # a verifier shared by the pool's threads would hand one request's decided_by or status to another.
@@ -237,6 +240,7 @@ def test_verified_responses_are_published_to_kafka(kafka_bootstrap, new_topic):
     assert {parse_message(r.value).response_id for r in records} == {"resp-contradicted", "resp-fully_grounded"}
 
 
+@pytest.mark.server
 def test_the_command_serves_on_two_workers_and_never_logs_the_key(tmp_path):
     port = free_port()
     env = {**os.environ, API_KEY_ENV: "topsecret-123", "PYTHONPATH": os.getcwd()}

@@ -61,6 +61,7 @@ def check(responses, judge_config, expected, verifier="openai", band=(0.0, 1.0))
         assert_that(out[AUDITED] | beam.Map(summary), equal_to(expected), label="CheckAudited")
 
 
+@pytest.mark.server
 def test_cascade_sends_only_uncertain_sentences_and_records_who_decided():
     sentences = split_sentences(ANSWER)
     confidences = [v.confidence for v in HeuristicVerifier().verify(sentences, parsed("x").response.evidence).verdicts]
@@ -80,6 +81,7 @@ def test_cascade_sends_only_uncertain_sentences_and_records_who_decided():
     assert len(server.requests) == 1  # both answers batched into one call
 
 
+@pytest.mark.server
 def test_a_429_is_retried_by_beam_and_then_judged():
     with OpenAIServer() as server:
         server.script(Scripted(status=429))
@@ -87,6 +89,7 @@ def test_a_429_is_retried_by_beam_and_then_judged():
         assert len(server.requests) == 2
 
 
+@pytest.mark.server
 def test_a_timeout_goes_to_the_dead_letter_output_keeps_heuristic_verdicts_and_asks_for_review():
     with OpenAIServer() as server:
         server.script(Scripted(delay_s=2.0))
@@ -94,6 +97,7 @@ def test_a_timeout_goes_to_the_dead_letter_output_keeps_heuristic_verdicts_and_a
         check([parsed("r-1")], config(server, timeout_s=0.5, num_retries=0), expected)
 
 
+@pytest.mark.server
 def test_three_invalid_replies_keep_heuristic_verdicts_and_ask_for_review():
     with OpenAIServer() as server:
         server.script(*[Scripted(content="I think it is all fine.")] * 3)
@@ -102,6 +106,7 @@ def test_three_invalid_replies_keep_heuristic_verdicts_and_ask_for_review():
         assert len(server.requests) == 3
 
 
+@pytest.mark.server
 def test_the_judge_sample_rate_leaves_unsampled_responses_to_the_heuristic():
     ids = [f"r-{i}" for i in range(12)]
     sampled = {rid for rid in ids if judge_sample_point(rid) < 0.5}
@@ -131,6 +136,7 @@ def _strings(value):
         yield value.decode("utf-8", "replace")
 
 
+@pytest.mark.server
 def test_audit_command_with_the_judge_never_leaks_the_api_key(tmp_path, monkeypatch, caplog, capsys):
     monkeypatch.setenv("GROUNDWATCH_JUDGE_API_KEY", SECRET)
     traffic = tmp_path / "traffic.jsonl"
@@ -197,6 +203,7 @@ def test_audit_command_refuses_the_judge_without_an_endpoint(tmp_path, capsys):
     assert code == 2 and "--judge-base-url" in capsys.readouterr().err
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("evidence", [[], [{"doc_id": "1", "content": "  "}]])
 def test_no_evidence_never_reaches_the_judge(evidence):
     response = ParsedResponse(response=LoggedResponse.model_validate(message("r-0", evidence=evidence)), origin=at(1))
@@ -205,6 +212,7 @@ def test_no_evidence_never_reaches_the_judge(evidence):
         assert server.requests == []
 
 
+@pytest.mark.server
 def test_outside_beam_the_judge_verifier_reports_its_status_to_routing():
     from transforms.audit.stages import audit_response
     from transforms.verify.registry import make_verifier

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from tests.support.audit_messages import message, raw
@@ -17,6 +19,7 @@ def judge_flags(server: OpenAIServer) -> list[str]:
     return ["--judge-base-url", server.base_url, "--judge-model", "scripted-judge"]
 
 
+@pytest.mark.server
 def test_replay_settles_what_failed_validation_and_leaves_the_rest(tmp_path):
     traffic, lake = tmp_path / "traffic.jsonl", tmp_path / "lake"
     lines = [raw(message(f"r-{i}", answer=ANSWER, timestamp=f"2026-11-29T09:0{i}:10Z")) for i in range(3)]
@@ -60,6 +63,7 @@ def test_replay_settles_what_failed_validation_and_leaves_the_rest(tmp_path):
         assert server.requests == []
 
 
+@pytest.mark.server
 def test_replay_reports_items_that_still_fail(tmp_path, capsys):
     traffic, lake = tmp_path / "traffic.jsonl", tmp_path / "lake"
     traffic.write_bytes(raw(message("r-0", answer=ANSWER)) + b"\n")
@@ -75,6 +79,7 @@ def test_replay_reports_items_that_still_fail(tmp_path, capsys):
     assert statuses == [("judge_validation_failed", 6)]
 
 
+@pytest.mark.server
 def test_calibrate_runs_the_judge_and_the_cascade_given_an_endpoint(tmp_path, monkeypatch):
     """`groundwatch calibrate --verifier openai|cascade` against the local server, endpoint from the environment."""
     fixture = Path(__file__).resolve().parents[2] / "data" / "calibration_golden.jsonl"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from schemas import AuditedResponse, LoggedResponse, ParsedResponse
@@ -61,6 +63,7 @@ def test_citation_items_use_positions_and_the_cited_passage():
     assert report_items(a, [Task.claims])[0].claims[1].source_doc_ids == ["9"]
 
 
+@pytest.mark.server
 def test_the_judge_settles_support_but_a_fabricated_citation_stays_fabricated():
     def unrelated(request):
         document = json.loads(grounded_reply(request))
@@ -87,6 +90,7 @@ def test_the_judge_settles_support_but_a_fabricated_citation_stays_fabricated():
     assert validate_citation_report(merged, a.parsed.response) == []
 
 
+@pytest.mark.server
 def test_the_judge_verdict_on_a_claim_recomputes_overconfidence():
     def contradicted(request):
         document = json.loads(grounded_reply(request))
@@ -110,6 +114,7 @@ def test_worst_status_prefers_errors_to_failures_to_success():
     assert worst_status(["judge_error", "judge_validation_failed", None]) == "judge_error"
 
 
+@pytest.mark.server
 def test_audit_command_runs_all_three_judge_tasks(tmp_path):
     traffic, lake = tmp_path / "traffic.jsonl", tmp_path / "lake"
     traffic.write_bytes(raw(message("r-1", answer=ANSWER, claims=CLAIMS)) + b"\n")

@@ -123,6 +123,7 @@ def configs(model_dir, calibration, server) -> dict[str, tuple[str, dict]]:
     }
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("case", ["model", "model, calibrated", "cascade", "cascade, calibrated"])
 def test_the_pipeline_runs_the_model_through_run_inference_and_gives_the_plain_verifiers_rows(
     model_dir, calibration, case
@@ -164,6 +165,7 @@ def _load_failure(dead) -> tuple[str, bool, bool]:
     return dead.stage, "did not load" in dead.error, "ModelLoadError" in dead.error
 
 
+@pytest.mark.server
 def test_a_model_that_fails_to_load_on_the_worker_sends_its_responses_to_the_dead_letters(model_dir, tmp_path):
     """The folder loads when the graph is built, then breaks before the run: no crash; every response the model
     had to score is a dead letter naming the reason, the heuristic's sure ones are audited, and counts add up."""
@@ -191,6 +193,7 @@ def test_one_failing_pair_dead_letters_only_its_own_response(model_dir):
     assert counter(result, "failed_batches_counter") >= 2  # the shared batch, then the poison pair alone
 
 
+@pytest.mark.server
 def test_the_judge_path_records_the_calibration_file(calibration):
     """`responses.calibration_sha256` is set when the cascade's bands come from a calibration file, the judge's
     RunInference path included (no model)."""

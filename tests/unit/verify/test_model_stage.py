@@ -101,6 +101,7 @@ def test_a_binary_head_never_says_contradicted(tmp_path):
     assert v.attribution_verdict is not AttributionVerdict.contradicted
 
 
+@pytest.mark.server
 def test_the_cascade_routes_each_stage_only_what_the_one_before_left_open(model_dir, tmp_path):
     sentences = [COPIED, MODEL_SURE, MODEL_UNSURE]
     p = [grounded_score(v) for v in HeuristicVerifier().verify(sentences, PASSAGES).verdicts]
@@ -124,6 +125,7 @@ def test_the_cascade_routes_each_stage_only_what_the_one_before_left_open(model_
     assert "+model-" in cascade.version
 
 
+@pytest.mark.server
 def test_without_a_model_the_cascade_stays_heuristic_then_judge(tmp_path):
     with OpenAIServer() as server:
         cascade = make_verifier("cascade", base_url=server.base_url, model="m", band=(0.5, 0.85))
@@ -188,6 +190,7 @@ def audit(tmp_path, answers, *flags):
     return connect_lake(str(lake))
 
 
+@pytest.mark.server
 def test_the_lake_records_which_stage_decided_each_sentence(model_dir, tmp_path):
     answer = " ".join([COPIED, MODEL_SURE, NEGATED, MODEL_UNSURE])
     with OpenAIServer() as server:

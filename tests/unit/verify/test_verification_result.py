@@ -67,6 +67,7 @@ def test_merge_without_a_judge_outcome_is_all_heuristic_and_no_status():
     assert (merged.verdicts, merged.decided_by, merged.judge_status) == (heuristic, ("heuristic", "heuristic"), None)
 
 
+@pytest.mark.server
 def test_a_result_is_unchanged_by_the_next_call_on_the_same_cascade():
     with OpenAIServer(refuse_unicorns) as server:
         cascade = make_verifier("cascade", base_url=server.base_url, model="scripted-judge", band=(0.0, 1.0))
@@ -83,6 +84,7 @@ def test_a_result_is_unchanged_by_the_next_call_on_the_same_cascade():
     assert {c.response_id for c in first.judge_calls}.isdisjoint(c.response_id for c in second.judge_calls)
 
 
+@pytest.mark.server
 def test_one_cascade_serves_threads_and_each_gets_its_own_answer():
     inputs = [JUDGED, REFUSED] * 4
 
@@ -99,6 +101,7 @@ def test_one_cascade_serves_threads_and_each_gets_its_own_answer():
     assert together == alone * 4
 
 
+@pytest.mark.server
 def test_an_answer_without_evidence_carries_no_judge_status_from_the_answer_before():
     blank = ParsedResponse(response=LoggedResponse.model_validate(message("r-blank", evidence=[])), origin=at(2))
     judged = ParsedResponse(response=LoggedResponse.model_validate(message("r-judged")), origin=at(1))

@@ -1,0 +1,205 @@
+"""The test tiers, enforced: `--tier fast` runs no test that needs a service and fails one that starts a server.
+
+Tiers (README and docs/development.md give the commands):
+- `fast` (`make test-fast`): plain functions and small in-process Beam graphs. Tests marked with a service
+  marker (`SERVICE_MARKERS`) are deselected, and every other test runs under the guard below.
+- `integration` (`make test-integration`): only the tests marked with a service marker.
+- no `--tier` (`scripts/test.sh`): everything.
+
+Tests under `tests/integration/<service>/` get that service's marker from their folder, so a test put there
+cannot be forgotten by the fast tier's deselection.
+
+The guard fails a fast test that listens on a port or starts a process that does: (1) `socket.listen` in this
+process is refused and recorded (uvicorn, http.server, moto in-process, asyncio servers); (2) a Python process
+the test starts gets the same refusal from `tier_site/sitecustomize.py`, which records it in a log file this
+plugin reads after each test; (3) any other process the test starts (Prism, Java, chromium) is watched while it
+runs, and a listening socket among its open files fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+__all__ = ["SERVICE_MARKERS", "listening_inodes", "listening_pids"]
+
+SERVICE_MARKERS = ("kafka", "prism", "flink", "s3", "browser", "server")
+"""The markers of tests that need a service: a broker, a runner binary, a cluster, an S3 server, a browser, or
+a network server of the test's own (the judge's OpenAI-compatible server, uvicorn)."""
+
+_SITE = Path(__file__).resolve().parent / "tier_site"
+_POLL_S = 0.05
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--tier",
+        choices=("fast", "integration"),
+        default=None,
+        help="fast: no test that needs a service, and a guard against servers; integration: only those tests.",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--tier") == "fast":
+        config.pluginmanager.register(_Guard(config), "groundwatch-tier-guard")
+
+
+def pytest_collection_modifyitems(config, items):
+    integration = Path(str(config.rootpath)) / "tests" / "integration"
+    for item in items:
+        folder = Path(str(item.path)).parent
+        if integration in folder.parents or folder == integration:
+            service = folder.relative_to(integration).parts[:1]
+            if service and service[0] in SERVICE_MARKERS:
+                item.add_marker(service[0])
+    tier = config.getoption("--tier")
+    if tier is None:
+        return
+    keep, drop = [], []
+    for item in items:
+        needs_service = any(item.get_closest_marker(name) for name in SERVICE_MARKERS)
+        (keep if needs_service == (tier == "integration") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def listening_inodes() -> set[str]:
+    """The inodes of every TCP socket in the LISTEN state on this machine (IPv4 and IPv6)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A":
+                inodes.add(fields[9])
+    return inodes
+
+
+def listening_pids(pids: set[int]) -> set[int]:
+    """Those of `pids` (and their descendants) holding a listening TCP socket."""
+    listening = listening_inodes()
+    found = set()
+    for pid in _with_descendants(pids):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in listening:
+                found.add(pid)
+                break
+    return found
+
+
+def _with_descendants(pids: set[int]) -> set[int]:
+    seen, todo = set(), list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                todo += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            pass
+    return seen
+
+
+class _Guard:
+    """The fast tier's guard: see the module's docstring."""
+
+    def __init__(self, config):
+        self._log = Path(tempfile.gettempdir()) / f"groundwatch-tier-guard-{os.getpid()}.log"
+        self._violations: list[str] = []
+        self._children: set[int] = set()
+        self._lock = threading.Lock()
+        self._original_listen = socket.socket.listen
+        self._original_popen_init = subprocess.Popen.__init__
+
+    def pytest_sessionstart(self, session):
+        self._log.unlink(missing_ok=True)
+        os.environ["GROUNDWATCH_TIER_GUARD_LOG"] = str(self._log)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_SITE), os.environ.get("PYTHONPATH")]))
+        guard = self
+
+        def refuse_listen(sock, *args, **kwargs):
+            guard._violate(f"this process listened on {sock.getsockname()}")
+            raise OSError("the fast test tier starts no server: mark the test with the service it needs")
+
+        def watch_popen(popen, *args, **kwargs):
+            guard._original_popen_init(popen, *args, **kwargs)
+            with guard._lock:
+                guard._children.add(popen.pid)
+
+        socket.socket.listen = refuse_listen
+        subprocess.Popen.__init__ = watch_popen
+
+    def pytest_sessionfinish(self, session):
+        socket.socket.listen = self._original_listen
+        subprocess.Popen.__init__ = self._original_popen_init
+        self._log.unlink(missing_ok=True)
+
+    def _violate(self, what: str) -> None:
+        with self._lock:
+            self._violations.append(what)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        stop = threading.Event()
+        watcher = threading.Thread(target=self._watch_children, args=(stop,), daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            watcher.join()
+
+    def _watch_children(self, stop: threading.Event) -> None:
+        while not stop.wait(_POLL_S):
+            with self._lock:
+                children = {pid for pid in self._children if os.path.exists(f"/proc/{pid}")}
+                self._children = children
+            for pid in listening_pids(children) if children else ():
+                self._violate(f"process {pid} ({_command_of(pid)}) listened on a port")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        if call.when != "teardown":
+            return
+        with self._lock:
+            found, self._violations = self._violations, []
+        if self._log.exists():
+            found += self._log.read_text(encoding="utf-8").splitlines()
+            self._log.unlink()
+        if found:
+            report = outcome.get_result()
+            report.outcome = "failed"
+            markers = ", ".join(SERVICE_MARKERS)
+            report.longrepr = (
+                f"{item.nodeid} started a server in the fast tier: {'; '.join(sorted(set(found)))}. "
+                f"Mark it with the service it needs ({markers}) or move it under tests/integration/."
+            )
+
+
+def _command_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+    except OSError:
+        return "ended"
