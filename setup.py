@@ -53,6 +53,8 @@ setup(
             "moto[server]>=5,<6",
             # `make coverage`: branch coverage, also of the commands the tests start (patch = subprocess)
             "coverage>=7.10,<8",
+            # scripts/test.sh runs the tiers on two workers where that measured faster (docs/benchmarks.md)
+            "pytest-xdist>=3.6,<4",
         ],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:console"]},

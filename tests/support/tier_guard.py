@@ -51,6 +51,7 @@ def pytest_configure(config):
         config.pluginmanager.register(_Guard(config), "groundwatch-tier-guard")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     integration = Path(str(config.rootpath)) / "tests" / "integration"
     for item in items:
@@ -59,6 +60,8 @@ def pytest_collection_modifyitems(config, items):
             service = folder.relative_to(integration).parts[:1]
             if service and service[0] in SERVICE_MARKERS:
                 item.add_marker(service[0])
+    if config.getoption("dist", "no") == "loadgroup":
+        _group_for_workers(items)
     tier = config.getoption("--tier")
     if tier is None:
         return
@@ -69,6 +72,14 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _group_for_workers(items) -> None:
+    """Under `pytest -n N --dist loadgroup`: a module's tests on one worker, so that its module-scoped set-up is
+    made once, and every Flink test on one worker, so that one Flink cluster serves them all."""
+    for item in items:
+        group = "flink" if item.get_closest_marker("flink") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def listening_inodes() -> set[str]:

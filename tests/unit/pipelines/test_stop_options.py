@@ -53,6 +53,7 @@ def test_the_monitor_refuses_a_bad_flink_rest_before_reaching_kafka(capsys):
     assert "--flink-rest must be HOST:PORT or HOST:LOW-HIGH" in err and "Kafka" not in err
 
 
+@pytest.mark.server
 def test_a_port_of_the_range_that_answers_in_another_protocol_holds_no_job():
     """Flink's own RPC and blob ports can fall in a `--flink-rest` range: a binary reply is not a REST API."""
     import socket
