@@ -11,10 +11,15 @@ window), so each (spec, how) pair is built once per session and handed to every 
 `how="functions"` audits with the pipeline's plain functions (`audit_into_lake`), `how="pipeline"` with the Beam
 pipeline of `groundwatch audit`. A test that changes a lake copies it first (`shutil.copytree`): the fixture
 checks each lake's files before handing it out again and fails the test that finds it changed.
+
+`demo_lake` is the lake `groundwatch demo` leaves (the sample traffic, then the retriever regression with its
+drift run), made once per session, with what the command printed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     from pipelines.drift import DriftOutcome
     from pipelines.traffic.scenarios import ScenarioSpec
 
-__all__ = ["ScenarioLake", "scenario_lake"]
+__all__ = ["DemoLake", "ScenarioLake", "demo_lake", "scenario_lake"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +96,23 @@ def scenario_lake(tmp_path_factory):
         return shared
 
     return build
+
+
+@dataclass(frozen=True)
+class DemoLake:
+    """The lake `groundwatch demo` wrote, and what it printed."""
+
+    lake: str
+    out: str
+
+
+@pytest.fixture(scope="session")
+def demo_lake(tmp_path_factory) -> DemoLake:
+    from pipelines.cli import main as groundwatch
+
+    lake = str(tmp_path_factory.mktemp("demo") / "lake")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        status = groundwatch(["demo", "--lake", lake])
+    assert status == 0, printed.getvalue()
+    return DemoLake(lake, printed.getvalue())

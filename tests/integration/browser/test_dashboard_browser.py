@@ -63,11 +63,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """A lake made by `groundwatch demo` (sample traffic, then the regression scenario with drift)."""
-    lake = str(tmp_path_factory.mktemp("demo") / "lake")
-    assert groundwatch(["demo", "--lake", lake]) == 0
-    return lake
+def demo(demo_lake):
+    """A lake made by `groundwatch demo` (sample traffic, then the regression scenario with drift), once per
+    session (`tests.support.scenario_lakes.demo_lake`)."""
+    return demo_lake.lake
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,8 @@ from pipelines.reporting.drift_demo import DEMO_SPEC
 from pipelines.traffic.synthetic import generate_jsonl
 
 
-def test_demo_audits_the_sample_traffic_and_prints_a_summary(tmp_path, capsys):
-    lake = str(tmp_path / "lake")
-    assert groundwatch(["demo", "--lake", lake]) == 0
-    out = capsys.readouterr().out
+def test_demo_audits_the_sample_traffic_and_prints_a_summary(demo_lake):
+    lake, out = demo_lake.lake, demo_lake.out  # `groundwatch demo --lake LAKE`, run once per session
     for heading in ("Sentence verdicts", "By tenant and retriever", "Dead letters", "need human review"):
         assert heading in out
 
