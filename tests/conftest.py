@@ -8,7 +8,6 @@ Helpers and fixture modules live in `tests/support/`; test modules import them a
 import transforms.beam_quiet  # noqa: F401
 
 pytest_plugins = [
-    "pytester",
     "tests.support.tier_guard",
     "tests.support.bench_lakes",
     "tests.support.kafka_fixtures",

@@ -97,11 +97,11 @@ def listening_inodes() -> set[str]:
     return inodes
 
 
-def listening_pids(pids: set[int]) -> set[int]:
-    """Those of `pids` (and their descendants) holding a listening TCP socket."""
+def listening_pids(pids: set[int], *, descendants: bool = True) -> set[int]:
+    """Those of `pids` (and of their descendants, unless told not to) holding a listening TCP socket."""
     listening = listening_inodes()
     found = set()
-    for pid in _with_descendants(pids):
+    for pid in _with_descendants(pids) if descendants else pids:
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
@@ -182,10 +182,14 @@ class _Guard:
             watcher.join()
 
     def _watch_children(self, stop: threading.Event) -> None:
+        """Polls the processes the test started, and this one (a server in C, such as gRPC's, bypasses
+        `socket.listen`), for a listening socket."""
         while not stop.wait(_POLL_S):
             with self._lock:
                 children = {pid for pid in self._children if os.path.exists(f"/proc/{pid}")}
                 self._children = children
+            if listening_pids({os.getpid()}, descendants=False):
+                self._violate("this process listened on a port (a server outside Python's socket module)")
             for pid in listening_pids(children) if children else ():
                 self._violate(f"process {pid} ({_command_of(pid)}) listened on a port")
 

@@ -30,45 +30,51 @@ def test_starts_a_python_server():
     code = "import socket; socket.create_server(('127.0.0.1', 0))"
     subprocess.run([sys.executable, "-c", code])
 
+def test_listens_below_python():
+    import _socket, time  # a C server (gRPC's) never calls socket.socket.listen
+    server = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    time.sleep(0.5)
+    server.close()
+
 @pytest.mark.kafka
 def test_needs_a_broker():
     raise AssertionError("a marked test never runs in the fast tier")
 """
 
 
-@pytest.fixture
-def run_fast_tier(pytester, monkeypatch):
-    """Runs `CASES` with `--tier fast` in a pytest of its own; returns its outcome."""
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.delenv("GROUNDWATCH_TIER_GUARD_LOG", raising=False)  # this session's guard stays out of it
-    pytester.makepyfile(test_cases=CASES)
-    pytester.makeini("[pytest]\nmarkers =\n    kafka: a broker\n")
+def _run_pytest(folder, *args: str) -> tuple[dict[str, int], str]:
+    """Runs pytest on `CASES` in `folder` as a process of its own, started by posix_spawn: this session's guard
+    watches the processes a test starts with subprocess, and these cases start servers on purpose."""
+    (folder / "test_cases.py").write_text(CASES)
+    (folder / "pytest.ini").write_text("[pytest]\nmarkers =\n    kafka: a broker\n")
+    env = {k: v for k, v in os.environ.items() if k != "GROUNDWATCH_TIER_GUARD_LOG"}  # its own guard only
+    env["PYTHONPATH"] = str(ROOT)
+    output = folder / "output.txt"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.support.tier_guard"]
+    command += ["--rootdir", str(folder), "-c", str(folder / "pytest.ini"), str(folder / "test_cases.py"), *args]
+    with open(output, "wb") as out:
+        pid = os.posix_spawn(sys.executable, command, env, file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1)])
+        os.waitpid(pid, 0)
+    text = output.read_text()
+    return pytest.RunResult.parse_summary_nouns(text.splitlines()), text
 
-    def run(*args: str):
-        return pytester.runpytest_subprocess("-p", "tests.support.tier_guard", "--tier", "fast", *args)
 
-    return run
-
-
-def test_the_fast_tier_fails_tests_that_listen_and_deselects_marked_ones(run_fast_tier):
-    result = run_fast_tier("-q")
-    # The in-process server fails its call (listen raises) and its teardown; the child's refusal fails the
-    # teardown of a test whose call passed; the marked test is not run.
-    expected = {"passed": 2, "failed": 1, "errors": 2, "deselected": 1}
-    assert result.parseoutcomes() == expected, result.stdout.str()
-    text = result.stdout.str()
-    assert "test_listens_in_process started a server in the fast tier: this process listened" in text
+def test_the_fast_tier_fails_tests_that_listen_and_deselects_marked_ones(tmp_path):
+    outcomes, text = _run_pytest(tmp_path, "-q", "--tier", "fast")
+    # The in-process server fails its call (listen raises) and its teardown; the child's refusal and the server
+    # below Python's socket module fail the teardown of tests whose call passed; the marked test is not run.
+    assert outcomes == {"passed": 3, "failed": 1, "errors": 3, "deselected": 1}, text
+    assert "test_listens_in_process started a server in the fast tier: this process listened on (" in text
     assert "test_starts_a_python_server started a server in the fast tier: pid" in text
+    assert "test_listens_below_python started a server in the fast tier: this process listened on a port" in text
     assert "test_plain started a server" not in text
 
 
-def test_without_a_tier_the_guard_stays_out_of_the_way(pytester, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    monkeypatch.delenv("GROUNDWATCH_TIER_GUARD_LOG", raising=False)
-    pytester.makepyfile(test_cases=CASES.replace("raise AssertionError", "assert True or AssertionError"))
-    pytester.makeini("[pytest]\nmarkers =\n    kafka: a broker\n")
-    result = pytester.runpytest_subprocess("-p", "tests.support.tier_guard", "-q")
-    assert result.parseoutcomes() == {"passed": 4}, result.stdout.str()
+def test_without_a_tier_the_guard_stays_out_of_the_way(tmp_path):
+    outcomes, text = _run_pytest(tmp_path, "-q", "-k", "not needs_a_broker")
+    assert outcomes == {"passed": 4, "deselected": 1}, text
 
 
 def test_a_process_of_any_language_holding_a_listening_socket_is_found():
