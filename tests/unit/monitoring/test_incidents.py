@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from pipelines.traffic.scenarios import MISQUOTING_MODEL, NEW_RETRIEVER, ScenarioSpec, change_time, misquote_time
-from schemas.monitoring import AlertStatus
+from schemas.monitoring import AlertStatus, CheckStatus
 
 START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 WINDOW = timedelta(seconds=60)
@@ -148,6 +148,8 @@ def test_stable_traffic_opens_no_incident(scenario_lake, seed):
     built = scenario_lake(stable(seed))
     lake, outcome = built.lake, built.outcome
     assert len(outcome.windows) == 30
+    judged = {c.window_start for c in outcome.checks if c.slice_dimension == "all" and c.status == CheckStatus.ok}
+    assert len(judged) >= 20, "most windows after the first six (the reference) must be judged, not skipped"
     assert outcome.open_incidents == [] and outcome.incident_changes == []
     assert not [a for a in outcome.changes if a.status == AlertStatus.firing]
     assert not os.path.isdir(os.path.join(lake, "incidents"))
