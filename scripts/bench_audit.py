@@ -16,8 +16,8 @@ inputs of 4 MiB or more, about 1,900 of these responses; reading, parsing,
 windowing, dedupe, verifying, citation and claim audits, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
-`--max_records_per_run`, default 50,000, is audited in passes) how many responses rows the lake got, and the lake's bytes
-per table and per audited response.
+`--max_records_per_run`, default 50,000, is audited in passes), how many responses rows the lake got, and the
+lake's bytes per table and per audited response.
 Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """
