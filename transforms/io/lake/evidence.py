@@ -11,7 +11,7 @@ lookup, against the rule that transforms assume no shared state), and a reader o
 passages only. `evidence_fields` gives the `responses` columns that name a response's passages, and
 `sentence_evidence_fields` a sentence's passages and excerpt offsets.
 
-With `redact`, the text is masked (`transforms.text.redact`) before it is hashed and located: masks keep
+With `redact`, the text is masked (`transforms.io.lake.redact`) before it is hashed and located: masks keep
 lengths, so offsets hold, and the hash of a masked passage reveals nothing of what was masked.
 """
 
@@ -23,9 +23,10 @@ from typing import Any
 
 from schemas import AuditedResponse, SentenceVerdict
 from schemas.review import PassageRow
-from transforms.text.redact import redact as mask
+from transforms.io.lake.redact import redact as mask
 
 __all__ = [
+    "evidence_fields",
     "locate",
     "passage_rows",
     "passage_sha256",

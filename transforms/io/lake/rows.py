@@ -28,7 +28,7 @@ from transforms.io.lake.evidence import (
     passage_texts,
     sentence_evidence_fields,
 )
-from transforms.text.redact import redact as mask
+from transforms.io.lake.redact import redact as mask
 
 __all__ = ["REDACTED_COLUMNS", "ROW_BUILDERS", "citation_rows", "claim_rows", "lake_rows", "row_dict", "to_lake_rows"]
 
