@@ -11,9 +11,9 @@ from dashboards.views import connect_lake
 from pipelines.runner.inline import InlineAuditor
 from tests.support.audit_messages import message
 from transforms.io.lake.evidence import locate, passage_sha256
+from transforms.io.lake.redact import MASK, redact
 from transforms.io.lake.rows import to_lake_rows
 from transforms.io.lake.writer import write_table
-from transforms.io.lake.redact import MASK, redact
 
 SHARED = {"doc_id": "kb-1", "content": "Metoprolol 50 mg twice daily was prescribed on March 3, 2024."}
 PII = {
