@@ -114,19 +114,16 @@ class QueuePage:
 
 _BASE = f"""
 WITH labelled AS (SELECT response_id, count(*) AS labelled FROM reviews_latest GROUP BY 1),
-claims AS (
-    SELECT response_id, count(*) AS claims FROM sentences
-    WHERE claim_kind = 'claim' AND response_id IN (SELECT response_id FROM labelled) GROUP BY 1
-),
 q AS (
     SELECT r.response_id, r.event_time, r.tenant, r.risk_level, r.verifier_version, r.review_reasons,
            r.overall_faithfulness_score, r.sentence_count, r.critical_flag_count, {_RISK_RANK} AS risk_rank,
-           coalesce(l.labelled, 0) AS labelled,
-           coalesce(l.labelled, 0) > 0 AND coalesce(l.labelled, 0) >= coalesce(c.claims, 0) AS reviewed
-    FROM responses r LEFT JOIN labelled l USING (response_id) LEFT JOIN claims c USING (response_id)
+           coalesce(l.labelled, 0) AS labelled, l.labelled IS NOT NULL AS reviewed
+    FROM responses r LEFT JOIN labelled l USING (response_id)
     WHERE r.needs_review
 )
 """
+"""The responses in review, each with how many of its sentences carry a label; `reviewed` once any does (the
+app labels every claim sentence of a response in one submission)."""
 
 
 def _where(f: QueueFilters) -> tuple[str, dict[str, Any]]:
@@ -154,37 +151,39 @@ def queue(con: duckdb.DuckDBPyConnection, f: QueueFilters, *, page_size: int = P
     """The page `f.page` of the queue under `f`, its total, and the counts per facet (`_facets`)."""
     where, params = _where(f)
     sql = f"""{_BASE}
-        SELECT *, count(*) OVER () AS total FROM q {where}
+        SELECT * FROM q {where}
         ORDER BY risk_rank, event_time, response_id LIMIT {int(page_size)} OFFSET {int(f.page) * int(page_size)}"""
     cursor = con.execute(sql, params)
     names = [d[0] for d in cursor.description]
     items = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    total = items[0]["total"] if items else _count(con, where, params)
-    return QueuePage(items, total, _facets(con, f))
+    total, counts = _facets(con, f)
+    return QueuePage(items, total, counts)
 
 
-def _count(con: duckdb.DuckDBPyConnection, where: str, params: dict) -> int:
-    return con.execute(f"{_BASE} SELECT count(*) FROM q {where}", params).fetchone()[0]
-
-
-def _facets(con: duckdb.DuckDBPyConnection, f: QueueFilters) -> dict[str, list[tuple[str, int]]]:
-    """Per facet (tenant, risk, reason, verifier version), each value and how many responses of the queue
-    under the current filters have it (a response in review for two reasons counts for both)."""
+def _facets(con: duckdb.DuckDBPyConnection, f: QueueFilters) -> tuple[int, dict[str, list[tuple[str, int]]]]:
+    """How many responses the queue holds under `f`, and per facet (tenant, risk, reason, verifier version)
+    each value and how many of them have it (a response in review for two reasons counts for both); one scan."""
     where, params = _where(f)
     kinds = reason_patterns()
     reasons = ", ".join(f"count_if(regexp_matches({_REASONS_TEXT}, '(?m){p}'))" for p in kinds.values())
-    sql = f"""{_BASE}, f AS (SELECT * FROM q {where})
-        SELECT 'tenant', tenant, count(*) FROM f GROUP BY ALL
-        UNION ALL SELECT 'risk', risk_level, count(*) FROM f GROUP BY ALL
-        UNION ALL SELECT 'verifier_version', verifier_version, count(*) FROM f GROUP BY ALL"""
-    counts: dict[str, list[tuple[str, int]]] = {"tenant": [], "risk": [], "verifier_version": []}
-    for facet, value, n in con.execute(sql, params).fetchall():
-        counts[facet].append((value, n))
+    sql = f"""{_BASE} SELECT grouping(tenant, risk_level, verifier_version), tenant, risk_level, verifier_version,
+        count(*), {reasons} FROM q {where}
+        GROUP BY GROUPING SETS ((tenant), (risk_level), (verifier_version), ())"""
+    counts: dict[str, list[tuple[str, int]]] = {"tenant": [], "risk": [], "verifier_version": [], "reason": []}
+    total = 0
+    for grouping, tenant, risk, version, n, *by_kind in con.execute(sql, params).fetchall():
+        if grouping == 0b011:
+            counts["tenant"].append((tenant, n))
+        elif grouping == 0b101:
+            counts["risk"].append((risk, n))
+        elif grouping == 0b110:
+            counts["verifier_version"].append((version, n))
+        else:
+            total = n
+            counts["reason"] = [(kind, k) for kind, k in zip(kinds, by_kind, strict=True) if k]
     for values in counts.values():
         values.sort(key=lambda item: (-item[1], str(item[0])))
-    by_kind = con.execute(f"{_BASE} SELECT {reasons} FROM q {where}", params).fetchone() or ()
-    counts["reason"] = [(kind, n) for kind, n in zip(kinds, by_kind, strict=True) if n]
-    return counts
+    return total, counts
 
 
 def next_in_queue(con: duckdb.DuckDBPyConnection, after: dict[str, Any]) -> tuple[str, datetime] | None:
