@@ -13,7 +13,7 @@ from pipelines.cli import main
 from pipelines.reviewing.app import ReviewConfig, review_app
 from pipelines.reviewing.serve import TOKEN_VARIABLE, app_token
 from pipelines.reviewing.store import ReviewInputError
-from tests.unit.review.lake import build_lake
+from tests.support.review_lake import build_lake
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from dashboards.views import connect_lake
 from pipelines.cli import main
 from pipelines.reviewing.store import create_latest_view
-from tests.unit.review.lake import build_lake
+from tests.support.review_lake import build_lake
 from transforms.evaluation.golden import load_golden
 
 
