@@ -58,6 +58,8 @@ setup(
             "numpy>=1.26",
             # a real S3-protocol server on 127.0.0.1 for the object-storage tests
             "moto[server]>=5,<6",
+            # the review app's browser test drives Debian's chromium through its chromium-driver
+            "selenium>=4.20,<5",
         ],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:console"]},

@@ -74,12 +74,20 @@ def _evidence(sentence: dict[str, Any], passages: dict[str, str], role: str) -> 
     return items
 
 
+def _evidence_once(sentence: dict[str, Any], passages: dict[str, str]) -> list[dict[str, Any]]:
+    """Contradicting evidence first, then the supporting passages not already shown as contradicting it (a
+    verifier may list one passage on both sides: the reviewer should see it once, as the contradiction)."""
+    against = _evidence(sentence, passages, "contradicts")
+    shown = {item["doc_id"] for item in against}
+    return against + [item for item in _evidence(sentence, passages, "supports") if item["doc_id"] not in shown]
+
+
 def _sentence(s: dict[str, Any], passages: dict[str, str], label: dict | None) -> dict[str, Any]:
     text = s["sentence_text"]
     return {
         **s,
         "segments": marked_segments(text, _spans_in(text, s.get("unsupported_spans") or [])),
-        "evidence": _evidence(s, passages, "supports") + _evidence(s, passages, "contradicts"),
+        "evidence": _evidence_once(s, passages),
         "label": label,
         "is_claim": s.get("claim_kind", "claim") == "claim",
     }
