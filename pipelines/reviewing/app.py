@@ -5,7 +5,8 @@
 
 Routes: `/queue` (filters as query parameters: tenant, risk, reason, verifier_version, since, until, status,
 page), `/response/{id}?t=EVENT_TIME` (the response page), `POST /response/{id}/review` (one label per claim
-sentence, then on to the next open response), `/login?token=...` (sets the token cookie). With a token set,
+sentence, then on to the next open response), `/next?id=&t=&rank=` (the open response after that one in
+queue order), `/login?token=...` (sets the token cookie). With a token set,
 every other request needs it (`Authorization: Bearer TOKEN`, or the cookie). The reviewer is `reviewer`
 when set, else the value of the header `reviewer_header` (an authenticating proxy's), else the name typed
 into the page (remembered in a cookie).
@@ -127,12 +128,10 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
         loaded = load_response(lake.cursor(), response_id, _time(request.query_params.get("t")))
         if loaded is None:
             return PlainTextResponse(f"no response {response_id!r} in the lake", status_code=404)
-        following = next_in_queue(lake.cursor(), loaded["response"])
         context = {
             **response_view(loaded),
             "reviewer": reviewer_of(request),
             "reviewer_fixed": bool(config.reviewer or config.reviewer_header),
-            "next": following,
             "back": request.query_params.get("back", ""),
             "labels_all": LABELS,
         }
@@ -169,6 +168,18 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
             redirect.set_cookie(_REVIEWER_COOKIE, reviewer, httponly=True, samesite="strict")
         return redirect
 
+    def next_page(request: Request) -> Response:
+        q = request.query_params
+        anchor = {"response_id": q.get("id", ""), "event_time": _time(q.get("t")), "risk_rank": q.get("rank", "0")}
+        anchor["risk_rank"] = int(anchor["risk_rank"]) if str(anchor["risk_rank"]).isdigit() else 0
+        following = next_in_queue(lake.cursor(), anchor) if anchor["event_time"] else None
+        back = q.get("back", "")
+        if following is None:
+            return RedirectResponse("/queue?" + back, status_code=303)
+        return RedirectResponse(
+            f"/response/{following[0]}?" + urlencode({"t": following[1].isoformat(), "back": back}), status_code=303
+        )
+
     def login(request: Request) -> Response:
         given = request.query_params.get("token", "")
         if config.token and not hmac.compare_digest(given.encode(), config.token.encode()):
@@ -182,6 +193,7 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
         Route("/", lambda request: RedirectResponse("/queue")),
         Route("/queue", queue_page),
         Route("/login", login),
+        Route("/next", next_page),
         Route("/response/{response_id:path}/review", submit, methods=["POST"]),
         Route("/response/{response_id:path}", response_page),
     ]

@@ -67,7 +67,7 @@ def _evidence(sentence: dict[str, Any], passages: dict[str, str], role: str) -> 
             {
                 "role": role,
                 "doc_id": doc_id,
-                "segments": marked_segments(text, [span]) if placed else [(text or "", False)],
+                "segments": marked_segments(text, [span]) if text is not None and placed else [(text or "", False)],
                 "excerpt": "" if placed else excerpt,
             }
         )

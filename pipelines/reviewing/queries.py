@@ -26,6 +26,7 @@ from pipelines.reviewing.store import create_latest_view
 
 __all__ = [
     "PAGE_SIZE",
+    "REASON_COUNT_HEAD",
     "LakeSession",
     "QueueFilters",
     "QueuePage",
@@ -160,18 +161,21 @@ def queue(con: duckdb.DuckDBPyConnection, f: QueueFilters, *, page_size: int = P
     return QueuePage(items, total, counts)
 
 
+REASON_COUNT_HEAD = 20_000
+"""Reason counts are taken over at most this many responses at the head of the queue: reasons are long text,
+and classifying every one of a queue of hundreds of thousands would take the page seconds."""
+
+
 def _facets(con: duckdb.DuckDBPyConnection, f: QueueFilters) -> tuple[int, dict[str, list[tuple[str, int]]]]:
-    """How many responses the queue holds under `f`, and per facet (tenant, risk, reason, verifier version)
-    each value and how many of them have it (a response in review for two reasons counts for both); one scan."""
+    """How many responses the queue holds under `f`, and per facet (tenant, risk, verifier version) each value
+    and how many of them have it, in one scan of short columns; and per reason kind, how many of the first
+    `REASON_COUNT_HEAD` have a reason of that kind (a response in review for two reasons counts for both)."""
     where, params = _where(f)
-    kinds = reason_patterns()
-    reasons = ", ".join(f"count_if(regexp_matches({_REASONS_TEXT}, '(?m){p}'))" for p in kinds.values())
     sql = f"""{_BASE} SELECT grouping(tenant, risk_level, verifier_version), tenant, risk_level, verifier_version,
-        count(*), {reasons} FROM q {where}
-        GROUP BY GROUPING SETS ((tenant), (risk_level), (verifier_version), ())"""
+        count(*) FROM q {where} GROUP BY GROUPING SETS ((tenant), (risk_level), (verifier_version), ())"""
     counts: dict[str, list[tuple[str, int]]] = {"tenant": [], "risk": [], "verifier_version": [], "reason": []}
     total = 0
-    for grouping, tenant, risk, version, n, *by_kind in con.execute(sql, params).fetchall():
+    for grouping, tenant, risk, version, n in con.execute(sql, params).fetchall():
         if grouping == 0b011:
             counts["tenant"].append((tenant, n))
         elif grouping == 0b101:
@@ -180,7 +184,12 @@ def _facets(con: duckdb.DuckDBPyConnection, f: QueueFilters) -> tuple[int, dict[
             counts["verifier_version"].append((version, n))
         else:
             total = n
-            counts["reason"] = [(kind, k) for kind, k in zip(kinds, by_kind, strict=True) if k]
+    kinds = reason_patterns()
+    by_kind = ", ".join(f"count_if(regexp_matches(reasons, '(?m){p}'))" for p in kinds.values())
+    head = f"""{_BASE}, head AS (SELECT {_REASONS_TEXT} AS reasons FROM q {where}
+        ORDER BY risk_rank, event_time, response_id LIMIT {REASON_COUNT_HEAD}) SELECT {by_kind} FROM head"""
+    found = con.execute(head, params).fetchall()[0]
+    counts["reason"] = [(kind, n) for kind, n in zip(kinds, found, strict=True) if n]
     for values in counts.values():
         values.sort(key=lambda item: (-item[1], str(item[0])))
     return total, counts

@@ -120,3 +120,12 @@ def test_binding_beyond_loopback_needs_the_token_from_the_environment(lake, caps
 
 def test_an_unknown_response_is_404(client):
     assert client.get("/response/r-none").status_code == 404
+
+
+def test_skip_to_next_opens_the_next_open_response_in_queue_order(client):
+    page = client.get("/response/r-high").text
+    [link] = re.findall(r'href="(/next\?[^"]+)"', page)
+    answer = client.get(link.replace("&amp;", "&"), follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"].startswith("/response/r-low?")
+    [last] = re.findall(r'href="(/next\?[^"]+)"', client.get("/response/r-low").text)
+    assert client.get(last.replace("&amp;", "&"), follow_redirects=False).headers["location"].startswith("/queue")
