@@ -52,25 +52,32 @@ def _spans_in(text: str, phrases: list[str]) -> list[tuple[int, int]]:
 
 
 def _evidence(sentence: dict[str, Any], passages: dict[str, str], role: str) -> list[dict[str, Any]]:
+    """One item per passage on one side of a sentence, every excerpt of it highlighted (a verifier may draw
+    two excerpts from one passage: the reviewer sees the passage once, with both marked)."""
     side = "supporting" if role == "supports" else "contradicting"
     ids = sentence.get(f"{side}_evidence_ids") or []
     hashes = sentence.get(f"{side}_passage_sha256") or []
     starts, ends = sentence.get(f"{side}_starts") or [], sentence.get(f"{side}_ends") or []
     excerpts = sentence.get(f"{side}_evidence_excerpts") or []
-    items = []
+    by_doc: dict[str, dict[str, Any]] = {}
     for i, doc_id in enumerate(ids):
-        text = passages.get(hashes[i]) if i < len(hashes) else None
+        item = by_doc.setdefault(doc_id, {"text": None, "spans": [], "unplaced": [], "all": []})
+        item["all"].append(excerpts[i] if i < len(excerpts) else "")
+        if i < len(hashes) and hashes[i] in passages:
+            item["text"] = passages[hashes[i]]
         span = (starts[i], ends[i]) if i < len(starts) and i < len(ends) else (-1, -1)
-        excerpt = excerpts[i] if i < len(excerpts) else ""
-        placed = text is not None and span[0] >= 0
-        items.append(
-            {
-                "role": role,
-                "doc_id": doc_id,
-                "segments": marked_segments(text, [span]) if text is not None and placed else [(text or "", False)],
-                "excerpt": "" if placed else excerpt,
-            }
-        )
+        if span[0] >= 0:
+            item["spans"].append(span)
+        elif i < len(excerpts) and excerpts[i]:
+            item["unplaced"].append(excerpts[i])
+    items = []
+    for doc_id, item in by_doc.items():
+        text: str | None = item["text"]
+        if text is None:  # a passage the lake does not hold (rows written before passages were kept)
+            items.append({"role": role, "doc_id": doc_id, "segments": [], "excerpt": " … ".join(item["all"])})
+            continue
+        segments = marked_segments(text, item["spans"]) if item["spans"] else [(text, False)]
+        items.append({"role": role, "doc_id": doc_id, "segments": segments, "excerpt": " … ".join(item["unplaced"])})
     return items
 
 

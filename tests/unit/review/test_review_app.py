@@ -129,3 +129,17 @@ def test_skip_to_next_opens_the_next_open_response_in_queue_order(client):
     assert answer.status_code == 303 and answer.headers["location"].startswith("/response/r-low?")
     [last] = re.findall(r'href="(/next\?[^"]+)"', client.get("/response/r-low").text)
     assert client.get(last.replace("&amp;", "&"), follow_redirects=False).headers["location"].startswith("/queue")
+
+
+def test_a_passage_with_two_excerpts_is_shown_once_with_both_marked():
+    from pipelines.reviewing.page import response_view
+
+    passage = "Alpha one. Beta two. Gamma three."
+    sentence = {
+        "sentence_index": 0, "sentence_text": "Alpha and gamma.", "attribution_verdict": "fully_grounded",
+        "supporting_evidence_ids": ["d", "d"], "supporting_passage_sha256": ["h", "h"],
+        "supporting_starts": [0, 21], "supporting_ends": [10, 33], "supporting_evidence_excerpts": ["", ""],
+    }  # fmt: skip
+    view = response_view({"sentences": [sentence], "passages": {"h": passage}, "labels": {}})
+    [item] = view["sentences"][0]["evidence"]
+    assert [text for text, marked in item["segments"] if marked] == ["Alpha one.", "Gamma three."]
