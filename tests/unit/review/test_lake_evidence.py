@@ -109,3 +109,21 @@ def test_locate_finds_verbatim_then_caseless_and_reports_a_paraphrase():
     assert locate("24 months", passage) == (18, 27)
     assert locate("THE LEASE", passage) == (0, 9)
     assert locate("two years", passage) == (-1, -1)
+
+
+def test_audit_redact_flag_masks_the_lake_it_writes(tmp_path):
+    from pipelines.cli import main
+
+    source = tmp_path / "in.jsonl"
+    lines = [
+        message(f"r-{i}", answer=ANSWER, query="Reach me at bob@example.com", evidence=[SHARED, PII]) for i in range(2)
+    ]
+    source.write_text("\n".join(json.dumps(m) for m in lines) + "\n")
+    lake = tmp_path / "lake"
+    assert main(["audit", "--input", str(source), "--lake", str(lake), "--redact", "--runner=FnApiRunner"]) == 0
+    con = connect_lake(str(lake))
+    [(query, answer)] = con.sql("SELECT DISTINCT query_text, answer_text FROM responses").fetchall()
+    assert "bob@example.com" not in query and len(query) == len("Reach me at bob@example.com")
+    assert "ann.lee@clinic.example" not in answer and len(answer) == len(ANSWER)
+    contents = [c for (c,) in con.sql("SELECT content FROM passages").fetchall()]
+    assert len(contents) == 2 and not any("ann.lee@clinic.example" in c for c in contents)
