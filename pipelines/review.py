@@ -45,12 +45,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     label.add_argument("--response-id", required=True, help="The response's response_id.")
     label.add_argument("--sentence", type=int, required=True, help="The sentence's sentence_index (from 0).")
     label.add_argument("--label", required=True, help=f"One of {', '.join(LABELS)}.")
-    label.add_argument("--reviewer", dest="label_reviewer", required=True, help="Who gives the label.")
+    label.add_argument("--reviewer", dest="label_reviewer", metavar="NAME", required=True, help="Who gives the label.")
     label.add_argument("--note", default="", help="A note kept with the label.")
     imp = sub.add_parser("import", help="record the labels of a JSONL file, all or none")
     _lake(imp, argparse.SUPPRESS)
     imp.add_argument("file", help='JSONL: {"response_id", "sentence_index", "label", "reviewer"?, "note"?} a line.')
-    imp.add_argument("--reviewer", dest="label_reviewer", default="", help="Reviewer of lines naming none.")
+    imp.add_argument(
+        "--reviewer", dest="label_reviewer", metavar="NAME", default="", help="Reviewer of lines naming none."
+    )
     exp = sub.add_parser("export", help="write the reviewed sentences as a golden file (calibrate --golden)")
     _lake(exp, argparse.SUPPRESS)
     exp.add_argument("--golden", required=True, help="Output JSONL in the golden-file format.")
