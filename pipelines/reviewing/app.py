@@ -18,6 +18,7 @@ import hmac
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
+from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
@@ -157,7 +158,11 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
         append_reviews(lake.lake, rows)
         lake.refresh_reviews()
         back = str(form.get("back", ""))
-        anchor = {"response_id": response_id, "event_time": _time(str(form.get("t", ""))), "risk_rank": 0}
+        anchor: dict[str, Any] = {
+            "response_id": response_id,
+            "event_time": _time(str(form.get("t", ""))),
+            "risk_rank": 0,
+        }
         rank = str(form.get("rank", ""))
         anchor["risk_rank"] = int(rank) if rank.isdigit() else 0
         following = next_in_queue(lake.cursor(), anchor) if anchor["event_time"] else None
@@ -172,8 +177,12 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
 
     def next_page(request: Request) -> Response:
         q = request.query_params
-        anchor = {"response_id": q.get("id", ""), "event_time": _time(q.get("t")), "risk_rank": q.get("rank", "0")}
-        anchor["risk_rank"] = int(anchor["risk_rank"]) if str(anchor["risk_rank"]).isdigit() else 0
+        rank = q.get("rank", "0")
+        anchor: dict[str, Any] = {
+            "response_id": q.get("id", ""),
+            "event_time": _time(q.get("t")),
+            "risk_rank": int(rank) if rank.isdigit() else 0,
+        }
         following = next_in_queue(lake.cursor(), anchor) if anchor["event_time"] else None
         back = q.get("back", "")
         if following is None:

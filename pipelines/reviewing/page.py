@@ -70,7 +70,7 @@ def _evidence(sentence: dict[str, Any], passages: dict[str, str], role: str) -> 
             item["spans"].append(span)
         elif i < len(excerpts) and excerpts[i]:
             item["unplaced"].append(excerpts[i])
-    items = []
+    items: list[dict[str, Any]] = []
     for doc_id, item in by_doc.items():
         text: str | None = item["text"]
         if text is None:  # a passage the lake does not hold (rows written before passages were kept)
