@@ -13,7 +13,10 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["schemas*", "transforms*", "pipelines*", "dashboards*"]),
-    package_data={"pipelines": ["data/*.jsonl"], "dashboards": ["*.sql", "queries/*.sql"]},
+    package_data={
+        "pipelines": ["data/*.jsonl", "reviewing/templates/*.html"],
+        "dashboards": ["*.sql", "queries/*.sql"],
+    },
     include_package_data=True,
     install_requires=[
         "apache-beam>=2.77,<2.78",
@@ -35,6 +38,10 @@ setup(
         "matplotlib>=3.8,<4",  # the charts of `groundwatch report` and `groundwatch calibrate --report`
         "scipy>=1.11,<2",  # the incidents' one-sided Welch t-test (transforms.monitoring.incident_stats)
         "uvicorn>=0.30,<1",  # the ASGI server of `groundwatch serve` (uses httptools and uvloop when installed)
+        # the review web app (`groundwatch review`): Starlette routes, Jinja2 pages, form posts
+        "starlette>=0.40,<2",
+        "jinja2>=3.1,<4",
+        "python-multipart>=0.0.9",
     ],
     extras_require={
         # the model stage (--verifier model, the three-stage cascade): a local ONNX cross-encoder on CPU
@@ -55,6 +62,8 @@ setup(
             "coverage>=7.10,<8",
             # scripts/test.sh runs the tiers on two workers where that measured faster (docs/benchmarks.md)
             "pytest-xdist>=3.6,<4",
+            # the review app's browser test drives Debian's chromium through its chromium-driver
+            "selenium>=4.20,<5",
         ],
     },
     entry_points={"console_scripts": ["groundwatch = pipelines.cli:console"]},

@@ -65,7 +65,7 @@ from transforms.ingest.sample import SampleResponses
 from transforms.ingest.windows import LatePanesJoinOpenWindows, WindowByEventTime
 from transforms.io.jsonl import ReadJsonlMessages
 from transforms.io.lake.cleanup import remove_stale_temporaries
-from transforms.io.lake.rows import row_dict, to_lake_rows
+from transforms.io.lake.rows import lake_rows, row_dict
 from transforms.io.lake.writer import WriteAuditLake
 from transforms.monitoring.window_metrics import WindowMetrics
 
@@ -164,7 +164,7 @@ def build_pipeline(
         lake_bound = scored | "LateToOpenWindow" >> LatePanesJoinOpenWindows(
             opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds, time_of=_audit_time
         )
-    response_rows = lake_bound | "ToLakeRows" >> ToLakeRows(to_lake_rows)
+    response_rows = lake_bound | "ToLakeRows" >> ToLakeRows(lake_rows(redact=bool(getattr(opts, "redact", False))))
     dead.append(response_rows[DEAD_LETTERS])
 
     # Dead letters are windowed by when they were received, so they flatten with the audited rows

@@ -48,7 +48,11 @@ __all__ = ["add_arguments", "main"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--golden", required=True, help="labeled golden JSONL file (format: docs/calibration.md)")
+    parser.add_argument("--golden", help="labeled golden JSONL file (format: docs/calibration.md)")
+    parser.add_argument(
+        "--from-lake", metavar="LAKE", help="instead of --golden: the reviewers' labels in this lake's reviews table"
+    )
+    parser.add_argument("--tenant", help="with --from-lake: only this tenant's reviews")
     parser.add_argument(
         "--verifier", default="heuristic", help="verifier name: heuristic, model, openai, cascade (default heuristic)"
     )
@@ -219,6 +223,13 @@ def _verifier_failed(args: argparse.Namespace, exc: Exception) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    if bool(args.golden) == bool(args.from_lake):
+        print("groundwatch calibrate: give one of --golden FILE or --from-lake LAKE", file=sys.stderr)
+        return 2
+    if args.from_lake:
+        from pipelines.reviewing.from_lake import calibrate_from_lake
+
+        return calibrate_from_lake(args)
     try:
         config = {**stage_verifier_config(args), **_verifier_config(args.verifier_option)}
     except ValueError as exc:

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("pipelines.report", "write a standalone HTML report of the lake"),
     "ui": ("pipelines.ui", "start the Evidently UI on the lake's workspace"),
     "serve": ("pipelines.serve", "verify responses over HTTP (JSON API on uvicorn), optionally publishing them"),
+    "review": ("pipelines.review", "the review workbench: a web app over the lake; label, import and export labels"),
     "gate": ("pipelines.gate", "audit a JSONL file for CI: exit 1 when a threshold is breached; JUnit and Markdown"),
 }
 

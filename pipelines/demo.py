@@ -66,7 +66,8 @@ def summarize(lake: str, counts: AuditCounts | None = None) -> str:
     review_sql = resources.files("dashboards") / "queries" / "review_queue.sql"
     parts.append(
         f'Explore: groundwatch query --lake {lake} "SELECT * FROM responses LIMIT 5"\n'
-        f"   or:  groundwatch query --lake {lake} --file {review_sql}"
+        f"   or:  groundwatch query --lake {lake} --file {review_sql}\n"
+        f"Review: groundwatch review --lake {lake}   (the review queue in a browser, http://127.0.0.1:8300)"
     )
     return "\n\n".join(parts)
 

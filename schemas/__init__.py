@@ -37,6 +37,7 @@ from schemas.responses import (
     ResponseMetadata,
     RiskLevel,
 )
+from schemas.review import PassageRow, ReviewRow  # registers the passages and reviews tables
 
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
@@ -67,10 +68,12 @@ __all__ = [
     "Origin",
     "OverallVerdict",
     "ParsedResponse",
+    "PassageRow",
     "QuoteMatch",
     "ResponseMetadata",
     "ResponseRow",
     "ReviewDecision",
+    "ReviewRow",
     "RiskLevel",
     "SentenceAuditReport",
     "SentenceRow",

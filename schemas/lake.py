@@ -164,6 +164,14 @@ class ResponseRow(StrictModel):
     needs_review: bool
     review_reasons: list[str] = Field(default_factory=list)
     input_flags: list[str] = Field(default_factory=list)
+    query_text: str | None = None
+    """The user's query as logged (masked when the audit ran with `--redact`); null in rows written before."""
+    answer_text: str | None = None
+    """The answer as logged (masked when the audit ran with `--redact`); sentence offsets index into it."""
+    evidence_doc_ids: list[str] = Field(default_factory=list)
+    """The evidence passages' `doc_id`s, in logged order; parallel to `evidence_sha256`."""
+    evidence_sha256: list[str] = Field(default_factory=list)
+    """Each passage's content hash: its text is the `passages` row of that hash in this response's hour."""
     extra: str | None = None
     """The logged fields the input contract does not know, as JSON (`{"latency_ms": 12, "metadata": {"region":
     "eu"}}`; query with `json_extract(extra, '$.latency_ms')`); null when there were none."""
@@ -179,6 +187,14 @@ class SentenceRow(SentenceVerdict):
     retriever_version: str | None = None
     decided_by: str
     audited_at: datetime | None = None
+    supporting_passage_sha256: list[str] = Field(default_factory=list)
+    """The `passages` hash of each supporting evidence id (parallel to `supporting_evidence_ids`)."""
+    supporting_starts: list[int] = Field(default_factory=list)
+    """Where each supporting excerpt starts in its passage (characters; -1 when it is not found verbatim)."""
+    supporting_ends: list[int] = Field(default_factory=list)
+    contradicting_passage_sha256: list[str] = Field(default_factory=list)
+    contradicting_starts: list[int] = Field(default_factory=list)
+    contradicting_ends: list[int] = Field(default_factory=list)
 
 
 class DeadLetterRow(StrictModel):

@@ -16,7 +16,8 @@ inputs of 4 MiB or more, about 1,900 of these responses; reading, parsing,
 windowing, dedupe, verifying, citation and claim audits, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
-`--max_records_per_run`, default 50,000, is audited in passes) and how many responses rows the lake got.
+`--max_records_per_run`, default 50,000, is audited in passes), how many responses rows the lake got, and the
+lake's bytes per table and per audited response.
 Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         with PeakMemory(os.getpgid(0)) as peak:
             counts = run(argv, out=lambda _: None)
         wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
+        sizes = _lake_bytes(os.path.join(tmp, "lake"))
     print(f"pipeline ({' '.join(beam_args) or 'default options'}: {mode}):")
     print(f"  {counts.read} responses read, {counts.audited} audited, {counts.dead_lettered} dead-lettered")
     print(f"  the lake got {counts.rows_written.get('responses', 0)} responses rows")
@@ -174,7 +176,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
     print(f"  load average before / after the run: {load0:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"peak memory of the run (this process and its workers): {peak.bytes / 2**20:,.0f} MiB")
+    audited = max(counts.audited, 1)
+    total = sum(sizes.values())
+    print(f"lake: {total:,} bytes of Parquet = {total / audited:,.0f} bytes per audited response")
+    for table, size in sorted(sizes.items(), key=lambda item: -item[1]):
+        print(f"  {table:<16} {size:>12,} bytes  {size / audited:>8,.0f} per response")
     return 0
+
+
+def _lake_bytes(lake: str) -> dict[str, int]:
+    """Bytes of Parquet per table folder of a local lake."""
+    sizes: dict[str, int] = {}
+    for folder, _, files in os.walk(lake):
+        table = os.path.relpath(folder, lake).split(os.sep)[0]
+        for name in files:
+            if name.endswith(".parquet"):
+                sizes[table] = sizes.get(table, 0) + os.path.getsize(os.path.join(folder, name))
+    return sizes
 
 
 if __name__ == "__main__":

@@ -72,6 +72,12 @@ AUDIT_FLAGS: list[Flag] = [
         default="",
     ),
     Flag(
+        "redact",
+        "Mask e-mail addresses, phone numbers and ID-like numbers in all text the lake stores (query, answer, "
+        "passages, excerpts, ...) with same-length masks, so offsets stay valid.",
+        switch=True,
+    ),
+    Flag(
         "max-records-per-run",
         "On the local runner, a large input (a JSONL audit, a Kafka catch-up) is read in passes of at most this "
         "many messages, each a run of its own (bounds memory).",

@@ -44,7 +44,7 @@ PANELS = (
 
 def _chromium(*args: str) -> subprocess.CompletedProcess:
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip("chromium is not installed (scripts/install-chromium.sh)")
+        pytest.fail("chromium is not installed: run scripts/install-chromium.sh")
     with tempfile.TemporaryDirectory(prefix="gw-chromium-") as profile:
         command = [
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

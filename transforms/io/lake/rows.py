@@ -2,13 +2,19 @@
 
 `to_lake_rows(audited)` gives `(table, row dict)` pairs: one `responses` row, one `sentences` row per
 sentence, one `judge_calls` row per judge call, one `citations` row per audited citation and one `claims`
-row per logged claim (none of the last two when their stage did not run). Each row is validated by its
-model in `schemas` first; `transforms.io.lake.writer` writes them. A stage that adds a table adds its
-builder to `ROW_BUILDERS`.
+row per logged claim (none of the last two when their stage did not run), and one `passages` row per
+distinct evidence passage. Each row is validated by its model in `schemas` first;
+`transforms.io.lake.writer` writes them. A stage that adds a table adds its builder to `ROW_BUILDERS`.
+
+`responses` rows keep the query and the answer, and name the passages by content hash; `sentences` rows name
+the passages of their evidence and the offsets of its excerpts in them (`transforms.io.lake.evidence`).
+`to_lake_rows(audited, redact=True)` (`--redact`) masks e-mail addresses, phone numbers and ID-like numbers
+in every free-text column (`REDACTED_COLUMNS`) with masks of the same length, so offsets stay valid.
 """
 
 from __future__ import annotations
 
+import functools
 from enum import Enum
 from typing import Any
 
@@ -16,8 +22,30 @@ from pydantic import BaseModel
 
 from schemas import AttributionVerdict, AuditedResponse, ResponseRow, SentenceRow
 from schemas.lake_audits import CitationRow, ClaimRow
+from transforms.io.lake.evidence import (
+    evidence_fields,
+    passage_rows,
+    passage_texts,
+    sentence_evidence_fields,
+)
+from transforms.io.lake.redact import redact as mask
 
-__all__ = ["ROW_BUILDERS", "citation_rows", "claim_rows", "row_dict", "to_lake_rows"]
+__all__ = ["REDACTED_COLUMNS", "ROW_BUILDERS", "citation_rows", "claim_rows", "lake_rows", "row_dict", "to_lake_rows"]
+
+REDACTED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "responses": ("query_text", "answer_text", "critical_flags", "review_reasons", "extra"),
+    "sentences": (
+        "sentence_text",
+        "supporting_evidence_excerpts",
+        "contradicting_evidence_excerpts",
+        "unsupported_spans",
+        "provenance_notes",
+    ),
+    "citations": ("quote", "claim_summary", "source_text_excerpt", "auditor_notes", "contextual_fidelity_issues"),
+    "claims": ("claim_text", "issues"),
+    "judge_calls": ("raw_reply", "parsed_verdicts", "validation_errors", "request_json", "error"),
+}
+"""The free-text columns `--redact` masks, per table (`passages.content` is masked before it is hashed)."""
 
 
 def row_dict(row: BaseModel) -> dict[str, Any]:
@@ -72,6 +100,8 @@ def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
         needs_review=a.review.needs_review if a.review else False,
         review_reasons=a.review.reasons if a.review else [],
         input_flags=a.parsed.input_flags,
+        query_text=r.query,
+        answer_text=r.answer,
         extra=r.unknown_fields_json(),
     )
     return [("responses", row_dict(row))]
@@ -159,9 +189,35 @@ ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows, citation_rows, 
 """Functions `AuditedResponse -> [(table, row)]`; a stage that adds a table appends its builder here."""
 
 
-def to_lake_rows(audited: AuditedResponse) -> list[tuple[str, dict]]:
-    """Every lake row one audited response produces: its `responses` row, its `sentences` rows, and so on."""
+def to_lake_rows(audited: AuditedResponse, *, redact: bool = False) -> list[tuple[str, dict]]:
+    """Every lake row one audited response produces: its `responses` row, its `sentences` rows, and so on,
+    with its evidence stored whole in `passages`; with `redact`, free text masked (`REDACTED_COLUMNS`)."""
     rows: list[tuple[str, dict]] = []
     for build in ROW_BUILDERS:
         rows.extend(build(audited))
+    texts = passage_texts(audited, redact=redact)
+    sentences = audited.report.sentences
+    for table, row in rows:
+        if table == "responses":
+            row.update(evidence_fields(texts))
+        elif table == "sentences":
+            row.update(sentence_evidence_fields(sentences[row["sentence_index"]], texts, redact=redact))
+    if redact:
+        for table, row in rows:
+            _mask_row(row, REDACTED_COLUMNS.get(table, ()))
+    rows.extend(("passages", row_dict(p)) for p in passage_rows(audited, texts))
     return rows
+
+
+def lake_rows(*, redact: bool) -> Any:
+    """`to_lake_rows` with `redact` fixed: the row builder a pipeline hands to `ToLakeRows`."""
+    return functools.partial(to_lake_rows, redact=redact)
+
+
+def _mask_row(row: dict[str, Any], columns: tuple[str, ...]) -> None:
+    for column in columns:
+        value = row.get(column)
+        if isinstance(value, str):
+            row[column] = mask(value)
+        elif isinstance(value, list):
+            row[column] = [mask(v) if isinstance(v, str) else v for v in value]

@@ -39,6 +39,7 @@ from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.rows import row_dict
 
 __all__ = [
+    "CONTENT_ADDRESSED",
     "LAKE_METRICS_NAMESPACE",
     "WriteAuditLake",
     "file_stem",
@@ -120,6 +121,7 @@ def write_table(
         by_partition[partition_of(table, as_dict)].append(as_dict)
     paths = []
     for (date, hour), part_rows in sorted(by_partition.items()):
+        part_rows = _one_per_key(table, part_rows)
         part_rows.sort(key=lambda r: _key_of(table, r))
         stem = name or file_stem(table, *(_key_of(table, r) for r in part_rows))
         paths.append(write_rows_file(table_path(lake_dir, table, date, hour), stem, table, part_rows))
@@ -155,9 +157,20 @@ class _KeyByPartitionDoFn(beam.DoFn):
         yield (table, date, hour, _window_label(window)), _compact(row)
 
 
+CONTENT_ADDRESSED = frozenset({"passages"})
+"""Tables keyed by a hash of their content: rows of one key are equal, so a file keeps one of them (a passage
+retrieved for many responses of a bundle is written once)."""
+
+
+def _one_per_key(table: str, rows: list[dict]) -> list[dict]:
+    if table not in CONTENT_ADDRESSED:
+        return rows
+    return list({_key_of(table, r): r for r in rows}.values())
+
+
 def _write_partition(lake_dir: str, table: str, date: str, hour: str, label: str, rows: list[dict]) -> str:
     """One file of a table's partition, named by `label` and its rows' keys; counted by the lake's counters."""
-    rows = sorted(rows, key=lambda r: _key_of(table, r))
+    rows = sorted(_one_per_key(table, rows), key=lambda r: _key_of(table, r))
     stem = file_stem(table, label, *(_key_of(table, r) for r in rows))
     path = write_rows_file(table_path(lake_dir, table, date, hour), stem, table, rows)
     Metrics.counter(LAKE_METRICS_NAMESPACE, "files_written").inc()

@@ -1,0 +1,119 @@
+"""Reviews are data: `review label` and `review import` append rows, the latest label wins, bad input writes
+nothing and exits 2 with one line; `review export` writes a golden file that `calibrate --golden` reads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from dashboards.views import connect_lake
+from pipelines.cli import main
+from pipelines.reviewing.store import create_latest_view
+from tests.support.review_lake import build_lake
+from transforms.evaluation.golden import load_golden
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_lake(str(tmp_path_factory.mktemp("review") / "lake"))
+
+
+@pytest.fixture
+def lake(built, tmp_path):
+    return shutil.copytree(built, tmp_path / "lake")
+
+
+def _reviews(lake):
+    con = connect_lake(str(lake))
+    create_latest_view(con)
+    every = con.sql("SELECT response_id, sentence_index, label, reviewer, note, verifier_verdict, source FROM reviews")
+    latest = con.sql("SELECT response_id, sentence_index, label FROM reviews_latest ORDER BY ALL")
+    return sorted(every.fetchall()), latest.fetchall()
+
+
+def _label(lake, *extra):
+    args = ["review", "label", "--lake", str(lake), "--response-id", "r-high", "--sentence", "0"]
+    return main([*args, *extra])
+
+
+def test_a_label_is_a_row_with_the_verifier_verdict_of_the_time(lake, capsys):
+    assert _label(lake, "--label", "contradicted", "--reviewer", "ana", "--note", "80 mg, not 50") == 0
+    [(rid, idx, label, reviewer, note, verdict, source)] = _reviews(lake)[0]
+    assert (rid, idx, label, reviewer, note, source) == ("r-high", 0, "contradicted", "ana", "80 mg, not 50", "cli")
+    assert verdict == "contradicted"
+    assert "recorded 1 review" in capsys.readouterr().out
+
+
+def test_a_later_label_supersedes_the_earlier_and_both_rows_stay(lake):
+    assert _label(lake, "--label", "fully_grounded", "--reviewer", "ana") == 0
+    assert _label(lake, "--label", "partially_grounded", "--reviewer", "bo") == 0
+    every, latest = _reviews(lake)
+    assert sorted(r[2] for r in every) == ["fully_grounded", "partially_grounded"]
+    assert latest == [("r-high", 0, "partially_grounded")]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--label", "wrong", "--reviewer", "ana"], "unknown label 'wrong'"),
+        (["--label", "ungrounded", "--reviewer", " "], "no reviewer"),
+    ],
+)
+def test_bad_labels_are_one_line_exit_2_and_nothing_written(lake, capsys, extra, says):
+    assert _label(lake, *extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1
+    assert not (lake / "reviews").exists()
+
+
+def test_an_unknown_response_or_sentence_is_refused(lake, capsys):
+    args = ["review", "label", "--lake", str(lake), "--label", "ungrounded", "--reviewer", "ana"]
+    assert main([*args, "--response-id", "r-nope", "--sentence", "0"]) == 2
+    assert "unknown response 'r-nope'" in capsys.readouterr().err
+    assert main([*args, "--response-id", "r-high", "--sentence", "9"]) == 2
+    assert "has no sentence 9 (its sentences are 0..1)" in capsys.readouterr().err
+    assert not (lake / "reviews").exists()
+
+
+def test_import_records_all_lines_or_none(lake, tmp_path, capsys):
+    good = {"response_id": "r-low", "sentence_index": 1, "label": "ungrounded"}
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "sentence_index": 7}) + "\n")
+    assert main(["review", "import", "--lake", str(lake), str(path), "--reviewer", "cy"]) == 2
+    assert "line 2: response 'r-low' has no sentence 7" in capsys.readouterr().err
+    assert not (lake / "reviews").exists()
+    path.write_text(json.dumps(good) + "\n\n" + json.dumps({**good, "sentence_index": 0, "reviewer": "di"}) + "\n")
+    assert main(["review", "import", "--lake", str(lake), str(path), "--reviewer", "cy"]) == 0
+    every, _ = _reviews(lake)
+    assert [(r[1], r[3], r[6]) for r in every] == [(0, "di", "import"), (1, "cy", "import")]
+
+
+def test_import_refuses_a_line_that_is_not_json(lake, tmp_path, capsys):
+    path = tmp_path / "labels.jsonl"
+    path.write_text('{"response_id": "r-low", "sentence_index": 0, "label": "ungrounded", "reviewer": "x"}\n{oops\n')
+    assert main(["review", "import", "--lake", str(lake), str(path)]) == 2
+    assert capsys.readouterr().err.startswith("groundwatch review: line 2: not JSON")
+
+
+def test_export_writes_a_golden_file_calibrate_reads(lake, tmp_path, capsys):
+    assert _label(lake, "--label", "contradicted", "--reviewer", "ana") == 0
+    main(["review", "label", "--lake", str(lake), "--response-id", "r-low", "--sentence", "1", "--label",
+          "ungrounded", "--reviewer", "ana"])  # fmt: skip
+    out = tmp_path / "golden.jsonl"
+    assert main(["review", "export", "--lake", str(lake), "--golden", str(out)]) == 0
+    records, rejected = load_golden(out)
+    assert not rejected
+    assert [(r.label, r.source) for r in records] == [
+        ("contradicted", "reviews:clinic"),
+        ("ungrounded", "reviews:legal"),
+    ]
+    assert "Metoprolol 50 mg twice daily" in records[0].evidence[0].content
+    assert main(["review", "export", "--lake", str(lake), "--golden", str(out), "--tenant", "legal"]) == 0
+    assert [r.label for r in load_golden(out)[0]] == ["ungrounded"]
+
+
+def test_no_lake_is_exit_2(tmp_path, capsys):
+    assert main(["review", "export", "--lake", str(tmp_path / "none"), "--golden", str(tmp_path / "g.jsonl")]) == 2
+    assert "no lake at" in capsys.readouterr().err
