@@ -69,7 +69,7 @@ class RelevanceConfig:
     """A word sharing the term's first `prefix_chars` letters counts this much (a related form)."""
     prefix_chars: int = 6
     """Letters two stems must share to count as related forms; both must be at least this long."""
-    empty_threshold: float = 0.3
+    empty_threshold: float = 0.6
     """Retrieval is empty when no passage's relevance reaches this."""
 
     def __post_init__(self) -> None:
