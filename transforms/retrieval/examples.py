@@ -67,7 +67,8 @@ def _auc_by_domain(items: Sequence[tuple[str, bool, float]]) -> dict[str, float 
     for domain, label, score in items:
         groups[domain].append((label, score))
         groups["overall"].append((label, score))
-    return {d: roc_auc([lab for lab, _ in g], [s for _, s in g]) for d, g in sorted(groups.items())}
+    order = sorted(d for d in groups if d != "overall") + ["overall"]
+    return {d: roc_auc([lab for lab, _ in groups[d]], [s for _, s in groups[d]]) for d in order}
 
 
 def evaluate(

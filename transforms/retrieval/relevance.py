@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from transforms.text.claims import non_claim_kind
 from transforms.text.query_words import QUESTION_FRAME_WORDS
@@ -48,6 +49,7 @@ __all__ = [
     "answer_relevance",
     "context_relevance",
     "is_empty_retrieval",
+    "clear_caches",
     "query_terms",
     "score_retrieval",
 ]
@@ -68,7 +70,7 @@ class RelevanceConfig:
     prefix_credit: float = 0.6
     """A word sharing the term's first `prefix_chars` letters counts this much (a related form)."""
     prefix_chars: int = 6
-    """Letters two stems must share to count as related forms; both must be at least this long."""
+    """Letters two stems must share to count as related forms; the query's must be at least this long."""
     empty_threshold: float = 0.6
     """Retrieval is empty when no passage's relevance reaches this."""
 
@@ -107,27 +109,35 @@ def query_terms(query: str) -> tuple[tuple[str, float], ...]:
     return tuple(weights.items())
 
 
-@dataclass(frozen=True)
-class _Bag:
+class _Bag(NamedTuple):
     counts: Counter[str]
     prefixes: Counter[str]
     length: int
 
 
-def _bag(texts: Iterable[str], prefix_chars: int) -> _Bag:
+@lru_cache(maxsize=4096)
+def _bag(text: str, prefix_chars: int) -> _Bag:
+    """The stem counts of a text's content words (cached like `tokenize`: passages repeat across responses)."""
+    stems = [t.stem for t in tokenize(text) if not t.stop]
+    prefixes = Counter([s[:prefix_chars] for s in stems if len(s) >= prefix_chars])
+    return _Bag(Counter(stems), prefixes, len(stems))
+
+
+def _merge(texts: Iterable[str], prefix_chars: int) -> _Bag:
     counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update(t.stem for t in tokenize(text) if not t.stop)
     prefixes: Counter[str] = Counter()
-    for s, n in counts.items():
-        if len(s) >= prefix_chars:
-            prefixes[s[:prefix_chars]] += n
+    for text in texts:
+        bag = _bag(text, prefix_chars)
+        counts.update(bag.counts)
+        prefixes.update(bag.prefixes)
     return _Bag(counts, prefixes, sum(counts.values()))
 
 
 def _frequency(term: str, bag: _Bag, config: RelevanceConfig) -> float:
-    tf = float(bag.counts.get(term, 0))
-    tf += config.synonym_credit * sum(bag.counts.get(s, 0) for s in synonym_stems(term))
+    counts = bag.counts
+    tf = float(counts.get(term, 0))
+    for s in synonym_stems(term):
+        tf += config.synonym_credit * counts.get(s, 0)
     if tf == 0 and len(term) >= config.prefix_chars:
         tf = config.prefix_credit * bag.prefixes.get(term[: config.prefix_chars], 0)
     return tf
@@ -149,19 +159,29 @@ def _coverage(terms: Sequence[tuple[str, float]], bag: _Bag, config: RelevanceCo
 
 def context_relevance(query: str, passage: str, config: RelevanceConfig = DEFAULT_CONFIG) -> float:
     """How much `passage` is about `query`, in [0, 1]: the saturated, weighted coverage of its content words."""
-    return _coverage(query_terms(query), _bag((passage,), config.prefix_chars), config, config.b)
+    return _coverage(query_terms(query), _bag(passage, config.prefix_chars), config, config.b)
 
 
 def _claim_sentences(answer: str) -> list[str]:
     return [s for s in split_sentences(answer) if non_claim_kind(s) is None]
 
 
-def answer_relevance(query: str, answer: str, config: RelevanceConfig = DEFAULT_CONFIG) -> float:
-    """How much `answer` addresses `query`, in [0, 1]: coverage of the query by its claim sentences (0 if none)."""
-    claims = _claim_sentences(answer)
+def answer_relevance(
+    query: str,
+    answer: str,
+    config: RelevanceConfig = DEFAULT_CONFIG,
+    *,
+    claim_sentences: Sequence[str] | None = None,
+) -> float:
+    """How much `answer` addresses `query`, in [0, 1]: coverage of the query by its claim sentences (0 if none).
+
+    Pass `claim_sentences` when the audit has already split the answer and set its non-claims aside: the split
+    is most of this function's cost.
+    """
+    claims = _claim_sentences(answer) if claim_sentences is None else [s for s in claim_sentences if s.strip()]
     if not claims:
         return 0.0
-    return _coverage(query_terms(query), _bag(claims, config.prefix_chars), config, 0.0)
+    return _coverage(query_terms(query), _merge(claims, config.prefix_chars), config, 0.0)
 
 
 def is_empty_retrieval(relevances: Iterable[float], config: RelevanceConfig = DEFAULT_CONFIG) -> bool:
@@ -174,14 +194,27 @@ def score_retrieval(
     passages: Mapping[str, str],
     answer: str | None = None,
     config: RelevanceConfig = DEFAULT_CONFIG,
+    *,
+    claim_sentences: Sequence[str] | None = None,
 ) -> RetrievalScores:
-    """All retrieval scores of one response: `passages` maps evidence id to text; no answer, no answer score."""
+    """All retrieval scores of one response: `passages` maps evidence id to text; no answer, no answer score.
+
+    `claim_sentences`, when given, are the answer's claim sentences as the audit split them (see
+    `answer_relevance`)."""
     per = {pid: context_relevance(query, text, config) for pid, text in passages.items()}
     values = list(per.values())
     return RetrievalScores(
         passage_relevance=per,
         mean_context_relevance=sum(values) / len(values) if values else None,
         max_context_relevance=max(values) if values else None,
-        answer_relevance=None if answer is None else answer_relevance(query, answer, config),
+        answer_relevance=(
+            None if answer is None else answer_relevance(query, answer, config, claim_sentences=claim_sentences)
+        ),
         empty_retrieval=is_empty_retrieval(values, config),
     )
+
+
+def clear_caches() -> None:
+    """Forget the cached query terms and passage stem counts (for benchmarks that measure a cold start)."""
+    query_terms.cache_clear()
+    _bag.cache_clear()
