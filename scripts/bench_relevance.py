@@ -103,15 +103,19 @@ def main(argv: list[str] | None = None) -> int:
         sel = [(rel, s) for (_, _, rel, s), k in zip(scored, kinds, strict=True) if k == kind or not rel]
         print(f"context AUC, {kind} relevant passages vs all irrelevant: {_fmt(roc_auc(*zip(*sel, strict=True)))}")
     threshold = relevance.DEFAULT_CONFIG.empty_threshold
-    print(f"empty retrieval at threshold {threshold}: precision {_fmt(figures.empty_precision)}, "
-          f"recall {_fmt(figures.empty_recall)} ({2 * len(ctx)} retrievals: all passages / negatives only)")
+    print(
+        f"empty retrieval at threshold {threshold}: precision {_fmt(figures.empty_precision)}, "
+        f"recall {_fmt(figures.empty_recall)} ({2 * len(ctx)} retrievals: all passages / negatives only)"
+    )
     for t in (0.3, 0.4, 0.5, 0.6, 0.7):
         tp, fp, fn = empty_flag_counts(scored, t)
         print(f"  threshold {t:.1f}: flagged right {tp}, flagged wrongly {fp}, missed {fn}")
     query, passages, answer = _typical_response(ctx)
     words = [len(p.split()) for p in passages.values()]
-    print(f"typical response: {len(passages)} passages of {min(words)}-{max(words)} words, answer "
-          f"{len(answer.split())} words; pid {os.getpid()}, one core")
+    print(
+        f"typical response: {len(passages)} passages of {min(words)}-{max(words)} words, answer "
+        f"{len(answer.split())} words; pid {os.getpid()}, one core"
+    )
     for mode, what in MODES.items():
         us = _cpu_us(args.responses, query, passages, answer, mode)
         print(f"CPU per response, {mode} ({what}): {us:.0f} us")

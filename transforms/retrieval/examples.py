@@ -38,7 +38,9 @@ class RelevanceFigures:
     answers: int
 
 
-def scored_passages(rows: Sequence[Row], config: RelevanceConfig = DEFAULT_CONFIG) -> list[tuple[str, str, bool, float]]:
+def scored_passages(
+    rows: Sequence[Row], config: RelevanceConfig = DEFAULT_CONFIG
+) -> list[tuple[str, str, bool, float]]:
     """(domain, query id, relevant, context relevance) for every labelled passage."""
     return [
         (row["domain"], row["query_id"], bool(p["label"]), context_relevance(row["query"], p["text"], config))
@@ -76,9 +78,7 @@ def evaluate(
 ) -> RelevanceFigures:
     """The figures of both scores and of the empty flag (at `config.empty_threshold`) on the examples."""
     scored = scored_passages(context_rows, config)
-    answers = [
-        (r["domain"], bool(r["label"]), answer_relevance(r["query"], r["answer"], config)) for r in answer_rows
-    ]
+    answers = [(r["domain"], bool(r["label"]), answer_relevance(r["query"], r["answer"], config)) for r in answer_rows]
     tp, fp, fn = empty_flag_counts(scored, config.empty_threshold)
     return RelevanceFigures(
         context_auc=_auc_by_domain([(d, rel, s) for d, _, rel, s in scored]),
