@@ -17,7 +17,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-__all__ = ["SentenceSupport", "passages_used_share", "top_passage_support_share", "top_ranked_ids"]
+from schemas.reports import AttributionVerdict, SentenceVerdict
+
+__all__ = [
+    "SUPPORTED_VERDICTS",
+    "SentenceSupport",
+    "passages_used_share",
+    "sentence_supports",
+    "top_passage_support_share",
+    "top_ranked_ids",
+]
+
+SUPPORTED_VERDICTS = frozenset({AttributionVerdict.fully_grounded, AttributionVerdict.partially_grounded})
+"""Verdicts whose supporting passages count as used: a partly supported sentence still drew on its evidence."""
 
 
 class SentenceSupport(NamedTuple):
@@ -25,6 +37,16 @@ class SentenceSupport(NamedTuple):
 
     supported: bool
     passage_ids: Sequence[str] = ()
+
+
+def sentence_supports(verdicts: Iterable[SentenceVerdict]) -> list[SentenceSupport]:
+    """The audit's sentence verdicts as evidence-use inputs: claims only (a greeting or lead-in is not part of
+    the answer's content), supported when fully or partially grounded, by their supporting evidence ids."""
+    return [
+        SentenceSupport(v.attribution_verdict in SUPPORTED_VERDICTS, tuple(v.supporting_evidence_ids))
+        for v in verdicts
+        if v.is_claim
+    ]
 
 
 def passages_used_share(sentences: Iterable[tuple[bool, Sequence[str]]], retrieved_ids: Sequence[str]) -> float | None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from schemas.reports import AttributionVerdict, SentenceVerdict
 from transforms.retrieval.evidence_use import (
     SentenceSupport,
     passages_used_share,
+    sentence_supports,
     top_passage_support_share,
     top_ranked_ids,
 )
@@ -49,3 +51,28 @@ def test_without_ranks_or_sentences_the_top_share_is_none():
 def test_tied_best_ranks_all_count_as_top():
     assert top_ranked_ids({"a": 1, "b": 1, "c": 2}) == frozenset({"a", "b"})
     assert top_passage_support_share([(True, ("b",))], {"a": 1, "b": 1}) == 1.0
+
+
+def _verdict(i, verdict, ids=(), kind="claim"):
+    return SentenceVerdict(
+        sentence_index=i,
+        sentence_text=f"s{i}",
+        attribution_verdict=verdict,
+        confidence=0.9,
+        supporting_evidence_ids=list(ids),
+        claim_kind=kind,
+    )
+
+
+def test_sentence_verdicts_become_supports_claims_only():
+    verdicts = [
+        _verdict(0, AttributionVerdict.fully_grounded, kind="lead_in"),
+        _verdict(1, AttributionVerdict.fully_grounded, ("p1",)),
+        _verdict(2, AttributionVerdict.partially_grounded, ("p2",)),
+        _verdict(3, AttributionVerdict.contradicted, ("p3",)),
+        _verdict(4, AttributionVerdict.ungrounded),
+    ]
+    supports = sentence_supports(verdicts)
+    assert supports == [(True, ("p1",)), (True, ("p2",)), (False, ("p3",)), (False, ())]
+    assert passages_used_share(supports, ["p1", "p2", "p3", "p4"]) == pytest.approx(0.5)
+    assert top_passage_support_share(supports, {"p2": 1, "p1": 2}) == pytest.approx(0.25)
