@@ -47,9 +47,9 @@ __all__ = [
     "RelevanceConfig",
     "RetrievalScores",
     "answer_relevance",
+    "clear_caches",
     "context_relevance",
     "is_empty_retrieval",
-    "clear_caches",
     "query_terms",
     "score_retrieval",
 ]
