@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipelines.cli import iso_time
+from pipelines.options.common import add_lake_argument, existing_lake
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import write_table
@@ -228,7 +229,7 @@ def log_alerts_to_stderr() -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", required=True, help="Audit lake folder (as written by groundwatch audit/monitor).")
+    add_lake_argument(parser)
     parser.add_argument("--baseline-windows", type=int, default=6, help="Trailing windows in the reference. Default 6.")
     parser.add_argument(
         "--reference-from", type=iso_time, help="Fixed reference period start, ISO 8601 (e.g. 2026-11-29T09:00Z)."
@@ -273,14 +274,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     log_alerts_to_stderr()
-    try:
-        found = lakefs.is_dir(args.lake)
-    except (ValueError, OSError) as error:
-        print(f"groundwatch drift: --lake: {error}", file=sys.stderr)
-        return 2
-    if not found:
-        print(f"groundwatch drift: --lake {args.lake!r} is not a folder", file=sys.stderr)
-        return 2
+    existing_lake(args.lake)
     try:
         config = DriftConfig(
             baseline_windows=args.baseline_windows,

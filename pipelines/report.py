@@ -16,13 +16,13 @@ import sys
 
 from dashboards.report import build_report
 from pipelines.cli import iso_time
-from transforms.io.lake import filesystem as lakefs
+from pipelines.options.common import add_lake_argument, existing_lake
 
 __all__ = ["add_arguments", "main"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", required=True, help="Audit lake folder.")
+    add_lake_argument(parser)
     parser.add_argument(
         "--from", dest="start", type=iso_time, help="Period start, ISO 8601 (default: the first window)."
     )
@@ -33,14 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        found = lakefs.is_dir(args.lake)
-    except (ValueError, OSError) as error:
-        print(f"groundwatch report: --lake: {error}", file=sys.stderr)
-        return 2
-    if not found:
-        print(f"groundwatch report: --lake {args.lake!r} is not a folder", file=sys.stderr)
-        return 2
+    existing_lake(args.lake)
     if args.start and args.end and args.start >= args.end:
         print("groundwatch report: --from must be before --to", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ import os
 import sys
 
 from pipelines.options.audit import add_calibration_argument, load_calibration
+from pipelines.options.common import check_port_free
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
@@ -96,8 +97,6 @@ def config_from(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from pipelines.serving.app import API_KEY_ENV, CONFIG_ENV, create_app
 
     try:
@@ -105,6 +104,7 @@ def main(args: argparse.Namespace) -> int:
         if args.require_api_key and not os.environ.get(API_KEY_ENV):
             raise ValueError(f"--require-api-key: set {API_KEY_ENV}")
         create_app(config)  # builds the verifier once here, so a bad judge setting is exit 2, not a dead worker
+        check_port_free(args.host, args.port)  # before the URL is printed as if the service had started
     except ValueError as e:
         print(f"groundwatch serve: {e}", file=sys.stderr)
         return 2
@@ -116,6 +116,17 @@ def main(args: argparse.Namespace) -> int:
         f"http://{args.host}:{args.port}/openapi.json",
         file=sys.stderr,
     )
+    try:
+        _run_uvicorn(args)
+    except SystemExit as e:  # uvicorn's exit 3: the socket was taken between the check and the bind
+        print(f"groundwatch serve: could not start on {args.host}:{args.port} (exit {e.code})", file=sys.stderr)
+        return 2 if e.code == 3 else 1
+    return 0
+
+
+def _run_uvicorn(args: argparse.Namespace) -> None:
+    import uvicorn
+
     uvicorn.run(
         "pipelines.serving.app:create_app",
         factory=True,
@@ -126,4 +137,3 @@ def main(args: argparse.Namespace) -> int:
         log_level="info",
         server_header=False,
     )
-    return 0

@@ -1,0 +1,100 @@
+"""What every command shares on its command line: the lake flag, usage errors, a port check, old flag names.
+
+    add_lake_argument(parser)               # --lake, one name, one default, one help
+    lake = existing_lake(args.lake)         # the one check of a lake a command reads: UsageError if none is there
+    check_port_free("127.0.0.1", 8000)      # UsageError before a server prints a URL it cannot serve
+    add_deprecated_alias(parser, "--kafka-bootstrap", "--bootstrap-servers")
+
+A `UsageError` raised by a command's `main` becomes one line on stderr (`groundwatch <command>: <why>`) and exit
+2 in the dispatcher (`pipelines.cli`). Old flag names stay as hidden aliases: they still work, print one
+deprecation line and do not show in `--help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import socket
+import sys
+from typing import Any
+
+from transforms.io.lake import filesystem as lakefs
+
+__all__ = [
+    "DEFAULT_LAKE",
+    "LAKE_HELP",
+    "UsageError",
+    "add_deprecated_alias",
+    "add_lake_argument",
+    "check_port_free",
+    "existing_lake",
+]
+
+DEFAULT_LAKE = "./groundwatch-lake"
+LAKE_HELP = f"Audit lake: a folder or a URI (s3://bucket/lake). Default {DEFAULT_LAKE}."
+
+
+class UsageError(ValueError):
+    """Bad usage a user can fix: the dispatcher prints it on one line and exits 2."""
+
+
+def add_lake_argument(parser: argparse.ArgumentParser) -> None:
+    """The `--lake` flag: the same name, default and help in every command."""
+    parser.add_argument("--lake", default=DEFAULT_LAKE, help=LAKE_HELP)
+
+
+def existing_lake(location: str) -> str:
+    """`location` when an audit lake is there (a folder, or a prefix some object lies under); else UsageError."""
+    try:
+        lakefs.check_location(location)
+        found = lakefs.is_dir(lakefs.normalize(location))
+    except (ValueError, OSError) as e:
+        raise UsageError(f"--lake {location}: {e}") from None
+    if found:
+        return location
+    if lakefs.is_remote(location):
+        raise UsageError(f"--lake {location}: no audit lake there (no object under that prefix)")
+    if os.path.exists(location):
+        raise UsageError(f"--lake {location} is not a folder")
+    raise UsageError(f"--lake {location}: no audit lake there (run groundwatch audit or demo first, or give --lake)")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """UsageError when another process holds `host:port`, so a server says so before it prints its URL.
+
+    The test bind sets SO_REUSEADDR as uvicorn does, so a port left in TIME_WAIT still counts as free."""
+    if port == 0:
+        return  # the system picks a free one
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise UsageError(
+                    f"--port {port}: {host}:{port} is already in use; stop what holds it or choose another --port"
+                ) from None
+            raise UsageError(f"--host {host} --port {port}: cannot listen there ({e.strerror})") from None
+
+
+class _DeprecatedAlias(argparse.Action):
+    """Stores into the new flag's destination, with one line saying the new name."""
+
+    def __init__(self, option_strings, dest, *, new_flag: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self._new_flag = new_flag
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"groundwatch: {option_string} is deprecated; use {self._new_flag}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept `old` as a hidden alias of the already declared flag `new` (same destination and type)."""
+    action = next(a for a in parser._actions if new in a.option_strings)
+    typed: dict[str, Any] = {} if action.type is None else {"type": action.type}
+    parser.add_argument(
+        old, dest=action.dest, new_flag=new, action=_DeprecatedAlias, help=argparse.SUPPRESS,
+        default=argparse.SUPPRESS, **typed,
+    )  # fmt: skip
