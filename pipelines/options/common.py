@@ -24,6 +24,7 @@ from transforms.io.lake import filesystem as lakefs
 __all__ = [
     "DEFAULT_LAKE",
     "LAKE_HELP",
+    "LAKE_WHAT",
     "UsageError",
     "add_deprecated_alias",
     "add_lake_argument",
@@ -32,7 +33,8 @@ __all__ = [
 ]
 
 DEFAULT_LAKE = "./groundwatch-lake"
-LAKE_HELP = f"Audit lake: a folder or a URI (s3://bucket/lake). Default {DEFAULT_LAKE}."
+LAKE_WHAT = "Audit lake: a folder or a URI (s3://bucket/lake)."
+LAKE_HELP = f"{LAKE_WHAT} Default {DEFAULT_LAKE}."
 
 
 class UsageError(ValueError):
