@@ -21,9 +21,8 @@ import os
 import sys
 import threading
 import traceback
-from datetime import UTC, datetime
 
-__all__ = ["COMMANDS", "console", "iso_time", "main", "version_text"]
+__all__ = ["COMMANDS", "console", "main", "version_text"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("pipelines.demo", "run the whole audit on shipped sample traffic and print a summary"),
@@ -41,15 +40,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("pipelines.serve", "verify responses over HTTP (JSON API on uvicorn), optionally publishing them"),
     "gate": ("pipelines.gate", "audit a JSONL file for CI: exit 1 when a threshold is breached; JUnit and Markdown"),
 }
-
-
-def iso_time(text: str) -> datetime:
-    """An ISO 8601 time given on the command line (`2026-11-29T09:00Z`); one without a zone is UTC."""
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 class _ParseFailure(Exception):

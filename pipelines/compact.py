@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
-from pipelines.options.common import add_lake_argument, existing_lake
+from pipelines.options.common import add_lake_argument, existing_lake, iso_time
 from schemas import TABLES, TableSpec
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.reader import (
@@ -176,8 +176,6 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.cli import iso_time
-
     add_lake_argument(parser)
     parser.add_argument(
         "--table",

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pipelines.cli import iso_time
-from pipelines.options.common import add_deprecated_alias, add_lake_argument, existing_lake
+from pipelines.options.common import add_deprecated_alias, add_lake_argument, existing_lake, iso_time
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import write_table

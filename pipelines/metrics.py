@@ -27,8 +27,7 @@ from typing import Any
 import duckdb
 
 from dashboards.views import connect_lake
-from pipelines.cli import iso_time
-from pipelines.options.common import add_lake_argument, existing_lake
+from pipelines.options.common import add_lake_argument, existing_lake, iso_time
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 

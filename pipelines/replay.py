@@ -29,8 +29,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
-from pipelines.cli import iso_time
-from pipelines.options.common import add_lake_argument, existing_lake
+from pipelines.options.common import add_lake_argument, existing_lake, iso_time
 from pipelines.options.judge import judge_verifier_config
 from pipelines.options.model import add_stage_arguments, model_stage_of, model_verifier_config
 

@@ -15,8 +15,7 @@ import argparse
 import sys
 
 from dashboards.report import build_report
-from pipelines.cli import iso_time
-from pipelines.options.common import add_lake_argument, existing_lake
+from pipelines.options.common import add_lake_argument, existing_lake, iso_time
 
 __all__ = ["add_arguments", "main"]
 

@@ -1,4 +1,4 @@
-"""What every command shares on its command line: the lake flag, usage errors, a port check, old flag names.
+"""What every command shares on its command line: the lake flag, times, usage errors, a port check, old names.
 
     add_lake_argument(parser)               # --lake, one name, one default, one help
     lake = existing_lake(args.lake)         # the one check of a lake a command reads: UsageError if none is there
@@ -17,6 +17,7 @@ import errno
 import os
 import socket
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from transforms.io.lake import filesystem as lakefs
@@ -30,6 +31,7 @@ __all__ = [
     "add_lake_argument",
     "check_port_free",
     "existing_lake",
+    "iso_time",
 ]
 
 DEFAULT_LAKE = "./groundwatch-lake"
@@ -78,6 +80,15 @@ def check_port_free(host: str, port: int) -> None:
                     f"--port {port}: {host}:{port} is already in use; stop what holds it or choose another --port"
                 ) from None
             raise UsageError(f"--host {host} --port {port}: cannot listen there ({e.strerror})") from None
+
+
+def iso_time(text: str) -> datetime:
+    """An ISO 8601 time given on the command line (`2026-11-29T09:00Z`); one without a zone is UTC."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 class _DeprecatedAlias(argparse.Action):
