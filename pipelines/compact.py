@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
-from pipelines.options.common import add_lake_argument, existing_lake, iso_time
+from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
 from schemas import TABLES, TableSpec
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.reader import (
@@ -190,6 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@exits_2_on_usage_error("compact")
 def main(args: argparse.Namespace) -> int:
     existing_lake(args.lake)
     tables = args.table or sorted(name for name, spec in TABLES.items() if spec.partition_local)

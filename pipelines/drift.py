@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pipelines.options.common import add_deprecated_alias, add_lake_argument, existing_lake, iso_time
+from pipelines.options.common import (
+    add_deprecated_alias,
+    add_lake_argument,
+    existing_lake,
+    exits_2_on_usage_error,
+    iso_time,
+)
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import write_table
@@ -274,6 +280,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on-alert", action="store_true", help="Exit 1 when an alert fired or is still firing.")
 
 
+@exits_2_on_usage_error("drift")
 def main(args: argparse.Namespace) -> int:
     log_alerts_to_stderr()
     existing_lake(args.lake)

@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 
 from dashboards.views import connect_lake
-from pipelines.options.common import add_lake_argument, existing_lake, iso_time
+from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 
@@ -129,6 +129,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", type=iso_time, help="Only windows starting before this time (ISO 8601).")
 
 
+@exits_2_on_usage_error("metrics")
 def main(args: argparse.Namespace) -> int:
     bounds = [("window_start >= ?", args.since), ("window_start < ?", args.until)]
     where = " AND ".join(sql for sql, value in bounds if value is not None) or "true"

@@ -28,7 +28,7 @@ import duckdb
 
 from dashboards.readonly import LakeNotFound, Refused, Unreadable, check_read_only, open_readonly
 from dashboards.views import VIEWS, views_named
-from pipelines.options.common import UsageError, add_lake_argument
+from pipelines.options.common import UsageError, add_lake_argument, exits_2_on_usage_error
 
 __all__ = ["add_arguments", "format_rows", "main", "run_query"]
 
@@ -166,6 +166,7 @@ def _sql_of(args: argparse.Namespace) -> str:
         raise UsageError(f"--file {args.file}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
 
 
+@exits_2_on_usage_error("query")
 def main(args: argparse.Namespace) -> int:
     sql = _sql_of(args)
     try:

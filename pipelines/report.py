@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from dashboards.report import build_report
-from pipelines.options.common import add_lake_argument, existing_lake, iso_time
+from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
 
 __all__ = ["add_arguments", "main"]
 
@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@exits_2_on_usage_error("report")
 def main(args: argparse.Namespace) -> int:
     existing_lake(args.lake)
     if args.start and args.end and args.start >= args.end:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 from dashboards.workspace import workspace_path
-from pipelines.options.common import DEFAULT_LAKE, add_lake_argument, check_port_free
+from pipelines.options.common import DEFAULT_LAKE, add_lake_argument, check_port_free, exits_2_on_usage_error
 from transforms.io.lake import filesystem as lakefs
 
 __all__ = ["DEFAULT_LAKE", "DEFAULT_PORT", "add_arguments", "main", "ui_command", "ui_environment"]
@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"Port on 127.0.0.1. Default {DEFAULT_PORT}.")
 
 
+@exits_2_on_usage_error("ui")
 def main(args: argparse.Namespace) -> int:
     check_port_free("127.0.0.1", args.port)  # before the URL is printed as if the server had started
     with contextlib.ExitStack() as stack:

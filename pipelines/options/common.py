@@ -5,18 +5,20 @@
     check_port_free("127.0.0.1", 8000)      # UsageError before a server prints a URL it cannot serve
     add_deprecated_alias(parser, "--kafka-bootstrap", "--bootstrap-servers")
 
-A `UsageError` raised by a command's `main` becomes one line on stderr (`groundwatch <command>: <why>`) and exit
-2 in the dispatcher (`pipelines.cli`). Old flag names stay as hidden aliases: they still work, print one
-deprecation line and do not show in `--help`.
+A `UsageError` raised by a command's `main` becomes one line on stderr (`groundwatch <command>: <why>`) and
+exit 2 (`exits_2_on_usage_error` on the `main`; the dispatcher `pipelines.cli` for any other). Old flag names
+stay as hidden aliases: they still work, print one deprecation line and do not show in `--help`.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import os
 import socket
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +30,7 @@ __all__ = [
     "LAKE_WHAT",
     "UsageError",
     "add_deprecated_alias",
+    "exits_2_on_usage_error",
     "add_lake_argument",
     "check_port_free",
     "existing_lake",
@@ -41,6 +44,23 @@ LAKE_HELP = f"{LAKE_WHAT} Default {DEFAULT_LAKE}."
 
 class UsageError(ValueError):
     """Bad usage a user can fix: the dispatcher prints it on one line and exits 2."""
+
+
+def exits_2_on_usage_error(command: str) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """A command's `main` that says a `UsageError` in one line and returns 2, also when called directly."""
+
+    def wrap(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def run(args: argparse.Namespace) -> int:
+            try:
+                return main(args)
+            except UsageError as e:
+                print(f"groundwatch {command}: {e}", file=sys.stderr)
+                return 2
+
+        return run
+
+    return wrap
 
 
 def add_lake_argument(parser: argparse.ArgumentParser) -> None:
