@@ -81,7 +81,7 @@ def existing_lake(location: str) -> str:
         raise UsageError(f"--lake {location}: no audit lake there (no object under that prefix)")
     if os.path.exists(location):
         raise UsageError(f"--lake {location} is not a folder")
-    raise UsageError(f"--lake {location}: no audit lake there (run groundwatch audit or demo first, or give --lake)")
+    raise UsageError(f"--lake {location} does not exist: no audit lake there (run groundwatch audit or demo first)")
 
 
 def check_port_free(host: str, port: int) -> None:

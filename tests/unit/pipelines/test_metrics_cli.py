@@ -85,10 +85,7 @@ def test_a_lake_that_is_not_there_is_a_usage_error(tmp_path, capsys):
     """Before, `metrics --lake nolake` said "0 windows computed again" and exited 0."""
     assert groundwatch(["metrics", "--lake", str(tmp_path / "nolake")]) == 2
     err = capsys.readouterr().err
-    assert (
-        err.startswith(f"groundwatch metrics: --lake {tmp_path / 'nolake'}: no audit lake there")
-        and err.count("\n") == 1
-    )
+    assert err.startswith(f"groundwatch metrics: --lake {tmp_path / 'nolake'} does not exist") and err.count("\n") == 1
 
 
 def test_an_empty_lake_has_nothing_to_compute(tmp_path, capsys):

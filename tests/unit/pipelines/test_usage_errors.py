@@ -56,9 +56,9 @@ def test_ui_on_a_busy_port_says_so_before_printing_its_url(busy_port, tmp_path, 
             "unrecognized argument --inptu; did you mean --input? (the following arguments are required: --input)",
         ),
         (["gate", "--inptu", "answers.jsonl"], "unrecognized argument --inptu; did you mean --input?"),
-        (["report", "--lake", "nolake"], "--lake nolake: no audit lake there"),
-        (["compact", "--lake", "nolake"], "--lake nolake: no audit lake there"),
-        (["drift", "--lake", "nolake"], "--lake nolake: no audit lake there"),
+        (["report", "--lake", "nolake"], "--lake nolake does not exist: no audit lake there"),
+        (["compact", "--lake", "nolake"], "--lake nolake does not exist: no audit lake there"),
+        (["drift", "--lake", "nolake"], "--lake nolake does not exist: no audit lake there"),
     ],
 )
 def test_a_usage_error_is_one_line_naming_the_problem(argv, said, capsys, tmp_path, monkeypatch):
