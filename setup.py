@@ -49,6 +49,7 @@ setup(
         "test": [
             "pytest>=8,<10",
             "pytest-timeout>=2.3,<3",
+            "hypothesis>=6.100,<7",  # property tests: hostile messages through the file and Kafka paths
             "ruff>=0.6",
             "mypy>=1.11,<3",
             # the model stage's tests build a tiny ONNX model and a WordPiece tokenizer themselves

@@ -6,7 +6,8 @@ for Beam and `groundwatch --help` is instant. Exit codes: 0 success, 1 a check
 failed (a drift test or an alert fired, when asked to fail on it), 2 bad usage
 or bad input. Arguments a command does not declare pass to Beam if the command runs a pipeline
 (`ACCEPTS_PIPELINE_ARGS`) and Beam knows them as pipeline options; any other is refused, with the closest
-flag named (`--windw-seconds`: did you mean --window-seconds?).
+flag named (`--windw-seconds`: did you mean --window-seconds?). Every usage error is one line naming the
+problem, and exit 2; `groundwatch --version` prints the package's version and each verifier's.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import difflib
 import importlib
 import os
 import sys
 import threading
 import traceback
-from datetime import UTC, datetime
 
-__all__ = ["COMMANDS", "console", "iso_time", "main"]
+__all__ = ["COMMANDS", "console", "main", "version_text"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("pipelines.demo", "run the whole audit on shipped sample traffic and print a summary"),
@@ -42,18 +43,43 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def iso_time(text: str) -> datetime:
-    """An ISO 8601 time given on the command line (`2026-11-29T09:00Z`); one without a zone is UTC."""
+class _ParseFailure(Exception):
+    """argparse's complaint, raised instead of printing the usage and exiting, so it can be said in one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise _ParseFailure(message)
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="Print the version and each verifier's, then exit.")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
+def version_text() -> str:
+    """`groundwatch 0.1.0` and a line per verifier with the version its verdicts carry in the lake."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from transforms.verify.registry import verifier_versions  # only --version pays for the verifiers' imports
+
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        package = version("groundwatch")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        package = "unknown (not installed)"
+    lines = [f"groundwatch {package}"]
+    lines += [f"  verifier {name} {v}" for name, v in verifier_versions().items()]
+    return "\n".join(lines)
 
 
 def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
     """The parser, and the flags of `command` (its parser is the only one with flags)."""
-    parser = argparse.ArgumentParser(prog="groundwatch", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="groundwatch", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     flags: list[str] = []
     for name, (module_name, help_text) in COMMANDS.items():
@@ -64,23 +90,61 @@ def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
     return parser, flags
 
 
+def _own_flag(name: str, flags: list[str]) -> bool:
+    """Whether `name` is one of the command's flags, or an abbreviation of some that argparse accepts."""
+    return name == "--" or any(f.startswith(name) for f in flags if f.startswith("--"))
+
+
+def _misspelled(argv: list[str], flags: list[str]) -> str | None:
+    """`unrecognized argument --inptu; did you mean --input?` for the first flag the command does not know."""
+    own = [f for f in flags if f.startswith("--")]
+    for token in argv:
+        name = token.split("=", 1)[0]
+        if not name.startswith("--") or _own_flag(name, flags):
+            continue
+        close = difflib.get_close_matches(name, own, n=1)
+        return f"unrecognized argument {name}" + (f"; did you mean {close[0]}?" if close else "")
+    return None
+
+
+def _refusal(module, extra: list[str], flags: list[str]) -> str | None:
+    """Why the arguments the command did not declare cannot stand, or None (Beam options of a pipeline)."""
+    if not getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
+        return _misspelled(extra, flags) or f"unrecognized arguments: {' '.join(extra)}"
+    from pipelines.options.flags import refuse_unknown_args  # Beam's options are read only when needed
+
+    return refuse_unknown_args(extra, flags)
+
+
 def main(argv: list[str] | None = None) -> int:
+    from pipelines.options.common import UsageError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    parser, flags = _parser(command if command in COMMANDS else None)
-    args, extra = parser.parse_known_args(argv)
+    known = command if command in COMMANDS else None
+    parser, flags = _parser(known)
+    who = f"groundwatch {known}" if known else "groundwatch"
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except _ParseFailure as e:
+        # A misspelled flag first: argparse would only say that the flag it stands for is missing.
+        module = importlib.import_module(COMMANDS[known][0]) if known else None
+        unknown = [a for a in argv if a.startswith("--") and not _own_flag(a.split("=", 1)[0], flags)]
+        typo = _refusal(module, unknown, flags) if module and unknown else None
+        if command and not known and (close := difflib.get_close_matches(command, COMMANDS, n=1)):
+            typo = f"unknown command {command!r}; did you mean {close[0]}?"
+        print(f"{who}: {typo} ({e})" if typo else f"{who}: {e}", file=sys.stderr)
+        return 2
     module = importlib.import_module(COMMANDS[args.command][0])
     args.extra_args = extra  # Beam runner options pass through to the pipelines that take them
-    if extra and not getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
-        print(f"groundwatch {args.command}: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
+    if extra and (reason := _refusal(module, extra, flags)):
+        print(f"{who}: {reason}", file=sys.stderr)
         return 2
-    if extra:
-        from pipelines.options.flags import refuse_unknown_args
-
-        if reason := refuse_unknown_args(extra, flags):
-            print(f"groundwatch {args.command}: {reason}", file=sys.stderr)
-            return 2
-    return module.main(args)
+    try:
+        return module.main(args)
+    except UsageError as e:
+        print(f"{who}: {e}", file=sys.stderr)
+        return 2
 
 
 def console() -> None:

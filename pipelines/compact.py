@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import duckdb
 
+from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
 from schemas import TABLES, TableSpec
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.reader import (
@@ -176,13 +176,7 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.cli import iso_time
-
-    parser.add_argument(
-        "--lake",
-        default="./groundwatch-lake",
-        help="Audit lake: a folder or a URI (s3://bucket/prefix). Default ./groundwatch-lake.",
-    )
+    add_lake_argument(parser)
     parser.add_argument(
         "--table",
         action="append",
@@ -196,15 +190,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@exits_2_on_usage_error("compact")
 def main(args: argparse.Namespace) -> int:
-    try:
-        found = lakefs.is_dir(lakefs.normalize(args.lake))
-    except (ValueError, OSError) as error:
-        print(f"groundwatch compact: --lake: {error}", file=sys.stderr)
-        return 2
-    if not found:
-        print(f"groundwatch compact: the lake {args.lake} does not exist or is not a folder", file=sys.stderr)
-        return 2
+    existing_lake(args.lake)
     tables = args.table or sorted(name for name, spec in TABLES.items() if spec.partition_local)
     for table in tables:
         if not TABLES[table].partition_local:

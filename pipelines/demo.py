@@ -20,7 +20,7 @@ import sys
 from importlib import resources
 
 from pipelines.audit import run
-from pipelines.options.flags import DEFAULT_LAKE
+from pipelines.options.common import add_lake_argument
 from pipelines.query import QueryError, format_rows, run_query
 from pipelines.runner.counts import AuditCounts
 
@@ -73,7 +73,7 @@ def summarize(lake: str, counts: AuditCounts | None = None) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", default=DEFAULT_LAKE, help="Audit lake folder. Default %(default)s.")
+    add_lake_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:

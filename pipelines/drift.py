@@ -7,7 +7,7 @@
 It reads the lake's `window_metrics`, `responses` and `sentences`, checks every window not checked
 before (see `transforms.monitoring.drift`), and writes what it found back to the lake: one `drift_checks` row
 per check, slice and window, and one `alerts` row per alert episode (rewritten when it clears).
-Alerts also go to the log, to the console and, when Kafka is configured (`--kafka-bootstrap` or
+Alerts also go to the log, to the console and, when Kafka is configured (`--bootstrap-servers` or
 GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic. Each checked window adds one snapshot to the
 Evidently workspace in `<lake>/evidently` (`groundwatch ui` shows it); a lake in object storage keeps its
 workspace under the same prefix, `s3://bucket/lake/evidently/` (`dashboards.workspace_sync`: Evidently works on a
@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pipelines.cli import iso_time
+from pipelines.options.common import (
+    add_deprecated_alias,
+    add_lake_argument,
+    existing_lake,
+    exits_2_on_usage_error,
+    iso_time,
+)
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import write_table
@@ -228,7 +234,7 @@ def log_alerts_to_stderr() -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", required=True, help="Audit lake folder (as written by groundwatch audit/monitor).")
+    add_lake_argument(parser)
     parser.add_argument("--baseline-windows", type=int, default=6, help="Trailing windows in the reference. Default 6.")
     parser.add_argument(
         "--reference-from", type=iso_time, help="Fixed reference period start, ISO 8601 (e.g. 2026-11-29T09:00Z)."
@@ -262,25 +268,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-workspace", action="store_true", help="Do not add snapshots to the Evidently workspace.")
     parser.add_argument(
-        "--kafka-bootstrap",
+        "--bootstrap-servers",
+        dest="kafka_bootstrap",
         default=os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP"),
-        help="Kafka bootstrap servers for the alerts topic. Default $GROUNDWATCH_KAFKA_BOOTSTRAP, else no Kafka.",
+        help="Kafka servers (host:port[,host:port]) for the alerts topic. Default $GROUNDWATCH_KAFKA_BOOTSTRAP, "
+        "else no Kafka.",
     )
+    add_deprecated_alias(parser, "--kafka-bootstrap", "--bootstrap-servers")
     parser.add_argument("--alerts-topic", default=DEFAULT_ALERTS_TOPIC, help=f"Default {DEFAULT_ALERTS_TOPIC}.")
     parser.add_argument("--json", action="store_true", help="Also print the alert changes as JSON lines.")
     parser.add_argument("--fail-on-alert", action="store_true", help="Exit 1 when an alert fired or is still firing.")
 
 
+@exits_2_on_usage_error("drift")
 def main(args: argparse.Namespace) -> int:
     log_alerts_to_stderr()
-    try:
-        found = lakefs.is_dir(args.lake)
-    except (ValueError, OSError) as error:
-        print(f"groundwatch drift: --lake: {error}", file=sys.stderr)
-        return 2
-    if not found:
-        print(f"groundwatch drift: --lake {args.lake!r} is not a folder", file=sys.stderr)
-        return 2
+    existing_lake(args.lake)
     try:
         config = DriftConfig(
             baseline_windows=args.baseline_windows,

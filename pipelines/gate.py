@@ -1,9 +1,14 @@
 """`groundwatch gate`: a release gate for CI over a JSONL file of responses.
 
-    groundwatch gate --input answers.jsonl --max-review-share 0.2 --fail-on-contradicted --fail-on-fabricated \\
-        --min-mean-confidence 0.75 [--baseline last-release.jsonl|LAKE_DIR --max-drop 0.05] \\
-        --junit gate.xml --summary gate.md [--verifier heuristic|model|cascade] [--calibration cal.json] \\
-        [judge and model flags]
+    groundwatch gate --input answers.jsonl                      # the default policy, the checks on stdout
+    groundwatch gate --input answers.jsonl [--max-review-share 0.2] [--min-mean-confidence 0.75] \\
+        [--no-fail-on-contradicted] [--no-fail-on-fabricated] [--no-fail-on-high-risk-citations] \\
+        [--baseline last-release.jsonl|LAKE_DIR --max-drop 0.05] [--junit gate.xml] [--summary gate.md] \\
+        [--verifier heuristic|model|cascade] [--calibration cal.json] [judge and model flags]
+
+The default policy (`DEFAULT_POLICY`): the gate fails on any contradicted sentence, any fabricated citation
+and any failed citation in high-risk traffic; each has a `--no-...` flag to loosen it, and the threshold
+flags tighten it.
 
 Every line is audited in process by the same stage function as the audit pipeline
 (`transforms.audit.stages.audit_response` through `pipelines.runner.inline`): no runner and no lake are
@@ -14,7 +19,7 @@ in object storage (`s3://bucket/lake`);
 `--max-drop` is the largest allowed fall of the mean faithfulness score (the supported share of each
 answer) below it.
 
-Prints the checks as a table, writes the JUnit XML and the Markdown summary. Exit codes: 0 every check
+Prints the checks as a table; writes the JUnit XML and the Markdown summary when asked to. Exit codes: 0 every check
 passed, 1 a threshold was breached (or a line could not be audited), 2 bad usage.
 """
 
@@ -41,7 +46,13 @@ from transforms.io.lake import filesystem as lakefs
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
 
-__all__ = ["add_arguments", "audit_file", "lake_figures", "main"]
+__all__ = ["DEFAULT_POLICY", "add_arguments", "audit_file", "lake_figures", "main"]
+
+DEFAULT_POLICY = (
+    "Default policy: fail on any contradicted sentence, any fabricated citation (a source id not in the evidence) "
+    "and any failed citation in high-risk traffic; --no-fail-on-... loosens each, the threshold flags tighten it. "
+    "Exit 0 passed, 1 a check failed, 2 bad usage."
+)
 
 
 def _fraction(text: str) -> float:
@@ -52,6 +63,7 @@ def _fraction(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = DEFAULT_POLICY
     parser.add_argument("--input", required=True, help="JSONL file of logged responses (one JSON object per line).")
     parser.add_argument(
         "--baseline",
@@ -59,12 +71,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="A JSONL file, or an audit lake (a folder or a URI, s3://bucket/lake), to compare with.",
     )
     parser.add_argument("--max-review-share", type=_fraction, help="Fail above this share needing review, in [0, 1].")
-    parser.add_argument("--fail-on-contradicted", action="store_true", help="Fail if any sentence is contradicted.")
-    parser.add_argument("--fail-on-fabricated", action="store_true", help="Fail if any citation names no passage.")
+    on = argparse.BooleanOptionalAction
+    parser.add_argument(
+        "--fail-on-contradicted", action=on, default=True, help="Fail if any sentence is contradicted. Default on."
+    )
+    parser.add_argument(
+        "--fail-on-fabricated", action=on, default=True, help="Fail if any citation names no passage. Default on."
+    )
+    parser.add_argument(
+        "--fail-on-high-risk-citations",
+        action=on,
+        default=True,
+        help="Fail if any citation of a high-risk response fails its audit. Default on.",
+    )
     parser.add_argument("--min-mean-confidence", type=_fraction, help="Fail below this mean sentence confidence.")
     parser.add_argument("--max-drop", type=_fraction, help="Fail if mean faithfulness drops more than this.")
-    parser.add_argument("--junit", required=True, metavar="OUT.xml", help="Write the JUnit XML report here.")
-    parser.add_argument("--summary", required=True, metavar="OUT.md", help="Write the Markdown summary here.")
+    parser.add_argument("--junit", metavar="OUT.xml", help="Also write the JUnit XML report here. Optional.")
+    parser.add_argument("--summary", metavar="OUT.md", help="Also write the Markdown summary here. Optional.")
     parser.add_argument("--verifier", default="heuristic", help=f"One of: {', '.join(available_verifiers())}.")
     parser.add_argument(
         "--confidence-threshold",
@@ -137,6 +160,8 @@ def _check_usage(args: argparse.Namespace) -> None:
     elif args.baseline and not os.path.exists(args.baseline):
         raise ValueError(f"--baseline {args.baseline!r} does not exist")
     for flag in ("junit", "summary"):
+        if getattr(args, flag) is None:
+            continue
         folder = os.path.dirname(os.path.abspath(getattr(args, flag)))
         if not os.path.isdir(folder):
             raise ValueError(f"--{flag}: folder {folder!r} does not exist")
@@ -168,6 +193,7 @@ def main(args: argparse.Namespace) -> int:
         max_review_share=args.max_review_share,
         fail_on_contradicted=args.fail_on_contradicted,
         fail_on_fabricated=args.fail_on_fabricated,
+        fail_on_high_risk_citations=args.fail_on_high_risk_citations,
         min_mean_confidence=args.min_mean_confidence,
         max_drop=args.max_drop,
     )
@@ -176,11 +202,14 @@ def main(args: argparse.Namespace) -> int:
     title = f"`{args.input}`: {figures.audited} responses, verifier {args.verifier}" + (
         f", baseline `{args.baseline}`" if args.baseline else ""
     )
-    write_junit(args.junit, outcomes, checks, source=args.input)
-    write_markdown(args.summary, figures, checks, outcomes, title=title)
+    if args.junit:
+        write_junit(args.junit, outcomes, checks, source=args.input)
+    if args.summary:
+        write_markdown(args.summary, figures, checks, outcomes, title=title)
     print(format_table(checks))
     if figures.decided_by:
         print(decided_by_line(figures.decided_by))
+    outputs = [f"{name} {path}" for name, path in (("JUnit", args.junit), ("summary", args.summary)) if path]
     verdict = "passed" if passed else "FAILED"
-    print(f"gate {verdict}: {title.replace('`', '')}; JUnit {args.junit}, summary {args.summary}")
+    print(f"gate {verdict}: {title.replace('`', '')}" + (f"; {', '.join(outputs)}" if outputs else ""))
     return 0 if passed else 1

@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 
 from dashboards.views import connect_lake
-from pipelines.cli import iso_time
+from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 
@@ -124,16 +124,19 @@ def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[date
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    add_lake_argument(parser)
     parser.add_argument("--since", type=iso_time, help="Only windows starting at or after this time (ISO 8601).")
     parser.add_argument("--until", type=iso_time, help="Only windows starting before this time (ISO 8601).")
 
 
+@exits_2_on_usage_error("metrics")
 def main(args: argparse.Namespace) -> int:
     bounds = [("window_start >= ?", args.since), ("window_start < ?", args.until)]
     where = " AND ".join(sql for sql, value in bounds if value is not None) or "true"
     try:
-        windows = recompute_window_metrics(args.lake, where, [value for _, value in bounds if value is not None])
+        windows = recompute_window_metrics(
+            existing_lake(args.lake), where, [value for _, value in bounds if value is not None]
+        )
     except duckdb.Error as e:
         print(f"groundwatch metrics: {e}", file=sys.stderr)
         return 2

@@ -34,7 +34,7 @@ from pipelines.options.monitor import (
     connection_from_options,
 )
 from pipelines.traffic.synthetic import generate_responses, malformed_lines
-from transforms.ingest.parse import ParseError, parse_message
+from transforms.ingest.parse import ParseError, parse_message, response_id_of
 from transforms.io.kafka.client import producer as kafka_producer
 
 __all__ = ["add_arguments", "generated_messages", "main", "malformed_messages", "produce_messages"]
@@ -77,11 +77,8 @@ def _file_messages(path: str) -> Iterator[bytes]:
 
 
 def _key_of(raw: bytes) -> bytes | None:
-    try:
-        response_id = json.loads(raw).get("response_id")
-    except (ValueError, AttributeError, UnicodeDecodeError, RecursionError):  # sent as is, unkeyed
-        return None
-    return str(response_id).encode() if isinstance(response_id, str) else None
+    response_id = response_id_of(raw)  # None (sent as is, unkeyed) also for an id UTF-8 cannot encode
+    return response_id.encode("utf-8") if response_id is not None else None
 
 
 def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rate: float | None = None) -> int:

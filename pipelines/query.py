@@ -28,6 +28,7 @@ import duckdb
 
 from dashboards.readonly import LakeNotFound, Refused, Unreadable, check_read_only, open_readonly
 from dashboards.views import VIEWS, views_named
+from pipelines.options.common import UsageError, add_lake_argument, exits_2_on_usage_error
 
 __all__ = ["add_arguments", "format_rows", "main", "run_query"]
 
@@ -142,21 +143,33 @@ def format_rows(columns: list[str], rows: list[tuple], fmt: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sql", nargs="?", help="The SQL to run (or use --file).")
     parser.add_argument("--file", help="Read the SQL from this file instead.")
-    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    add_lake_argument(parser)
     parser.add_argument(
         "--format", choices=("table", "csv", "json"), default="table", help="Output format. Default table."
     )
 
 
-def main(args: argparse.Namespace) -> int:
-    if bool(args.sql) == bool(args.file):
-        print("groundwatch query: give the SQL either as an argument or with --file, not both", file=sys.stderr)
-        return 2
+def _sql_of(args: argparse.Namespace) -> str:
+    """The SQL given as the argument or in `--file`; UsageError (exit 2) naming what is wrong."""
+    if args.sql and args.file:
+        raise UsageError("give the SQL as an argument or with --file, not both")
+    if not args.file:
+        if not (args.sql or "").strip():
+            raise UsageError('no SQL: give it as an argument (groundwatch query "SELECT ...") or with --file FILE')
+        return args.sql
     try:
-        sql = args.sql
-        if args.file:
-            with open(args.file, encoding="utf-8") as f:
-                sql = f.read()
+        with open(args.file, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise UsageError(f"--file {args.file}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--file {args.file}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+
+
+@exits_2_on_usage_error("query")
+def main(args: argparse.Namespace) -> int:
+    sql = _sql_of(args)
+    try:
         columns, rows = run_query(args.lake, sql)
     except Refused as e:
         print(f"groundwatch query: refused: {e}", file=sys.stderr)

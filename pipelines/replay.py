@@ -29,7 +29,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
-from pipelines.cli import iso_time
+from pipelines.options.common import add_lake_argument, existing_lake, iso_time
 from pipelines.options.judge import judge_verifier_config
 from pipelines.options.model import add_stage_arguments, model_stage_of, model_verifier_config
 
@@ -46,7 +46,7 @@ ORDER BY called_at, response_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", default="./groundwatch-lake", help="Audit lake folder. Default ./groundwatch-lake.")
+    add_lake_argument(parser)
     parser.add_argument(
         "--status", default="judge_validation_failed", choices=_STATUSES, help="Which failures to replay."
     )
@@ -177,6 +177,7 @@ def main(args: argparse.Namespace) -> int:
     from transforms.verify.judge.verifier import judge_config_from
 
     try:
+        existing_lake(args.lake)
         since = args.since
         if args.limit is not None and args.limit < 1:
             raise ValueError(f"--limit must be a positive integer, got {args.limit}")

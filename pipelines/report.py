@@ -15,14 +15,13 @@ import argparse
 import sys
 
 from dashboards.report import build_report
-from pipelines.cli import iso_time
-from transforms.io.lake import filesystem as lakefs
+from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
 
 __all__ = ["add_arguments", "main"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", required=True, help="Audit lake folder.")
+    add_lake_argument(parser)
     parser.add_argument(
         "--from", dest="start", type=iso_time, help="Period start, ISO 8601 (default: the first window)."
     )
@@ -32,15 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@exits_2_on_usage_error("report")
 def main(args: argparse.Namespace) -> int:
-    try:
-        found = lakefs.is_dir(args.lake)
-    except (ValueError, OSError) as error:
-        print(f"groundwatch report: --lake: {error}", file=sys.stderr)
-        return 2
-    if not found:
-        print(f"groundwatch report: --lake {args.lake!r} is not a folder", file=sys.stderr)
-        return 2
+    existing_lake(args.lake)
     if args.start and args.end and args.start >= args.end:
         print("groundwatch report: --from must be before --to", file=sys.stderr)
         return 2

@@ -3,7 +3,7 @@
     groundwatch serve [--host 127.0.0.1] [--port 8321] [--workers 1] [--verifier heuristic] \\
         [--confidence-threshold 0.7] [--judge-timeout-per-request 10] [--judge-base-url URL --judge-model M ...] \\
         [--model-path DIR ...] [--calibration cal.json] \\
-        [--publish-jsonl verified.jsonl | --publish-kafka-topic rag.responses --kafka-bootstrap-servers H:P]
+        [--publish-jsonl verified.jsonl | --publish-kafka-topic rag.responses --bootstrap-servers H:P]
     curl -s localhost:8321/v1/verify -H 'content-type: application/json' -d @response.json
 
 `POST /v1/verify` audits one logged response (the input contract) and returns the sentence report, the
@@ -20,6 +20,7 @@ import os
 import sys
 
 from pipelines.options.audit import add_calibration_argument, load_calibration
+from pipelines.options.common import add_deprecated_alias, check_port_free
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
@@ -50,9 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--publish-jsonl", metavar="FILE", help="Append every verified response to this JSONL file.")
     parser.add_argument("--publish-kafka-topic", metavar="TOPIC", help="Send every verified response to this topic.")
     parser.add_argument(
-        "--kafka-bootstrap-servers",
-        help="Kafka servers for --publish-kafka-topic (or GROUNDWATCH_KAFKA_BOOTSTRAP).",
+        "--bootstrap-servers",
+        dest="kafka_bootstrap_servers",
+        help="Kafka servers (host:port[,host:port]) for --publish-kafka-topic. Default $GROUNDWATCH_KAFKA_BOOTSTRAP.",
     )
+    add_deprecated_alias(parser, "--kafka-bootstrap-servers", "--bootstrap-servers")
     parser.add_argument(
         "--require-api-key", action="store_true", help="Refuse to start unless GROUNDWATCH_SERVE_API_KEY is set."
     )
@@ -78,7 +81,7 @@ def config_from(args: argparse.Namespace):
     if args.publish_jsonl and args.publish_kafka_topic:
         raise ValueError("give --publish-jsonl or --publish-kafka-topic, not both")
     if args.publish_kafka_topic and not (args.kafka_bootstrap_servers or os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP")):
-        raise ValueError("--publish-kafka-topic needs --kafka-bootstrap-servers (or GROUNDWATCH_KAFKA_BOOTSTRAP)")
+        raise ValueError("--publish-kafka-topic needs --bootstrap-servers (or GROUNDWATCH_KAFKA_BOOTSTRAP)")
     calibration = None
     if getattr(args, "calibration", None):
         load_calibration(args)  # ValueError naming the flag, before any worker starts
@@ -96,8 +99,6 @@ def config_from(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from pipelines.serving.app import API_KEY_ENV, CONFIG_ENV, create_app
 
     try:
@@ -105,6 +106,7 @@ def main(args: argparse.Namespace) -> int:
         if args.require_api_key and not os.environ.get(API_KEY_ENV):
             raise ValueError(f"--require-api-key: set {API_KEY_ENV}")
         create_app(config)  # builds the verifier once here, so a bad judge setting is exit 2, not a dead worker
+        check_port_free(args.host, args.port)  # before the URL is printed as if the service had started
     except ValueError as e:
         print(f"groundwatch serve: {e}", file=sys.stderr)
         return 2
@@ -116,6 +118,17 @@ def main(args: argparse.Namespace) -> int:
         f"http://{args.host}:{args.port}/openapi.json",
         file=sys.stderr,
     )
+    try:
+        _run_uvicorn(args)
+    except SystemExit as e:  # uvicorn's exit 3: the socket was taken between the check and the bind
+        print(f"groundwatch serve: could not start on {args.host}:{args.port} (exit {e.code})", file=sys.stderr)
+        return 2 if e.code == 3 else 1
+    return 0
+
+
+def _run_uvicorn(args: argparse.Namespace) -> None:
+    import uvicorn
+
     uvicorn.run(
         "pipelines.serving.app:create_app",
         factory=True,
@@ -126,4 +139,3 @@ def main(args: argparse.Namespace) -> int:
         log_level="info",
         server_header=False,
     )
-    return 0

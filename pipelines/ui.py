@@ -20,11 +20,11 @@ import subprocess
 import sys
 
 from dashboards.workspace import workspace_path
+from pipelines.options.common import DEFAULT_LAKE, add_lake_argument, check_port_free, exits_2_on_usage_error
 from transforms.io.lake import filesystem as lakefs
 
 __all__ = ["DEFAULT_LAKE", "DEFAULT_PORT", "add_arguments", "main", "ui_command", "ui_environment"]
 
-DEFAULT_LAKE = "groundwatch-lake"
 DEFAULT_PORT = 8000
 
 
@@ -42,13 +42,13 @@ def ui_environment() -> dict[str, str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--lake", default=DEFAULT_LAKE, help=f"Audit lake: a folder or a URI (s3://bucket/lake). Default {DEFAULT_LAKE}"
-    )
+    add_lake_argument(parser)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"Port on 127.0.0.1. Default {DEFAULT_PORT}.")
 
 
+@exits_2_on_usage_error("ui")
 def main(args: argparse.Namespace) -> int:
+    check_port_free("127.0.0.1", args.port)  # before the URL is printed as if the server had started
     with contextlib.ExitStack() as stack:
         if lakefs.is_remote(args.lake):
             from dashboards.workspace_sync import local_copy
@@ -69,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
             )
             return 2
         print(f"groundwatch ui: http://127.0.0.1:{args.port}  (workspace {shown}; Ctrl-C stops)")
-        return _serve(ui_command(args.lake, args.port, workspace=folder))
+        # The server's own status (a crash, a signal) is a failure, 1: exit codes mean 0, 1 or 2 only.
+        return 0 if _serve(ui_command(args.lake, args.port, workspace=folder)) == 0 else 1
 
 
 def _serve(command: list[str]) -> int:

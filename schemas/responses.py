@@ -60,6 +60,8 @@ from schemas.base import Confidence, NonEmptyStr
 
 __all__ = [
     "CURRENT_SCHEMA_VERSION",
+    "EARLIEST_EVENT_TIME",
+    "LATEST_EVENT_TIME",
     "MAX_ANSWER_CHARS",
     "TIMESTAMP_WITHOUT_ZONE",
     "ConfidenceLabel",
@@ -77,6 +79,10 @@ CURRENT_SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = frozenset({1})
 MAX_ANSWER_CHARS = 200_000
 """Answers longer than this are rejected: no real RAG answer is that long, and one would stall a worker."""
+
+EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
+"""Event times outside [1970, 2200) are rejected: they are corrupt, and windows near datetime's limits overflow."""
 
 TIMESTAMP_WITHOUT_ZONE = "timestamp_without_zone"
 """The pydantic error type (and dead-letter reason) of a timestamp that names no time zone."""

@@ -15,6 +15,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.options.common import LAKE_WHAT
 from pipelines.options.flags import DEFAULT_LAKE, Flag, add_flags, add_pipeline_options
 from pipelines.options.judge import add_judge_pipeline_options
 from pipelines.options.model import add_model_pipeline_options, validate_model_options
@@ -44,7 +45,7 @@ AUDIT_FLAGS: list[Flag] = [
         "JSONL file or glob of logged responses, one JSON object per line (.gz and other compressions by extension).",
         required=True,
     ),
-    Flag("lake", "Audit lake folder; Parquet files go under <lake>/<table>/date=/hour=/.", cli_default=DEFAULT_LAKE),
+    Flag("lake", f"{LAKE_WHAT} Parquet files go under <lake>/<table>/date=/hour=/.", cli_default=DEFAULT_LAKE),
     Flag(
         "sample-rate",
         "Fraction in [0, 1] of responses audited, by a hash of response_id; high risk always.",

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipelines.options import common
+
 __all__ = [
     "DEFAULT_LAKE",
     "Flag",
@@ -31,8 +33,8 @@ __all__ = [
     "with_cli_defaults",
 ]
 
-DEFAULT_LAKE = "./groundwatch-lake"
-"""The audit lake folder of a command run without `--lake`."""
+DEFAULT_LAKE = common.DEFAULT_LAKE
+"""The audit lake folder of a command run without `--lake` (`pipelines.options.common`)."""
 
 _SAME = object()
 
@@ -79,6 +81,8 @@ def _help(flag: Flag, default: Any) -> str:
     text = flag.help.replace("%", "%%")
     if flag.switch:
         return text
+    if default == "":  # an empty string means "none"; argparse would print "Default ."
+        return f"{text} Default none."
     if default is not None:
         return f"{text} Default %(default)s."
     if flag.shown is not None:

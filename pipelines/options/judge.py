@@ -77,7 +77,7 @@ _FLAGS: list[tuple[Flag, str]] = [
     (
         Flag(
             "judge-retries",
-            "Beam retries of a call after 429/5xx/timeout.",
+            "Retries of a judge call after 429/5xx/timeout, with exponential backoff.",
             int,
             shown=_config_default("num_retries"),
         ),

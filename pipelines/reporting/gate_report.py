@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from schemas import AttributionVerdict, AuditedResponse
+from schemas import AttributionVerdict, AuditedResponse, OverallVerdict, RiskLevel, SentenceVerdict
 
 __all__ = [
     "Check",
@@ -23,6 +23,7 @@ __all__ = [
     "GateLimits",
     "LineOutcome",
     "decided_by_line",
+    "finding_details",
     "format_table",
     "gate_checks",
     "gate_figures",
@@ -55,6 +56,8 @@ class GateFigures:
     needs_review: int = 0
     contradicted_responses: int = 0
     fabricated_responses: int = 0
+    high_risk_citation_failures: int = 0
+    """High-risk responses with at least one citation whose verdict is FAIL."""
     sentences: int = 0
     mean_confidence: float | None = None
     mean_faithfulness: float | None = None
@@ -69,11 +72,12 @@ class GateFigures:
 
 @dataclass
 class GateLimits:
-    """The thresholds asked for; None (or False) leaves a check out."""
+    """The thresholds asked for; None (or False) leaves a check out. The defaults are the default policy."""
 
     max_review_share: float | None = None
-    fail_on_contradicted: bool = False
-    fail_on_fabricated: bool = False
+    fail_on_contradicted: bool = True
+    fail_on_fabricated: bool = True
+    fail_on_high_risk_citations: bool = True
     min_mean_confidence: float | None = None
     max_drop: float | None = None
 
@@ -97,6 +101,12 @@ def _fabricated(a: AuditedResponse) -> bool:
     return a.citations is not None and bool(a.citations.summary.critical_failures)
 
 
+def _high_risk_citation_failed(a: AuditedResponse) -> bool:
+    if a.citations is None or a.parsed.response.metadata.risk_level is not RiskLevel.high:
+        return False
+    return any(c.overall_verdict is OverallVerdict.FAIL for c in a.citations.audit_results)
+
+
 def gate_figures(outcomes: list[LineOutcome]) -> GateFigures:
     """The figures of a gate run (or of a baseline file audited the same way)."""
     figures = GateFigures()
@@ -111,6 +121,7 @@ def gate_figures(outcomes: list[LineOutcome]) -> GateFigures:
         figures.needs_review += bool(a.review and a.review.needs_review)
         figures.contradicted_responses += _contradicted(a)
         figures.fabricated_responses += _fabricated(a)
+        figures.high_risk_citation_failures += _high_risk_citation_failed(a)
         confidences.extend(s.confidence for s in a.report.sentences)
         faithfulness.append(a.report.overall_faithfulness_score)
         for stage in a.decided_by:
@@ -146,6 +157,9 @@ def gate_checks(figures: GateFigures, limits: GateLimits, baseline: GateFigures 
     if limits.fail_on_fabricated:
         n = figures.fabricated_responses
         checks.append(Check("responses with a fabricated citation", str(n), "0", n == 0))
+    if limits.fail_on_high_risk_citations:
+        n = figures.high_risk_citation_failures
+        checks.append(Check("high-risk responses with a failed citation", str(n), "0", n == 0))
     if limits.min_mean_confidence is not None:
         mean = figures.mean_confidence
         ok = mean is not None and mean >= limits.min_mean_confidence
@@ -170,6 +184,47 @@ def format_table(checks: list[Check]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
+def _quote(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return f'"{text[:limit]}..."' if len(text) > limit else f'"{text}"'
+
+
+def _evidence(ids: list[str], excerpts: list[str]) -> str:
+    if not excerpts:
+        return f"evidence {', '.join(dict.fromkeys(ids)) or 'none'}"
+    # Excerpts run parallel to ids; a verifier may list fewer ids than excerpts, so name what is there.
+    named = [f"evidence {ids[i] if i < len(ids) else '?'} {_quote(x)}" for i, x in enumerate(excerpts)]
+    return "; ".join(named)
+
+
+def _sentence_detail(s: SentenceVerdict) -> str | None:
+    text = _quote(s.sentence_text)
+    if s.attribution_verdict is AttributionVerdict.contradicted:
+        where = _evidence(s.contradicting_evidence_ids, s.contradicting_evidence_excerpts)
+        return f"sentence {s.sentence_index} {text} contradicted by {where}"
+    if s.attribution_verdict is AttributionVerdict.ungrounded:
+        return f"sentence {s.sentence_index} {text} ungrounded: no passage of the evidence supports it"
+    return None
+
+
+def finding_details(a: AuditedResponse) -> list[str]:
+    """What a reader of a CI page needs: each contradicted or ungrounded sentence and each failed citation,
+    with the sentence's text and the evidence excerpt it was checked against."""
+    details = [d for s in a.report.sentences if s.is_claim and (d := _sentence_detail(s))]
+    if a.citations is None:
+        return details
+    texts = {s.sentence_index: s.sentence_text for s in a.report.sentences}
+    for c in a.citations.audit_results:
+        if c.overall_verdict is not OverallVerdict.FAIL:
+            continue
+        said = texts.get(c.sentence_index) if c.sentence_index is not None else c.claim_summary
+        source = f"source {c.doc_id} {_quote(c.source_text_excerpt)}" if c.source_text_excerpt else "no source passage"
+        claim = f" in {_quote(said)}" if said else ""
+        why = " ".join(c.auditor_notes.split())[:200] or c.verification_status.value
+        details.append(f"citation {c.citation_id}{claim} failed ({why}): {source}")
+    return details
+
+
 def _reasons(a: AuditedResponse) -> list[str]:
     return list(a.review.reasons) if a.review else []
 
@@ -189,8 +244,10 @@ def write_junit(path: str, outcomes: list[LineOutcome], checks: list[Check], *, 
         elif o.audited.review and o.audited.review.needs_review:
             failures += 1
             reasons = _reasons(o.audited)
-            failure = ET.SubElement(case, "failure", type="needs_review", message=reasons[0] if reasons else "")
-            failure.text = "\n".join(reasons)
+            details = finding_details(o.audited)
+            message = details[0] if details else (reasons[0] if reasons else "")
+            failure = ET.SubElement(case, "failure", type="needs_review", message=message)
+            failure.text = "\n".join([*details, *(["review reasons:"] if details else []), *reasons])
     responses.set("tests", str(len(outcomes)))
     responses.set("failures", str(failures))
     responses.set("errors", str(errors))

@@ -16,7 +16,7 @@ Dataflow, whatever the runner's support for state and timers.
 
 Each run writes `drift_checks`, `alerts` and `incidents` rows to the lake, logs each alert and incident change
 (`groundwatch.drift`), and publishes them to the alerts topic (`pipelines.drift.send_alerts_to_kafka`, as
-`groundwatch drift --kafka-bootstrap` does). A failing run is logged and counted, and the stream goes on: the
+`groundwatch drift --bootstrap-servers` does). A failing run is logged and counted, and the stream goes on: the
 next run checks the same windows again, since a window counts as checked only once its rows are in the lake.
 """
 

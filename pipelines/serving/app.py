@@ -50,7 +50,13 @@ API_KEY_ENV = "GROUNDWATCH_SERVE_API_KEY"
 CONFIG_ENV = "GROUNDWATCH_SERVE_CONFIG"
 """How `groundwatch serve` hands its configuration (JSON, no secrets) to uvicorn's worker processes."""
 
-_CLIENT_ERRORS = {"malformed_json": 400, "not_utf8": 400, "not_bytes": 400, "message_too_large": 413}
+_CLIENT_ERRORS = {
+    "malformed_json": 400,
+    "not_utf8": 400,
+    "invalid_unicode": 400,
+    "not_bytes": 400,
+    "message_too_large": 413,
+}
 """HTTP status of the parser's reason codes; every other reason is a contract violation (422)."""
 
 

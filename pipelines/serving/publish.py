@@ -92,6 +92,6 @@ def make_publisher(
     if kafka_topic:
         bootstrap = kafka_bootstrap or os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP")
         if not bootstrap:
-            raise ValueError("--publish-kafka-topic needs --kafka-bootstrap-servers (or GROUNDWATCH_KAFKA_BOOTSTRAP)")
+            raise ValueError("--publish-kafka-topic needs --bootstrap-servers (or GROUNDWATCH_KAFKA_BOOTSTRAP)")
         return KafkaPublisher({"bootstrap_servers": bootstrap}, kafka_topic)
     return None

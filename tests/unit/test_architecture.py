@@ -17,6 +17,9 @@ The layers, lowest first (an import may go down or stay level, never up):
   and its filesystem layer for a lake in object storage) and `transforms.monitoring`; never `pipelines`;
 - `pipelines` may import all of them.
 
+Commands are leaves: nothing imports the dispatcher `pipelines.cli`, and nothing but it imports a command
+module (`COMMANDS`), apart from the imports listed in `STILL_IMPORTED_AS_LIBRARIES`, which may only shrink.
+
 Besides: no cycle between two modules, nor between two subpackages of `transforms` (`transforms.io` and
 `transforms.monitoring` may not lean on each other, even through different modules); and an import from
 another package (another top-level package, or another subpackage of `transforms`) names only what the
@@ -29,6 +32,8 @@ import ast
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from pipelines.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("schemas", "transforms", "dashboards", "pipelines")
@@ -238,3 +243,50 @@ def test_imports_from_another_package_name_only_what_it_declares_public():
             if i.name.startswith("_") or (public is not None and i.name not in public):
                 broken.append(f"{i.importer} imports {i.target}.{i.name} ({i.where()}), not in its __all__")
     assert not broken, "imports of another package's internals:\n" + "\n".join(broken)
+
+
+COMMAND_MODULES = frozenset(module for module, _ in COMMANDS.values())
+"""The modules the dispatcher (`pipelines.cli`) runs as commands: leaves, which nothing else imports."""
+
+STILL_IMPORTED_AS_LIBRARIES = frozenset(
+    {
+        ("pipelines.audit", "pipelines.demo"),
+        ("pipelines.audit", "pipelines.monitor"),
+        ("pipelines.audit", "pipelines.reporting.drift_demo"),
+        ("pipelines.audit", "pipelines.runner.inline"),
+        ("pipelines.audit", "pipelines.traffic.scenarios"),
+        ("pipelines.drift", "pipelines.monitor"),
+        ("pipelines.drift", "pipelines.reporting.drift_demo"),
+        ("pipelines.drift", "pipelines.runner.drift_stage"),
+        ("pipelines.metrics", "pipelines.audit"),
+        ("pipelines.metrics", "pipelines.runner.catch_up"),
+        ("pipelines.metrics", "pipelines.runner.passes"),
+        ("pipelines.query", "pipelines.demo"),
+    }
+)
+"""(command module, importer) pairs that remain from before the rule: shared code still to move into library
+modules (the pipeline builder and audit steps, `run_drift`, the recomputation of window metrics). The list
+may only shrink: a new import of a command module fails the test below."""
+
+
+def test_nothing_but_the_dispatcher_imports_a_command_module():
+    found = {
+        (i.target, i.importer): i
+        for imports in _graph().values()
+        for i in imports
+        if i.target in COMMAND_MODULES and i.importer != "pipelines.cli" and _unit(i.importer) != i.target
+    }
+    new = [f"{target} imported by {importer} ({i.where()})" for (target, importer), i in sorted(found.items())]
+    new = [line for line, key in zip(new, sorted(found), strict=True) if key not in STILL_IMPORTED_AS_LIBRARIES]
+    assert not new, "command modules are leaves; move what they share into a library module:\n" + "\n".join(new)
+    gone = STILL_IMPORTED_AS_LIBRARIES - set(found)
+    assert not gone, f"moved, so take them off STILL_IMPORTED_AS_LIBRARIES: {sorted(gone)}"
+
+
+def test_nothing_imports_the_dispatcher():
+    """The commands' shared helpers (`iso_time`, the lake flag, `UsageError`) live in `pipelines.options.common`,
+    not in `pipelines.cli`, which imports every command."""
+    found = [
+        f"{i.importer} ({i.where()})" for imports in _graph().values() for i in imports if i.target == "pipelines.cli"
+    ]
+    assert not found, "imports of the dispatcher pipelines.cli:\n" + "\n".join(found)

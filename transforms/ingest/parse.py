@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import apache_beam as beam
@@ -34,11 +35,12 @@ from pydantic import ValidationError
 from schemas import MAX_ANSWER_CHARS, DeadLetterRow, LoggedResponse, Origin, ParsedResponse
 from schemas.base import utc_now
 from schemas.records import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE
-from schemas.responses import TIMESTAMP_WITHOUT_ZONE
+from schemas.responses import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME, TIMESTAMP_WITHOUT_ZONE
 
 __all__ = [
     "DEAD_LETTERS",
     "DEAD_LETTER_NAMESPACE",
+    "INVALID_UNICODE",
     "KEPT_OVERSIZED_BYTES",
     "MAX_MESSAGE_BYTES",
     "METRICS_NAMESPACE",
@@ -74,9 +76,12 @@ kept in the `extra` column of `responses`, and counted so a producer's new field
 
 _BOM = b"\xef\xbb\xbf"
 
-EARLIEST_EVENT_TIME = datetime(1970, 1, 1, tzinfo=UTC)
-LATEST_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
-"""Event times outside [1970, 2200) are rejected: they are corrupt, and windows near datetime's limits overflow."""
+INVALID_UNICODE = "invalid_unicode"
+"""The dead-letter reason of a message whose JSON escapes a lone surrogate (`"\\ud800"`): valid JSON, but a
+string that cannot be encoded as UTF-8, which Beam's coders do whenever an element crosses the runner."""
+
+# An escaped UTF-16 surrogate, the only way a decoded UTF-8 text can yield a string UTF-8 cannot encode again.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 _MAX_ERRORS_SHOWN = 3
 _MAX_MESSAGE_CHARS = 160
@@ -106,6 +111,8 @@ def summarize_validation_error(error: ValidationError) -> ParseError:
             "unknown_schema_version", _short(by_field[("schema_version",)]["msg"].removeprefix("Value error, "))
         )
     first = errors[0]
+    if first["type"] == "json_invalid" and "surrogate" in first["msg"]:
+        return ParseError(INVALID_UNICODE, _short(f"a string cannot be encoded as UTF-8: {first['msg']}"))
     if first["type"] == "json_invalid":
         return ParseError("malformed_json", _short(first["msg"]))
     if first["type"] == "model_type" and not first["loc"]:
@@ -154,13 +161,18 @@ def parse_message(raw: bytes, *, count: bool = True) -> LoggedResponse:
     try:
         response = LoggedResponse.model_validate_json(text)
     except ValidationError as e:
-        raise summarize_validation_error(e) from None
+        error = summarize_validation_error(e)
+        if error.reason == "malformed_json" and _SURROGATE_ESCAPE.search(raw):
+            _refuse_unencodable(text)  # the contract's reader refuses a lone surrogate as bad JSON: name it
+        raise error from None
     except RecursionError:
         raise ParseError(
             "malformed_json", "JSON nested too deeply to read (arrays or objects within each other)"
         ) from None
     except Exception as e:  # a validator that fails in an unforeseen way must not stop the run
         raise ParseError("invalid_message", _short(f"{type(e).__name__}: {e}")) from None
+    if _SURROGATE_ESCAPE.search(raw):
+        _refuse_unencodable(text)
     if not EARLIEST_EVENT_TIME <= response.timestamp < LATEST_EVENT_TIME:
         raise ParseError(
             "timestamp_out_of_range",
@@ -170,6 +182,36 @@ def parse_message(raw: bytes, *, count: bool = True) -> LoggedResponse:
     if count and response.unknown_fields():
         Metrics.counter(METRICS_NAMESPACE, UNKNOWN_FIELDS_COUNTER).inc()
     return response
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _refuse_unencodable(text: str) -> None:
+    """A `ParseError` (`invalid_unicode`) if any key or string of the JSON `text` cannot be encoded as UTF-8.
+
+    Python's JSON reader accepts such escapes. The contract's reader (pydantic's) refuses them as malformed
+    JSON today: then this names the reason. Should it ever accept them, this still refuses the message,
+    because such a string would fail later between two stages, where no stage can dead-letter it. Only a
+    message escaping a surrogate gets here (`_SURROGATE_ESCAPE`), so the second read is rare."""
+    try:
+        stack = [json.loads(text)]
+    except (ValueError, RecursionError):
+        return  # the contract's reader accepted it; Python's cannot walk it, and it holds no escape Python decoded
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str) and _unencodable(value):
+            raise ParseError(INVALID_UNICODE, "a string holds a lone surrogate escape and cannot be encoded as UTF-8")
 
 
 def dead_letter_row(raw: bytes, origin: Origin, *, stage: str, error: str, received_at: datetime) -> DeadLetterRow:
@@ -228,7 +270,8 @@ def response_id_of(raw: bytes) -> str | None:
     except (ValueError, TypeError, RecursionError):  # a line nested too deep for Python's JSON reader has no id
         return None
     value = obj.get("response_id") if isinstance(obj, dict) else None
-    return value if isinstance(value, str) else None
+    # An id with a lone surrogate would fail to encode as a key between stages; parsing dead-letters it.
+    return value if isinstance(value, str) and not _unencodable(value) else None
 
 
 def _duplicate_dead_letter(raw: bytes, origin: Origin, response_id: str, first: str, now: datetime) -> DeadLetterRow:

@@ -20,7 +20,7 @@ from transforms.verify.base import Verifier
 if TYPE_CHECKING:
     from transforms.verify.calibration import Calibration
 
-__all__ = ["VERIFIERS", "available_verifiers", "make_verifier", "register_verifier"]
+__all__ = ["VERIFIERS", "available_verifiers", "make_verifier", "register_verifier", "verifier_versions"]
 
 VERIFIERS: dict[str, str | Callable[..., Verifier]] = {
     "heuristic": "transforms.verify.heuristic.verifier:HeuristicVerifier",
@@ -38,6 +38,11 @@ def register_verifier(name: str, factory: str | Callable[..., Verifier]) -> None
 def available_verifiers() -> list[str]:
     """The names `--verifier` accepts."""
     return sorted(VERIFIERS)
+
+
+def verifier_versions() -> dict[str, str]:
+    """Each verifier's version as its class declares it (a model or judge run adds its model's digest)."""
+    return {name: str(getattr(_resolve(factory), "version", "unknown")) for name, factory in sorted(VERIFIERS.items())}
 
 
 def _resolve(factory: str | Callable[..., Verifier]) -> Callable[..., Verifier]:

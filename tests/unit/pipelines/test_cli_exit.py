@@ -73,7 +73,7 @@ def _run(threads: str, flag: str) -> subprocess.CompletedProcess:
 def test_a_failed_command_ends_with_its_status_handlers_and_output(threads):
     ended = _run(threads, "--no-such-flag")
     assert ended.returncode == 2, ended.stderr  # the command's status: bad usage
-    assert "unrecognized arguments: --no-such-flag" in ended.stderr
+    assert "unrecognized argument --no-such-flag" in ended.stderr
     assert ended.stdout.startswith("before exit")
     assert "exit handler ran" in ended.stdout
     # With daemon threads left, the process ends before finalization; without, it is a plain exit.

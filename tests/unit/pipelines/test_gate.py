@@ -10,8 +10,8 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.runner.inline import InlineAuditor
-from tests.support.audit_messages import BAD_MESSAGES, message
-from tests.support.serve_fixtures import verdict_message
+from tests.support.audit_messages import BAD_MESSAGES, EVIDENCE, message
+from tests.support.serve_fixtures import ANSWERS, verdict_message
 from transforms.io.lake.rows import to_lake_rows
 from transforms.io.lake.writer import write_table
 
@@ -57,6 +57,7 @@ def test_a_clean_file_passes_every_check(tmp_path, capsys):
         "share needing review",
         "responses with a contradicted sentence",
         "responses with a fabricated citation",
+        "high-risk responses with a failed citation",
         "mean sentence confidence",
     ]
     assert summary.startswith("## groundwatch gate: passed")
@@ -71,7 +72,11 @@ def test_contradicted_and_fabricated_responses_fail_the_gate_with_their_reasons(
     cases = {c.get("name"): c for c in _suite(root, "responses").iter("testcase")}
     assert cases["ok-0"].find("failure") is None
     failure = cases["resp-contradicted"].find("failure")
-    assert failure.get("message") == "sentence 0 contradicted by evidence 1"
+    # The sentence and the evidence excerpt it contradicts, not only their numbers.
+    assert failure.get("message") == (
+        f'sentence 0 "{ANSWERS["contradicted"]}" contradicted by evidence 1 "{EVIDENCE[0]["content"]}"'
+    )
+    assert "sentence 0 contradicted by evidence 1" in failure.text  # the review reasons follow
     assert "[7] names no passage" in cases["resp-fabricated"].find("failure").text
     thresholds = {c.get("name"): c for c in _suite(root, "thresholds").iter("testcase")}
     assert thresholds["responses with a contradicted sentence"].find("failure").get("message") == "1 (limit 0)"
@@ -154,3 +159,66 @@ def test_bad_usage_exits_2(tmp_path):
     assert _gate(tmp_path, good, "--baseline", str(tmp_path / "nowhere"), "--max-drop", "0.1")[0] == 2
     assert _gate(tmp_path, good, "--verifier", "nope")[0] == 2
     assert main(["gate", "--input", good, "--junit", "/no/such/dir/x.xml", "--summary", str(tmp_path / "s.md")]) == 2
+
+
+def _high_risk_misattributed() -> dict:
+    """A grounded sentence citing the wrong passage, in high-risk traffic: no contradiction, no fabrication."""
+    answer = ANSWERS["fully_grounded"].replace("[1]", "[2]")
+    return message("resp-high-risk", answer=answer, metadata={"tenant": "acme", "risk_level": "high"})
+
+
+@pytest.mark.parametrize(
+    ("failing", "loosened_by"),
+    [
+        (verdict_message("contradicted"), "--no-fail-on-contradicted"),
+        (verdict_message("fabricated"), "--no-fail-on-fabricated"),
+        (_high_risk_misattributed(), "--no-fail-on-high-risk-citations"),
+    ],
+)
+def test_input_alone_applies_the_default_policy_and_a_flag_loosens_it(tmp_path, capsys, failing, loosened_by):
+    """`gate --input FILE` with no other flag: no output file is needed, the checks table goes to stdout."""
+    path = _jsonl(tmp_path / "in.jsonl", *_grounded(2), failing)
+    assert main(["gate", "--input", path]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("check ") and "FAIL" in out and "gate FAILED" in out
+    assert not list(tmp_path.glob("*.xml")) and not list(tmp_path.glob("*.md"))
+    others = ("--no-fail-on-contradicted", "--no-fail-on-fabricated", "--no-fail-on-high-risk-citations")
+    assert main(["gate", "--input", path, *(f for f in others if f != loosened_by)]) == 1  # its own check stays on
+    assert main(["gate", "--input", path, loosened_by]) == 0
+    assert main(["gate", "--input", _jsonl(tmp_path / "ok.jsonl", *_grounded(2))]) == 0
+
+
+def test_high_risk_citation_failure_names_the_sentence_and_the_passage(tmp_path):
+    code, root, _ = _gate(tmp_path, _jsonl(tmp_path / "hr.jsonl", _high_risk_misattributed()))
+    assert code == 1
+    [case] = _suite(root, "responses").iter("testcase")
+    message_ = case.find("failure").get("message")
+    assert message_.startswith('citation [2] in "The patient was prescribed 50 mg')
+    assert "supported by passage" in message_
+    assert f'source 2 "{EVIDENCE[1]["content"]}"' in message_
+    thresholds = {c.get("name"): c for c in _suite(root, "thresholds").iter("testcase")}
+    assert thresholds["high-risk responses with a failed citation"].find("failure").get("message") == "1 (limit 0)"
+
+
+def test_help_states_the_default_policy(capsys):
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Default policy: fail on any contradicted sentence" in out and "--no-fail-on-contradicted" in out
+
+
+def test_the_readme_gate_example_runs_as_written(tmp_path, monkeypatch):
+    """The README's gate command, copied as it is, on a file of answers named as in the example."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).parents[3] / "README.md").read_text().split())
+    [command] = re.findall(r"`(groundwatch gate [^`]*)`", readme)
+    monkeypatch.chdir(tmp_path)
+    _jsonl(tmp_path / "answers.jsonl", *_grounded(2), verdict_message("contradicted"))
+    argv = shlex.split(command)[1:]
+    assert main(argv) == 1
+    assert (tmp_path / "gate.xml").is_file()
+    _jsonl(tmp_path / "answers.jsonl", *_grounded(2))
+    assert main(argv) == 0

@@ -76,10 +76,16 @@ def test_recomputed_metrics_equal_the_pipelines_and_replace_partial_ones(audited
 
 
 def test_a_time_that_is_not_iso_8601_is_refused(tmp_path, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        groundwatch(["metrics", "--lake", str(tmp_path), "--since", "yesterday"])
-    assert exit_info.value.code == 2
-    assert "not an ISO 8601 time: 'yesterday'" in capsys.readouterr().err
+    assert groundwatch(["metrics", "--lake", str(tmp_path), "--since", "yesterday"]) == 2
+    err = capsys.readouterr().err
+    assert err == "groundwatch metrics: argument --since: not an ISO 8601 time: 'yesterday'\n"
+
+
+def test_a_lake_that_is_not_there_is_a_usage_error(tmp_path, capsys):
+    """Before, `metrics --lake nolake` said "0 windows computed again" and exited 0."""
+    assert groundwatch(["metrics", "--lake", str(tmp_path / "nolake")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"groundwatch metrics: --lake {tmp_path / 'nolake'} does not exist") and err.count("\n") == 1
 
 
 def test_an_empty_lake_has_nothing_to_compute(tmp_path, capsys):

@@ -87,7 +87,8 @@ def test_gate_runs_the_model_and_fails_on_what_it_finds_contradicted(model_dir, 
 def test_gate_runs_the_three_stage_cascade(model_dir, tmp_path, capsys):
     traffic = write_traffic(tmp_path / "t.jsonl", {"r-1": STAGED})
     with OpenAIServer() as server:
-        assert gate(tmp_path, traffic, *cascade_flags(model_dir, server)) == 0
+        # The staged answer holds a negated sentence; this test is about the stages, not the default policy.
+        assert gate(tmp_path, traffic, *cascade_flags(model_dir, server), "--no-fail-on-contradicted") == 0
         assert len(server.requests) == 1  # only the sentence the model left open went to the judge
     assert "sentences decided by: heuristic 1, model 2, openai 1" in capsys.readouterr().out
 
@@ -115,7 +116,7 @@ def test_gate_takes_the_cascade_bands_from_a_calibration_file(model_dir, tmp_pat
     traffic = write_traffic(tmp_path / "t.jsonl", {"r-1": STAGED})
     with OpenAIServer() as server:
         flags = [*cascade_flags(model_dir, server), "--calibration", calibration_file(tmp_path)]
-        assert gate(tmp_path, traffic, *flags) == 0
+        assert gate(tmp_path, traffic, *flags, "--no-fail-on-contradicted") == 0
     assert "sentences decided by: model 3, openai 1" in capsys.readouterr().out  # the heuristic decided none
     (tmp_path / "bad.json").write_text("{not json")
     assert gate(tmp_path, traffic, "--calibration", str(tmp_path / "bad.json")) == 2

@@ -77,7 +77,8 @@ def test_every_help_states_the_default_in_force(command):
     for action in _flags(parser):
         if action.default in (None, False):
             continue
-        assert f"Default {action.default}." in parser._get_formatter()._expand_help(action), action.dest
+        shown = action.default if action.default != "" else "none"  # "Default ." said nothing
+        assert f"Default {shown}." in parser._get_formatter()._expand_help(action), action.dest
     assert "--sample_rate" not in parser.format_help()  # the help shows one spelling
 
 

@@ -70,6 +70,7 @@ def test_a_batch_answers_every_item_and_the_counts_add_up(service):
     [
         (BAD_MESSAGES["malformed_json"], 400, "malformed_json"),
         (BAD_MESSAGES["not_utf8"], 400, "not_utf8"),
+        (raw(message("lone", answer="\ud800 alone")), 400, "invalid_unicode"),  # json.dumps escapes it
         (BAD_MESSAGES["not_an_object"], 422, "not_an_object"),
         (BAD_MESSAGES["invalid_fields"], 422, "invalid_fields"),
         (BAD_MESSAGES["missing_field"], 422, "missing_field"),

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from schemas.responses import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
+
 if TYPE_CHECKING:  # kafka-python is imported where a client is built, so importing this module stays cheap
     from kafka import KafkaConsumer, KafkaProducer
 
@@ -81,15 +83,28 @@ def kafka_source(topic: str) -> str:
 
 
 def message_event_time(raw: bytes, fallback_s: float | None) -> float | None:
-    """The message's own `timestamp` (ISO 8601 with a zone, or epoch ms) in epoch seconds, else `fallback_s`."""
+    """The message's own `timestamp` (ISO 8601 with a zone, or epoch ms) in epoch seconds, else `fallback_s`.
+
+    Only a time the contract accepts counts (finite, in [1970, 2200)): the source stamps each record with it
+    and a late check formats it, and `1e400`, `NaN` or a year 10**9 would fail there, in the source, where no
+    dead letter can catch them. Parsing rejects such a message later, with its reason."""
     try:
         value = json.loads(raw).get("timestamp")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value / 1000.0
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        return when.timestamp() if when.tzinfo is not None else fallback_s
-    except (ValueError, TypeError, AttributeError, UnicodeDecodeError, RecursionError):
+            seconds = value / 1000.0
+        else:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if when.tzinfo is None:
+                return fallback_s
+            seconds = when.timestamp()
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError, RecursionError, OverflowError):
         return fallback_s
+    if not _EARLIEST_S <= seconds < _LATEST_S:  # NaN fails this too
+        return fallback_s
+    return seconds
+
+
+_EARLIEST_S, _LATEST_S = EARLIEST_EVENT_TIME.timestamp(), LATEST_EVENT_TIME.timestamp()
 
 
 def resolve_start_offset(committed: int | None, earliest: int, latest: int, start_from: str) -> int:
