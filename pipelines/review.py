@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pipelines.options.flags import DEFAULT_LAKE
+from pipelines.options.common import LAKE_HELP, add_lake_argument
 from pipelines.reviewing.actions import export_file, import_file, label_one
 from pipelines.reviewing.store import LABELS, Label
 
@@ -27,12 +27,13 @@ __all__ = ["add_arguments", "main"]
 DEFAULT_PORT = 8300
 
 
-def _lake(parser: argparse.ArgumentParser, default: object) -> None:
-    parser.add_argument("--lake", default=default, help=f"Audit lake: a folder or a URI. Default {DEFAULT_LAKE}.")
+def _lake_again(parser: argparse.ArgumentParser) -> None:
+    """`--lake` also after the action (`review label --lake L`), leaving the one before it when not given."""
+    parser.add_argument("--lake", default=argparse.SUPPRESS, help=LAKE_HELP)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _lake(parser, DEFAULT_LAKE)
+    add_lake_argument(parser)
     parser.add_argument("--host", default="127.0.0.1", help="Address to bind. Default 127.0.0.1; others need a token.")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"Port. Default {DEFAULT_PORT}.")
     parser.add_argument("--reviewer", default="", help="Reviewer name for every label given in this app.")
@@ -41,20 +42,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     label = sub.add_parser("label", help="record one reviewer label")
-    _lake(label, argparse.SUPPRESS)
+    _lake_again(label)
     label.add_argument("--response-id", required=True, help="The response's response_id.")
     label.add_argument("--sentence", type=int, required=True, help="The sentence's sentence_index (from 0).")
     label.add_argument("--label", required=True, help=f"One of {', '.join(LABELS)}.")
     label.add_argument("--reviewer", dest="label_reviewer", metavar="NAME", required=True, help="Who gives the label.")
     label.add_argument("--note", default="", help="A note kept with the label.")
     imp = sub.add_parser("import", help="record the labels of a JSONL file, all or none")
-    _lake(imp, argparse.SUPPRESS)
+    _lake_again(imp)
     imp.add_argument("file", help='JSONL: {"response_id", "sentence_index", "label", "reviewer"?, "note"?} a line.')
     imp.add_argument(
         "--reviewer", dest="label_reviewer", metavar="NAME", default="", help="Reviewer of lines naming none."
     )
     exp = sub.add_parser("export", help="write the reviewed sentences as a golden file (calibrate --golden)")
-    _lake(exp, argparse.SUPPRESS)
+    _lake_again(exp)
     exp.add_argument("--golden", required=True, help="Output JSONL in the golden-file format.")
     exp.add_argument("--tenant", default=None, help="Only this tenant's reviews.")
 
