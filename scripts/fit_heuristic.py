@@ -268,8 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     runner = Runner(records)
     every = list(range(len(records)))
     print(
-        f"{len(records)} records ({len(rejected)} rejected lines), {len(set(groups))} {args.group_by} groups, {k} folds "
-        f"of {sorted(fold.count(f) for f in range(k))} records; objective mean(binBA, AUC, compat)"
+        f"{len(records)} records ({len(rejected)} rejected lines), {len(set(groups))} {args.group_by} groups, "
+        f"{k} folds of {sorted(fold.count(f) for f in range(k))} records; objective mean(binBA, AUC, compat)"
     )
     base = runner.run(start)
     print_block(

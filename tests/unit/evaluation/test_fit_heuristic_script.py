@@ -109,8 +109,10 @@ def test_source_grouping_holds_out_one_source_per_fold_and_sub_datasets_count_as
         _record("c", "fully_grounded", "Page one of the guide."),
     ]
     records[1] = GoldenRecord("b", "T", records[1].answer, records[1].evidence, "ungrounded", ("ungrounded",))
-    records.append(GoldenRecord("d", "AB", records[0].answer, records[0].evidence, "fully_grounded", (), "", (), (), "LFQA"))
-    records.append(GoldenRecord("e", "AB", records[0].answer, records[0].evidence, "fully_grounded", (), "", (), (), "ExpertQA"))
+    for rid, part in (("d", "LFQA"), ("e", "ExpertQA")):
+        records.append(
+            GoldenRecord(rid, "AB", records[0].answer, records[0].evidence, "fully_grounded", (), sub_dataset=part)
+        )
     groups, folds = record_groups(records, "source")
     assert groups == ["S", "T", "S", "AB/LFQA", "AB/ExpertQA"]
     assert folds == 4
