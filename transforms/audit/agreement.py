@@ -16,9 +16,9 @@ passages it names). When they disagree, one of them is wrong, and neither may st
 3. A logged claim whose own check (against the passages it names) says `contradicted` while the sentence that
    states it is `fully_grounded`, or the other way round: `checks_disagree`. `ungrounded` against
    `fully_grounded` follows rule 2: a disagreement only when the claim's passages are among the sentence's
-   support (otherwise the claim names the wrong source, which its own issues already say). A claim states a sentence when, lower-cased and
-   with punctuation dropped, one text contains the other or at least 80% of the claim's words are in the sentence (the sentence with most of
-   them).
+   support (otherwise the claim names the wrong source, which its own issues already say). A claim states a
+   sentence when, lower-cased and with punctuation dropped, one text contains the other or at least 80% of the
+   claim's words are in the sentence (the sentence with most of them).
 
 Partially grounded against either side is not a disagreement: the two checks differ in granularity there. The
 same rule holds wherever routing runs (`decide_review`): the pipelines, `serve` and `gate`::
