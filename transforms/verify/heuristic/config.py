@@ -109,6 +109,10 @@ class HeuristicConfig(BaseModel):
     """Characters of one sentence the verifier reads; a longer one is never called grounded."""
     unread_cap: float = Field(0.45, ge=0.0, le=1.0)
     """Probability cap of a sentence longer than `max_sentence_chars` (its unread rest is unverified)."""
+    max_confidence: float = Field(0.97, ge=0.5, le=1.0)
+    """Highest confidence of any verdict: it rests on word alignment, which a changed slot or a negation out of
+    reach can fool, so it is never certain. The probability is squeezed linearly into [1 - this, this], so its
+    order is kept (a calibration file maps it to what it is worth on labelled data)."""
 
     # Word weights (transforms.text.tokens.word_weight and the alignment)
     common_word_weight: float = Field(0.35, ge=0.0)

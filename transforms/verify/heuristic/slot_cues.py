@@ -160,6 +160,9 @@ def anchored_negation(tokens, ev, gain_of: dict, total: float, c: HeuristicConfi
     if not claim_heads and not any(s.negations for s, _ in aligned):
         return None
     heads = [negated_heads(s.stem_list) if s.negations else set() for s, _ in aligned]
+    # The negation's scope is the clause: a sentence that negates as often as the claim (in another place, as a
+    # passive or reordered sentence does) says the same thing, so only sentences of the other polarity can conflict.
+    claim_parity = count_negations(claim_stems) % 2
     for i, t in enumerate(tokens):
         if t.stop or len(t.stem) < 3:
             continue
@@ -167,6 +170,9 @@ def anchored_negation(tokens, ev, gain_of: dict, total: float, c: HeuristicConfi
         for (s, align), s_heads in zip(aligned, heads, strict=True):
             for j in s.positions.get(t.stem, ()):
                 reach = c.negation_reach
+                if s.negations % 2 == claim_parity:
+                    agrees = True
+                    continue
                 if (
                     i in claim_heads
                     and not _negation_near(s.stem_list, j, reach)
