@@ -583,3 +583,12 @@ def test_a_negation_moved_by_the_passive_is_the_same_polarity():
 def test_no_verdict_is_certain():
     same = "Lab results showed potassium at 4.2 mmol/L on admission."
     assert verdict_on(same, same).confidence <= 0.97
+
+
+def test_affirming_what_an_evidence_clause_denies_is_not_fully_grounded():
+    evidence = "The API supports JSON only; XML is not supported."
+    verdict = verdict_on("The API supports both JSON and XML.", evidence)
+    assert verdict.attribution_verdict != V.fully_grounded
+    # The denial doubts (without coreference a pronoun's clause looks the same): kept from fully grounded, not
+    # asserted as a contradiction.
+    assert verdict.attribution_verdict == V.partially_grounded and "denied_clause" in verdict.provenance_notes

@@ -40,6 +40,7 @@ CUES = (
     "converse",
     "anchored_opposite",
     "anchored_negation",
+    "denied_clause",
     "dropped_hedge",
     "swapped_roles",
     "substitution",
@@ -77,6 +78,9 @@ class CueModes(BaseModel):
     """An antonym or same-class word in the claim's slot of any well-aligned evidence sentence."""
     anchored_negation: CueMode = "assert"
     """A claim word negated on one side only, in the claim's slot of a well-aligned evidence sentence."""
+    denied_clause: CueMode = "doubt"
+    """A claim word found only in evidence clauses that deny a word the claim affirms ("XML is not supported"
+    against "supports JSON and XML"); doubts, since a pronoun's clause can look the same."""
     dropped_hedge: CueMode = "assert"
     """A word the evidence states only under a hedge ("reportedly toxic"), stated as fact."""
     swapped_roles: CueMode = "assert"

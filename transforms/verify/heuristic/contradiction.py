@@ -18,6 +18,7 @@ A quotation the evidence gives with another content word inside it is a misquote
 from __future__ import annotations
 
 import re
+from functools import partial
 from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -369,6 +370,7 @@ def find_contradictions(
     for name, slot_cue in (
         ("anchored_opposite", anchored_opposite),
         ("anchored_negation", anchored_negation),
+        ("denied_clause", partial(anchored_negation, by_denial=True)),
         ("dropped_hedge", dropped_hedge),
     ):
         cue = None if found or modes.of(name) == "off" else slot_cue(tokens, ev, gain_of, total, c)
