@@ -18,10 +18,10 @@ A quotation the evidence gives with another content word inside it is a misquote
 from __future__ import annotations
 
 import re
-from functools import partial
 from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import partial
 
 from transforms.text.quantities import Quantity, same_value
 from transforms.text.quotes import find_quotes
