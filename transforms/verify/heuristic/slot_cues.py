@@ -170,9 +170,11 @@ def anchored_negation(
     heads = [negated_heads(s.stem_list) if s.negations else {} for s, _ in aligned]
     # Clauses that deny a word the claim affirms: the whole clause is in the other polarity.
     denying = [
-        bool(s_heads) and not claim_heads and any(s.stem_list[m] in claim_set for m in s_heads)
+        by_denial and bool(s_heads) and not claim_heads and any(s.stem_list[m] in claim_set for m in s_heads)
         for (s, _), s_heads in zip(aligned, heads, strict=True)
     ]
+    if by_denial and not any(denying):
+        return None  # the common case: no clause denies what the claim says
     # The negation's scope is the clause: a sentence that negates as often as the claim (in another place, as a
     # passive or reordered sentence does) says the same thing, so only sentences of the other polarity can conflict.
     claim_parity = count_negations(claim_stems) % 2
