@@ -160,6 +160,8 @@ def anchored_negation(
     claim_stems = [t.stem for t in tokens]
     claim_set = set(claim_stems)
     claim_heads = negated_heads(claim_stems)
+    if by_denial and claim_heads:
+        return None  # a denial conflicts with an affirmed claim only
     aligned = [
         (ev.sentences[sid], gain_of[sid] / total)
         for sid in sorted(gain_of, key=gain_of.get, reverse=True)[: c.max_anchored]
