@@ -17,7 +17,8 @@ same for citation labels, and a recommended confidence threshold::
 It also calibrates: a map (`--map`: by default a small logistic model of the verdict's grounded score and class;
 or isotonic on the score) to P(fully grounded) and the band of
 calibrated probability to escalate so the sentences left reach `--target-accuracy`, cross-validated with folds
-grouped by source document; it prints ECE before and after, the risk-coverage table and the share escalated,
+grouped by source document (`--group-by document`, the default) or one fold per source (`--group-by source`,
+leave-one-source-out); it prints ECE before and after, the risk-coverage table and the share escalated,
 overall and per source (`transforms.evaluation.fit_calibration`). `--fit OUT.json` writes the calibration file
 that `audit` and `monitor` take with `--calibration`::
 
@@ -100,7 +101,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="binary accuracy the sentences outside the escalation band must reach, in (0, 1] (default 0.9)",
     )
     parser.add_argument(
-        "--folds", type=int, default=5, help="cross-validation folds, grouped by source document (default 5)"
+        "--folds", type=int, default=5, help="cross-validation folds with --group-by document (default 5)"
+    )
+    parser.add_argument(
+        "--group-by",
+        choices=("source", "document"),
+        default="document",
+        help="cross-validation groups: source (leave-one-source-out; a record's meta.sub_dataset is a source of "
+        "its own) or document (records sharing an evidence passage; default document)",
     )
     parser.add_argument(
         "--map",
@@ -185,13 +193,13 @@ def _threshold_lines(run, args) -> tuple[list[str], dict]:
 def calibrate_stages(records, run, args, config: dict, version: str):
     """The calibration file (fitted on all records) and, per verifier or stage, its band and cross-validated
     figures: the verifier run, then (with --fit) each stage of the file it is not (`STAGES_OF`)."""
-    from transforms.evaluation.fit_calibration import STAGES_OF, document_groups, fit_calibration
+    from transforms.evaluation.fit_calibration import STAGES_OF, fit_calibration, record_groups
     from transforms.evaluation.golden import score_golden
     from transforms.verify.registry import make_verifier
 
-    groups = document_groups(records)
+    groups, folds = record_groups(records, args.group_by)
     if len(set(groups)) < 2:
-        raise ValueError("cross-validation needs records of at least two source documents")
+        raise ValueError(f"cross-validation needs records of at least two groups (--group-by {args.group_by})")
     scores = {args.verifier: [it.score for it in run.sentences]}
     verdicts = {args.verifier: [it.predicted for it in run.sentences]}
     for stage in STAGES_OF.get(args.verifier, ()) if args.fit else ():
@@ -206,9 +214,10 @@ def calibrate_stages(records, run, args, config: dict, version: str):
         groups,
         stages=STAGES_OF.get(args.verifier, ()),
         target=args.target_accuracy,
-        folds=args.folds,
+        folds=folds or args.folds,
         verdicts=verdicts,
         map_kind=args.map,
+        grouping=args.group_by,
         fitted_on={"golden": Path(args.golden).name, "verifier": args.verifier, "verifier_version": str(version)},
     )
 

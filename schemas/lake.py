@@ -150,6 +150,8 @@ class ResponseRow(StrictModel):
     critical_flag_count: int
     critical_flags: list[str] = Field(default_factory=list)
     insufficient_evidence: bool
+    abstention: bool = False
+    """A sentence of the answer declines or says the evidence does not tell."""
     citation_total: int | None = None
     citation_passed: int | None = None
     citation_failed: int | None = None

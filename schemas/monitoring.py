@@ -69,6 +69,9 @@ class WindowMetricsRow(StrictModel):
     citations: int | None = None
     """Citations audited; None when no response in the slice had its citations audited."""
     citation_failure_rate: float | None = None
+    abstention_rate: float | None = None
+    """Share of responses with a sentence that declines or says the evidence does not tell; None without
+    responses. A jump is a sign of a retriever regression (`groundwatch drift`, check `abstention_rise`)."""
     computed_at: datetime
 
 

@@ -74,6 +74,12 @@ class SentenceVerdict(StrictModel):
         """Whether this sentence is a claim that was verified (not a lead-in, greeting, header or abstention)."""
         return self.claim_kind == "claim"
 
+    @property
+    def abstention(self) -> bool:
+        """Whether this sentence declines to answer or says the evidence does not tell (`claim_kind`
+        `abstention`): not verified, not in the faithfulness score or the ungrounded count, no review reason."""
+        return self.claim_kind == "abstention"
+
 
 class SentenceAuditReport(StrictModel):
     """The sentence-level audit of one answer (spec 000)."""

@@ -5,6 +5,7 @@
     python scripts/bench_audit.py --direct_num_workers=1   # the whole pipeline in this one process
     python scripts/bench_audit.py --responses 100000 --pipeline-only [--max_records_per_run=100000]
     python scripts/bench_audit.py --unattributed   # the same answers without citation markers, citations or claims
+    python scripts/bench_audit.py --against /tmp/base [--rounds 3]   # this checkout's verifier beside another's
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic.synthetic`), times `Verifier.verify` over all their sentences in
@@ -29,6 +30,8 @@ import gc
 import json
 import os
 import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -116,6 +119,54 @@ def _traffic(args):
     )
 
 
+# Run in a fresh interpreter with one checkout first on the path: its own traffic generator, splitter and verifier.
+_RATE_PROBE = """
+import json, sys, time
+from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses
+from schemas import LoggedResponse
+from transforms.text.sentences import split_sentences
+from transforms.verify.registry import make_verifier
+n, seed, name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+messages = generate_responses(n, seed=seed, sentences=5, passages=5, attributed=True, flaw_rate=FLAWED_FLAW_RATE)
+work = [(split_sentences(r.answer), r.evidence) for r in map(LoggedResponse.model_validate, messages)]
+verifier = make_verifier(name)
+start, count = time.process_time(), 0
+for split, evidence in work:
+    count += len(verifier.verify(split, evidence).verdicts)
+print(json.dumps({"sentences": count, "seconds": time.process_time() - start}))
+"""
+
+
+def _rate(root: str, args) -> tuple[int, float]:
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run(
+        [sys.executable, "-c", _RATE_PROBE, str(args.responses), str(args.seed), args.verifier],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures["sentences"], figures["seconds"]
+
+
+def bench_against(args) -> None:
+    """This checkout's verifier and the one at `args.against`, alternately (A B A B ...), each round in a fresh
+    process on the same generated responses: sentences per CPU second of each, round by round."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rates: dict[str, list[float]] = {here: [], args.against: []}
+    for round_no in range(1, args.rounds + 1):
+        for root in (here, args.against):
+            sentences, seconds = _rate(root, args)
+            rates[root].append(sentences / seconds)
+            print(f"round {round_no} {root}: {sentences} sentences, {seconds:.2f} CPU s = {sentences / seconds:,.0f}/s")
+    for root, values in rates.items():
+        print(f"{root}: median {statistics.median(values):,.0f} sentences/s over {len(values)} rounds")
+    ratio = statistics.median(rates[here]) / statistics.median(rates[args.against])
+    print(f"this checkout / {args.against}: {ratio:.2f}x")
+
+
 def bench_alone(args) -> None:
     """The verifier alone and the stage costs, on the first `args.responses` generated responses."""
     messages = list(_traffic(args))
@@ -153,7 +204,17 @@ def main(argv: list[str] | None = None) -> int:
         help="The same answers without citation markers, citations or claims: only their sentences to verify "
         "(the citation and claim audits find nothing to check).",
     )
+    parser.add_argument(
+        "--against",
+        metavar="CHECKOUT",
+        help="another checkout of groundwatch (e.g. a git worktree of an older commit): time both verifiers side by "
+        "side on the same responses, alternately in fresh processes, and stop there",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="Alternating rounds with --against. Default 3.")
     args, beam_args = parser.parse_known_args(argv)
+    if args.against:
+        bench_against(args)
+        return 0
     if not args.pipeline_only:
         bench_alone(args)
 

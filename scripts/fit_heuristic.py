@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Re-derive the heuristic verifier's labelled-data settings with cross-validation grouped by source document.
 
-    python scripts/fit_heuristic.py --golden FILE [--folds 5] [--floor 0.6] [--out cues.json] [--no-search]
+    python scripts/fit_heuristic.py --golden FILE [--group-by source|document] [--folds 5] [--floor 0.6]
+        [--out cues.json] [--no-search]
 
 Every setting of `HeuristicConfig` that was chosen by looking at labelled data is searched again here, and every
 figure is given twice: cross-validated (the choice made on k-1 folds, applied to the held-out fold, pooled over
 the folds) and in-sample (chosen and scored on all records, only for contrast: it is what tuning to the labelled
-set promises and unseen data does not keep). Folds come from `transforms.evaluation.fit_calibration`: records
-whose evidence shares a passage are one group, and a group never spans two folds.
+set promises and unseen data does not keep). Folds come from `transforms.evaluation.fit_calibration`: with
+`--group-by document` records whose evidence shares a passage are one group, and a group never spans two folds;
+with `--group-by source` each source (sub-dataset where the record names one) is a fold of its own, which is what
+predicts a new domain.
 
 Four parts:
 1. the config given (`--config`, default: the shipped one) scored on all records; its values were chosen on
@@ -39,7 +42,7 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from transforms.evaluation.fit_calibration import document_groups, grouped_folds  # noqa: E402
+from transforms.evaluation.fit_calibration import grouped_folds, record_groups  # noqa: E402
 from transforms.evaluation.golden import load_golden  # noqa: E402
 from transforms.evaluation.metrics import balanced_accuracy, roc_auc  # noqa: E402
 from transforms.verify.heuristic.alignment import index_evidence  # noqa: E402
@@ -233,7 +236,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--golden", required=True, help="labelled golden JSONL file (format: docs/calibration.md)")
     parser.add_argument("--config", help="a HeuristicConfig JSON to start from (default: the shipped config)")
-    parser.add_argument("--folds", type=int, default=5, help="folds, grouped by source document (default 5)")
+    parser.add_argument("--folds", type=int, default=5, help="folds with --group-by document (default 5)")
+    parser.add_argument(
+        "--group-by",
+        choices=("source", "document"),
+        default="document",
+        help="source: one fold per source (leave-one-source-out; meta.sub_dataset is a source of its own); "
+        "document: records sharing an evidence passage are one group (default)",
+    )
     parser.add_argument("--floor", type=float, default=0.6, help="compatible precision a cue needs to assert")
     parser.add_argument(
         "--all-sources",
@@ -252,14 +262,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.config:
         with open(args.config, encoding="utf-8") as handle:
             start = HeuristicConfig.model_validate_json(handle.read())
-    groups = document_groups(records)
-    k = min(args.folds, len(set(groups)))
+    groups, implied = record_groups(records, args.group_by)
+    k = min(implied or args.folds, len(set(groups)))
     fold = grouped_folds(groups, k)
     runner = Runner(records)
     every = list(range(len(records)))
     print(
-        f"{len(records)} records ({len(rejected)} rejected lines), {len(set(groups))} document groups, {k} folds "
-        f"of {sorted(fold.count(f) for f in range(k))} records; objective mean(binBA, AUC, compat)"
+        f"{len(records)} records ({len(rejected)} rejected lines), {len(set(groups))} {args.group_by} groups, "
+        f"{k} folds of {sorted(fold.count(f) for f in range(k))} records; objective mean(binBA, AUC, compat)"
     )
     base = runner.run(start)
     print_block(

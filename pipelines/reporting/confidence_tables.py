@@ -138,6 +138,9 @@ def calibration_section(
     return lines
 
 
+_GROUPED = {"document": "grouped by document", "source": "leave-one-source-out"}
+
+
 def calibration_text(report: dict, target: float) -> list[str]:
     """The terminal lines of each verifier's or stage's calibration figures, held out, overall and per source."""
     lines = []
@@ -145,7 +148,8 @@ def calibration_text(report: dict, target: float) -> list[str]:
         figures = r["figures"]
         lines += [
             "",
-            f"CALIBRATION {name}: {r.get('map', 'isotonic')} map, {figures['folds']}-fold CV grouped by document, "
+            f"CALIBRATION {name}: {r.get('map', 'isotonic')} map, {figures['folds']}-fold CV "
+            f"{_GROUPED[r.get('grouping', 'document')]}, "
             "all figures held out; "
             f"band at target accuracy {target:.2f}: {_band_text(r['band'])}",
             *summary_lines(figures),

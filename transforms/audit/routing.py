@@ -7,7 +7,8 @@ any sentence's confidence is under the threshold, when an answer came with no
 usable evidence, when part of it was past the audit's limits
 (`transforms.audit.limits`), and, in high-risk traffic, when anything at all is flagged
 critical (citation failures included; and claims under the threshold, without a
-source or overconfident). Every reason names the sentence index
+source or overconfident), and when two checks of a sentence disagree (`checks_disagree`,
+`transforms.audit.agreement`). Every reason names the sentence index
 and the evidence ids involved (each once), so a reviewer can go straight to them.
 Sentences that make no claim (`SentenceVerdict.claim_kind`) never send an answer to review.
 """
@@ -15,6 +16,7 @@ Sentences that make no claim (`SentenceVerdict.claim_kind`) never send an answer
 from __future__ import annotations
 
 from schemas import INSUFFICIENT_EVIDENCE, AttributionVerdict, AuditedResponse, ReviewDecision, RiskLevel
+from transforms.audit.agreement import disagreements
 from transforms.audit.limits import LIMIT_FLAG_PREFIX, describe_limit
 from transforms.verify.base import critical_flags
 
@@ -44,6 +46,8 @@ def decide_review(audited: AuditedResponse, threshold: float) -> ReviewDecision:
                 f"sentence {s.sentence_index} confidence {s.confidence:.2f} below {threshold:.2f}"
                 f" (evidence {_ids(s.supporting_evidence_ids)})"
             )
+    # Two checks of one sentence that disagree (transforms.audit.agreement): whatever the risk, a human decides.
+    reasons.extend(disagreements(audited))
     if audited.judge_status in ("judge_validation_failed", "judge_error"):
         # The judge could not settle some sentences, citations or claims: they kept the offline verdict, for a human.
         reasons.append(f"{audited.judge_status}: judge verdicts unusable, offline verdicts kept (see judge_calls)")

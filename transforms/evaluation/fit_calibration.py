@@ -57,7 +57,10 @@ __all__ = [
     "CrossValidation",
     "choose_band",
     "cross_validate",
+    "GROUPINGS",
     "document_groups",
+    "record_groups",
+    "source_groups",
     "fit_calibration",
     "fit_isotonic",
     "fit_logistic_map",
@@ -98,6 +101,31 @@ def document_groups(records: Sequence) -> list[str]:
             else:
                 owner[key] = i
     return [str(records[root(i)].id) for i in range(len(records))]
+
+
+def source_groups(records: Sequence) -> list[str]:
+    """A group key per record: its source (`.source`), and its sub-dataset when it has one
+    (`AttributionBench/LFQA`), so each fold of a cross-validation over these groups holds out one source."""
+    return [f"{r.source}/{r.sub_dataset}" if getattr(r, "sub_dataset", "") else str(r.source) for r in records]
+
+
+GROUPINGS = {"document": document_groups, "source": source_groups}
+"""How cross-validation groups records: by shared evidence passage, or by source (leave-one-source-out)."""
+
+
+_GROUPING_NOTES = {
+    "document": "records sharing an evidence passage (whitespace-normalized) are one group, transitively",
+    "source": "one group per source (sub-dataset where given): leave-one-source-out",
+}
+
+
+def record_groups(records: Sequence, group_by: str) -> tuple[list[str], int | None]:
+    """The group keys of `records` under `group_by` (a key of `GROUPINGS`), and the number of folds that
+    grouping implies (one per source for `source`; None: the caller's choice for `document`)."""
+    if group_by not in GROUPINGS:
+        raise ValueError(f"unknown grouping {group_by!r} (known: {', '.join(sorted(GROUPINGS))})")
+    groups = GROUPINGS[group_by](records)
+    return groups, len(set(groups)) if group_by == "source" else None
 
 
 def grouped_folds(groups: Sequence[str], folds: int) -> list[int]:
@@ -314,6 +342,7 @@ def fit_calibration(
     fitted_on: dict,
     verdicts: Mapping[str, Sequence[str]] | None = None,
     map_kind: str = "isotonic",
+    grouping: str = "document",
 ) -> tuple[Calibration, dict]:
     """Per named score (a verifier's, a stage's; `verdicts` gives each one's verdict classes): its map and band
     fitted on all records and its cross-validated figures; and the calibration file of the `stages` among them,
@@ -328,7 +357,7 @@ def fit_calibration(
         stage, _ = fit_stage(values, positive, groups, target=target, folds=folds, verdicts=classes, fit=fit)
         cv = cross_validate(values, positive, groups, target=target, folds=folds, verdicts=classes, fit=fit)
         figures = stage_figures(values, positive, sources, cv)
-        report[name] = {"band": stage.escalate, "map": map_kind, "figures": figures}
+        report[name] = {"band": stage.escalate, "map": map_kind, "grouping": grouping, "figures": figures}
         if name in stages:
             fitted[name] = stage
     keys = ("ece_raw", "ece_calibrated", "escalated_share", "decided_accuracy", "decided_balanced_accuracy")
@@ -343,7 +372,7 @@ def fit_calibration(
         "sources": {s: list(sources).count(s) for s in sorted(set(sources))},
         "document_groups": len(set(groups)),
         "folds": min(folds, len(set(groups))),
-        "grouping": "records sharing an evidence passage (whitespace-normalized) are one group, transitively",
+        "grouping": _GROUPING_NOTES[grouping],
         "map": MAP_NAMES[map_kind],
         "cross_validated": {
             name: {

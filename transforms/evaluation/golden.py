@@ -51,6 +51,9 @@ class GoldenRecord:
     granularity: str = ""
     unsupported_spans: tuple[str, ...] = ()
     citations: tuple[dict, ...] = ()
+    sub_dataset: str = ""
+    """`meta.sub_dataset` when the file gives one (AttributionBench's parts): a source of its own for
+    leave-one-source-out cross-validation."""
 
 
 @dataclass
@@ -99,7 +102,14 @@ def _record(obj: dict, line_no: int) -> GoldenRecord:
         granularity=str(obj.get("label_granularity") or ""),
         unsupported_spans=tuple(s for s in obj.get("unsupported_spans") or [] if isinstance(s, str) and s.strip()),
         citations=tuple(citations),
+        sub_dataset=_sub_dataset(obj),
     )
+
+
+def _sub_dataset(obj: dict) -> str:
+    meta = obj.get("meta")
+    value = meta.get("sub_dataset") if isinstance(meta, dict) else None
+    return str(value) if value else ""
 
 
 def load_golden(path: str | Path) -> tuple[list[GoldenRecord], list[tuple[int, str]]]:

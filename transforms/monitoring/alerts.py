@@ -30,6 +30,7 @@ _METRIC_OF = {
     "mean_confidence_drop": "mean_attribution_confidence",
     "attribution_coverage": "attribution_coverage_rate",
     "low_confidence_claims": "low_confidence_claim_rate",
+    "abstention_rise": "abstention_rate",
 }
 _WARNING_ONLY = {"confidence_drift", "faithfulness_drift"}
 

@@ -14,6 +14,9 @@ at least `min_responses` responses, one Evidently `Report` with tests checks:
 - `faithfulness_drift`: K-S test of responses' overall faithfulness, likewise,
 - `mean_confidence_drop`: mean attribution confidence >= reference - `max_confidence_drop` x reference (10%);
   it alerts only when the K-S test also finds the distribution moved (a 10% swing is noise in a small window),
+- `abstention_rise`: the share of responses with an abstaining sentence at most `max_abstention_rise` (10
+  points) over the reference's, unless a binomial test finds the rise insignificant
+  (`transforms.monitoring.abstention`),
 - `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged.
 
 The reference of a slice is its last `baseline_windows` windows that had enough responses and raised
@@ -30,6 +33,7 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, CheckStatus, DriftCheckRow
+from transforms.monitoring.abstention import ABSTENTION_CHECK, abstention_check
 from transforms.monitoring.evidently_report import (
     column_name,
     frames_for_report,
@@ -53,7 +57,7 @@ __all__ = [
     "record_baseline",
 ]
 
-DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop")
+DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop", ABSTENTION_CHECK)
 """The checks comparing a window with its reference; a window failing one is kept out of later baselines."""
 _OPERATIONAL_CHECKS = ("attribution_coverage", "low_confidence_claims")
 INCONCLUSIVE_P_VALUE = 0.05
@@ -165,7 +169,7 @@ def _check_rows(
         reference_responses=0 if plan.reference_responses is None else len(plan.reference_responses),
         reference=plan.reference_label or ("not needed" if plan.status is None else plan.status.value),
     )
-    checks = list(DRIFT_CHECKS) + [
+    checks = [c for c in DRIFT_CHECKS if c != ABSTENTION_CHECK or "abstention" in plan.responses] + [
         c
         for c, m in zip(_OPERATIONAL_CHECKS, ("attribution_coverage_rate", "low_confidence_claim_rate"), strict=True)
         if present(plan.metrics.get(m))
@@ -218,6 +222,9 @@ def _check_rows(
             threshold=reference_mean * (1 - config.max_confidence_drop),
         )
     )
+    abstained = abstention_check(plan, base, config, p_threshold)
+    if abstained is not None:
+        rows.append(abstained)
     for check, metric, test, threshold in (
         ("attribution_coverage", "attribution_coverage_rate", "attribution coverage rate >=", config.min_coverage),
         (

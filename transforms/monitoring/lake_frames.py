@@ -117,6 +117,7 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
     responses = responses.merge(support, left_on="response_id", right_index=True, how="left")
     keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
     keep += [c for c in ("needs_review", "review_reasons") if c in responses]  # the review queue of the report
+    keep += [c for c in ("abstention",) if c in responses]  # lakes written before the column have none
     problems = _problems(citations, claims)
     return LakeFrames(wm, responses[keep], sentences, checks, alerts, incidents, problems)
 

@@ -39,6 +39,8 @@ class DriftConfig:
     """Lowest tolerated attribution coverage rate (spec 004)."""
     max_low_confidence: float = 0.10
     """Highest tolerated low-confidence claim rate (spec 004)."""
+    max_abstention_rise: float = 0.10
+    """Largest tolerated rise of the share of abstaining responses over the reference (absolute)."""
     examples: int = 5
     """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
     clear_after: int = 2
@@ -53,6 +55,8 @@ class DriftConfig:
             raise ValueError(f"--drift-p-value must be in (0, 1), got {self.drift_p_value}")
         if not 0 < self.max_confidence_drop < 1:
             raise ValueError(f"--max-confidence-drop must be in (0, 1), got {self.max_confidence_drop}")
+        if not 0 < self.max_abstention_rise < 1:
+            raise ValueError(f"max_abstention_rise must be in (0, 1), got {self.max_abstention_rise}")
         if (self.reference_from is None) != (self.reference_to is None):
             raise ValueError("--reference-from and --reference-to go together")
         if self.reference_from is not None and self.reference_from >= self.reference_to:

@@ -4,7 +4,8 @@ For each window and each slice (all traffic, each retriever_version, generator_m
 `WindowMetrics` computes: responses audited, sentences, mean and median sentence confidence, mean
 and median attribution confidence (below), mean overall faithfulness, the shares of each sentence
 verdict, attribution coverage and low-confidence claim rates (when claims are logged) and the
-citation failure rate (when citations are audited).
+citation failure rate (when citations are audited), and the abstention rate (the share of responses with a
+sentence that declines or says the evidence does not tell).
 The rows go to the lake's `window_metrics` table, which `groundwatch drift` reads::
 
     metrics = audited | "WindowMetrics" >> WindowMetrics()          # ("window_metrics", row) pairs
@@ -82,6 +83,8 @@ class ResponseStats:
     faithfulness: float
     insufficient_evidence: bool = False
     needs_review: bool = False
+    abstained: bool = False
+    """A sentence of the response declines or says the evidence does not tell."""
     claims: int | None = None
     covered_claims: float | None = None
     low_confidence_claims: float | None = None
@@ -135,6 +138,7 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
         faithfulness=report.overall_faithfulness_score,
         insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
         needs_review=bool(audited.review and audited.review.needs_review),
+        abstained=report.abstention,
         claims=claim_count,
         covered_claims=covered,
         low_confidence_claims=low,
@@ -166,6 +170,7 @@ def stats_from_rows(response: Mapping[str, Any], sentences: Sequence[tuple[str, 
         faithfulness=float(response["overall_faithfulness_score"]),
         insufficient_evidence=bool(response.get("insufficient_evidence")),
         needs_review=bool(response.get("needs_review")),
+        abstained=bool(response.get("abstention")),
         claims=claim_count,
         covered_claims=covered,
         low_confidence_claims=low,
@@ -185,6 +190,7 @@ class MetricsAccumulator:
     faithfulness_sum: float = 0.0
     insufficient_evidence: int = 0
     needs_review: int = 0
+    abstained: int = 0
     claims: int | None = None
     covered_claims: float = 0.0
     low_confidence_claims: float = 0.0
@@ -199,6 +205,7 @@ class MetricsAccumulator:
         self.faithfulness_sum += stats.faithfulness
         self.insufficient_evidence += int(stats.insufficient_evidence)
         self.needs_review += int(stats.needs_review)
+        self.abstained += int(stats.abstained)
         if stats.claims is not None:
             self.claims = (self.claims or 0) + stats.claims
             self.covered_claims += stats.covered_claims or 0.0
@@ -216,6 +223,7 @@ class MetricsAccumulator:
         self.faithfulness_sum += other.faithfulness_sum
         self.insufficient_evidence += other.insufficient_evidence
         self.needs_review += other.needs_review
+        self.abstained += other.abstained
         if other.claims is not None:
             self.claims = (self.claims or 0) + other.claims
             self.covered_claims += other.covered_claims
@@ -262,6 +270,7 @@ def window_metrics_row(
         low_confidence_claim_rate=acc.low_confidence_claims / claims if claims else None,
         citations=acc.citations,
         citation_failure_rate=acc.failed_citations / acc.citations if acc.citations else None,
+        abstention_rate=acc.abstained / acc.responses if acc.responses else None,
         computed_at=computed_at,
     )
 

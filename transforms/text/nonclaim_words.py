@@ -16,26 +16,50 @@ __all__ = [
     "PLEASANTRIES",
 ]
 
-_SOURCES = r"(?:the |these |those |your |my )?(?:provided |retrieved |available |given |supplied |attached |cited )?"
-_SOURCE_NOUNS = (
-    r"(?:documents?|sources?|evidence|context|passages?|records?|notes?|files?|materials?|information|texts?)"
+_SOURCES = (
+    r"(?:the |these |those |your |my |our )?(?:provided |retrieved |available |given |supplied |attached |cited "
+    r"|relevant |search )?(?:policy |product |reference |support |source )?"
 )
+_SOURCE_NOUNS = (
+    r"(?:documents?|documentation|sources?|evidence|context|passages?|excerpts?|records?|notes?|files?|materials?"
+    r"|information|texts?|results?|knowledge base|data)"
+)
+_AFTER_SOURCE = r"(?: (?:provided|given|retrieved|available|supplied|above|shared|i (?:have|was given|can see)))?"
+# Sources that are also what an answer talks about ("the policy does not cover dental implants" is a claim):
+# they abstain only with nothing after the verb ("the manual does not say", "the handbook doesn't mention it").
+_TOPIC_SOURCES = r"(?:the |this |that )?(?:manual|handbook|guide|policy|contract|agreement|chart|article|page|faq)"
 _NOT = r"(?:do not|don't|does not|doesn't|did not|didn't|cannot|can't)"
-_SAY = r"(?:say|mention|state|specify|contain|include|cover|provide|address|describe|indicate|discuss|show)"
+_SAY = r"(?:say|mention|state|specify|contain|include|cover|provide|address|describe|indicate|discuss|show|tell)"
+_SAYS = r"(?:says|mentions|states|specifies|contains|includes|covers|provides|addresses|describes|indicates|discusses)"
+_SEEK = r"(?:find|answer|determine|tell|say|locate|confirm|see|identify|verify)"
+# What may open an abstention: an apology or regret, before the sentence proper.
+_OPENER = (
+    r"(?:(?:unfortunately|sorry|i(?:'m| am) (?:sorry|afraid)|i apologi[sz]e|apologies|regrettably"
+    r"|(?:please )?note(?: that)?)(?:,? but)?[,:]? )?"
+)
+_PER_SOURCES = rf"(?:(?:based on|from|in|according to|with) {_SOURCES}{_SOURCE_NOUNS}{_AFTER_SOURCE},? )?"
 
-ABSTENTIONS = (
-    r"i (?:do not|don't|dont) know(?: .*)?",
-    r"i(?:'m| am) (?:not sure|unsure|unable to (?:find|answer|determine|tell|say)).*",
-    r"i (?:cannot|can't|could not|couldn't|was unable to|am unable to)"
-    r" (?:find|answer|determine|tell|say|locate|confirm).*",
-    rf"{_SOURCES}{_SOURCE_NOUNS} {_NOT} {_SAY}.*",
-    r"(?:there is|there's|there was) no (?:information|mention|data|record|detail|answer)s? .*",
-    r"no (?:information|mention|data|details?) (?:is|was|are|were)? ?(?:available|provided|given|found).*",
-    r"(?:this|that|the answer) is not (?:mentioned|stated|covered|specified|given|provided) in "
-    rf"{_SOURCES}{_SOURCE_NOUNS}.*",
-    r"(?:sorry, )?i (?:do not|don't) have (?:enough )?(?:information|data|details).*",
-    r"not enough information(?: .*)?",
-    r"unknown",
+ABSTENTIONS = tuple(
+    _OPENER + _PER_SOURCES + pattern
+    for pattern in (
+        r"i (?:do not|don't|dont) know(?: .*)?",
+        r"i(?:'m| am) (?:not sure|unsure|not certain)(?: .*)?",
+        rf"i(?:'m| am) (?:unable|not able) to {_SEEK}.*",
+        rf"i (?:cannot|can't|could not|couldn't|was unable to|am unable to|wasn't able to|was not able to)"
+        rf" (?:{_SEEK}|(?:find|locate) (?:any|the|that|this|an?)).*",
+        rf"{_SOURCES}{_SOURCE_NOUNS}{_AFTER_SOURCE} {_NOT} {_SAY}.*",
+        rf"{_SOURCES}{_SOURCE_NOUNS}{_AFTER_SOURCE} (?:is|are) silent (?:on|about) .*",
+        rf"{_TOPIC_SOURCES} {_NOT} {_SAY}(?: (?:it|this|that|so|anything about (?:it|this|that)))?",
+        rf"nothing in {_SOURCES}{_SOURCE_NOUNS}{_AFTER_SOURCE} {_SAYS}.*",
+        r"(?:there is|there's|there was|there are) no (?:information|mention|data|record|detail|answer)s? .*",
+        r"no (?:information|mention|data|details?) (?:is|was|are|were)? ?(?:available|provided|given|found).*",
+        r"(?:this|that|the answer(?: to (?:this|that|your) question)?|(?:this|that|the|such) (?:information|detail)s?)"
+        r" (?:is|are|was|were) not (?:mentioned|stated|covered|specified|given|provided|available|included|present"
+        rf"|found|addressed|in) (?:in |by )?{_SOURCES}{_SOURCE_NOUNS}.*",
+        r"i (?:do not|don't) have (?:enough |sufficient |any )?(?:information|data|details|context).*",
+        r"(?:there is )?not enough (?:information|context|data)(?: .*)?",
+        r"unknown",
+    )
 )
 """The answer declines or says the evidence does not tell: reported as an abstention, never as a claim."""
 

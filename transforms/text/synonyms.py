@@ -121,6 +121,11 @@ red orange yellow green blue purple violet pink brown black white grey gray
 | car bus truck bicycle motorcycle
 | cat dog horse cow pig sheep goat chicken rabbit
 | minute minutes hour hours day days week weeks month months year years decade decades century centuries
+| hourly daily nightly weekly biweekly fortnightly monthly quarterly annually annual yearly
+| buyer seller | tenant landlord | lessee lessor | plaintiff defendant | employer employee | lender borrower
+| licensor licensee | nurse physician surgeon pharmacist | administrator admin viewer editor
+| windows macos linux ios android
+| json xml csv parquet yaml html pdf
 """
 
 # Time units belong to a class too ("for several weeks" is not "for several months"), but a counted one ("two years",

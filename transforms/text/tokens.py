@@ -127,7 +127,8 @@ def _tokenize_cached(text: str) -> tuple[Token, ...]:
         low = word.lower()
         s = stem(word)
         # tuple.__new__ directly: NamedTuple's own __new__ is a Python frame, and this runs for every word.
-        out.append(_new(Token, (word, m.start(), m.end(), s, low in STOPWORDS or s in _STOP_STEMS, word[0].isupper())))
+        stop = low in STOPWORDS or (s in _STOP_STEMS and len(low) <= len(s) + 2)  # "evening" is no "even"
+        out.append(_new(Token, (word, m.start(), m.end(), s, stop, word[0].isupper())))
     return tuple(out)
 
 

@@ -80,7 +80,8 @@ ANTONYM_PAIRS = [
     acquit:convict acquitted:convicted pass:fail surplus:deficit offensive:defensive
     ascend:descend input:output inbound:outbound indoor:outdoor online:offline manual:automatic
     voluntary:mandatory voluntary:compulsory optional:mandatory optional:compulsory partial:full
-    domestic:international minimum:maximum""".split()
+    domestic:international minimum:maximum raise:cut raise:lower rise:decline increase:decline grow:decline
+    enable:disable enabled:disabled written:oral full:half add:drop""".split()
 ]
 
 

@@ -33,6 +33,18 @@ def test_calibrate_fit_writes_a_file_that_loads(fitted):
     assert json.loads(path.read_text())["format"] == "groundwatch-calibration/1"
 
 
+def test_calibrate_fit_by_source_holds_out_one_source_per_fold(tmp_path):
+    out = tmp_path / "by-source.json"
+    args = ["calibrate", "--golden", str(FIXTURE), "--fit", str(out), "--bootstrap", "0", "--group-by", "source"]
+    assert groundwatch(args) == 0
+    info = Calibration.load(str(out)).fitted_on
+    assert info["document_groups"] == 2 and info["folds"] == 2  # sources A and B, one fold each
+    assert "leave-one-source-out" in info["grouping"]
+    with pytest.raises(SystemExit) as usage:
+        groundwatch([*args[:-1], "continent"])
+    assert usage.value.code == 2
+
+
 def _traffic(path: Path) -> None:
     records, _ = load_golden(FIXTURE)
     lines = [

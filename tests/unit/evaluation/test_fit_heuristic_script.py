@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from schemas import EvidencePassage
-from transforms.evaluation.fit_calibration import document_groups, grouped_folds
+from transforms.evaluation.fit_calibration import document_groups, grouped_folds, record_groups
 from transforms.evaluation.golden import GoldenRecord
 from transforms.verify.heuristic.config import HeuristicConfig
 
@@ -99,3 +99,36 @@ def test_script_runs_on_the_fixture_and_writes_a_config(tmp_path):
         assert heading in done.stdout
     assert "8 records (2 rejected lines)" in done.stdout
     HeuristicConfig.model_validate(json.loads(out.read_text()))
+
+
+def test_source_grouping_holds_out_one_source_per_fold_and_sub_datasets_count_as_sources():
+    tower = "The tower was built in 1850 by the city."
+    records = [
+        _record("a", "fully_grounded", tower),
+        _record("b", "ungrounded", tower),  # same passage, other source: the source decides the group
+        _record("c", "fully_grounded", "Page one of the guide."),
+    ]
+    records[1] = GoldenRecord("b", "T", records[1].answer, records[1].evidence, "ungrounded", ("ungrounded",))
+    for rid, part in (("d", "LFQA"), ("e", "ExpertQA")):
+        records.append(
+            GoldenRecord(rid, "AB", records[0].answer, records[0].evidence, "fully_grounded", (), sub_dataset=part)
+        )
+    groups, folds = record_groups(records, "source")
+    assert groups == ["S", "T", "S", "AB/LFQA", "AB/ExpertQA"]
+    assert folds == 4
+    fold = grouped_folds(groups, folds)
+    assert len({fold[i] for i in (0, 2)}) == 1 and len(set(fold)) == 4  # one fold per source
+    assert record_groups(records, "document") == (document_groups(records), None)
+
+
+def test_script_groups_by_source_when_asked():
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--golden", str(FIXTURE), "--group-by", "source", "--no-search"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "8 records (2 rejected lines), 2 source groups, 2 folds" in done.stdout  # sources A and B

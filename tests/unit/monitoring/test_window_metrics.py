@@ -188,3 +188,23 @@ def test_a_late_pane_does_not_replace_the_window_figures():
         )
         # Every pane kept would give [n, 1]: the late pane's row, written last, would say the window had 1 response.
         assert_that(rows, equal_to([len(on_time)]))
+
+
+def test_abstention_rate_is_the_share_of_abstaining_responses_per_slice():
+    stats = [
+        _stats("a", abstained=True),
+        _stats("b", tenant="beta"),
+        _stats("c", abstained=True, tenant="beta"),
+        _stats("d"),
+    ]
+    rows = compute_window_metrics(stats, FIXED)
+    assert _row(rows, "all", "all").abstention_rate == pytest.approx(2 / 4)
+    assert _row(rows, "tenant", "acme").abstention_rate == pytest.approx(1 / 2)
+    assert _row(rows, "tenant", "beta").abstention_rate == pytest.approx(1 / 2)
+    # From the lake's responses rows as from the audited response.
+    rebuilt = stats_from_rows(
+        {"response_id": "x", "window_start": START, "window_end": END, "tenant": "acme",
+         "overall_faithfulness_score": 1.0, "abstention": True},
+        [],
+    )  # fmt: skip
+    assert rebuilt.abstained

@@ -553,3 +553,42 @@ def test_a_converse_word_whose_sides_cannot_be_told_doubts():
         ).attribution_verdict
         == V.contradicted
     )
+
+
+def test_a_word_whose_stem_is_a_function_word_still_counts():
+    # "evening" stems to "even": it is still a content word, and another time of day than "morning".
+    verdict = verdict_on("Dr. Patel reviews the chart each evening.", "Dr. Patel reviews the chart each morning.")
+    assert verdict.attribution_verdict != V.fully_grounded
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Interest is paid quarterly.", "Interest is paid monthly."),
+        ("Risk of loss passes to the seller upon delivery.", "Risk of loss passes to the buyer upon delivery."),
+        ("The bank cut its prime rate to 8.5%.", "The bank raised its prime rate to 8.5%."),
+        ("Setting the TTL to zero enables caching.", "Setting the TTL to zero disables caching."),
+    ],
+)
+def test_another_member_of_a_closed_class_or_an_antonym_is_no_support(claim, evidence):
+    assert verdict_on(claim, evidence).attribution_verdict != V.fully_grounded
+
+
+def test_a_negation_moved_by_the_passive_is_the_same_polarity():
+    evidence = "Patients with an eGFR below 30 must not receive metformin."
+    verdict = verdict_on("Metformin must not be given to patients whose eGFR is below 30.", evidence)
+    assert verdict.attribution_verdict != V.contradicted
+
+
+def test_no_verdict_is_certain():
+    same = "Lab results showed potassium at 4.2 mmol/L on admission."
+    assert verdict_on(same, same).confidence <= 0.97
+
+
+def test_affirming_what_an_evidence_clause_denies_is_not_fully_grounded():
+    evidence = "The API supports JSON only; XML is not supported."
+    verdict = verdict_on("The API supports both JSON and XML.", evidence)
+    assert verdict.attribution_verdict != V.fully_grounded
+    # The denial doubts (without coreference a pronoun's clause looks the same): kept from fully grounded, not
+    # asserted as a contradiction.
+    assert verdict.attribution_verdict == V.partially_grounded and "denied_clause" in verdict.provenance_notes

@@ -113,3 +113,23 @@ def test_review_reasons_name_each_evidence_id_once():
         "sentence 0 contradicted by evidence kb-1054",
         "sentence 0 confidence 0.60 below 0.70 (evidence kb-7)",
     ]
+
+
+def test_an_abstention_beside_a_claim_counts_nowhere():
+    answer = (
+        "The patient was prescribed 50 mg of metoprolol twice daily. "
+        "I couldn't find the discharge date in the provided documents."
+    )
+    report = audit(answer)
+    claim, refusal = report.sentences
+    assert refusal.abstention and not claim.abstention and report.abstention
+    assert report.overall_faithfulness_score == 1.0  # the refusal is not a hallucination
+    assert report.critical_flags == []
+    parsed = ParsedResponse(
+        response=LoggedResponse.model_validate(message(answer=answer, evidence=[e.model_dump() for e in EVIDENCE])),
+        origin=at(1),
+    )
+    audited = audit_response(parsed, verifier=HeuristicVerifier(), window_start=NOW, window_end=NOW, now=NOW)
+    assert not audited.review.needs_review, audited.review.reasons
+    (row,) = [row for table, row in to_lake_rows(audited) if table == "responses"]
+    assert row["abstention"] and row["ungrounded_count"] == 0

@@ -86,6 +86,7 @@ def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
         critical_flag_count=len(report.critical_flags),
         critical_flags=report.critical_flags,
         insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
+        abstention=report.abstention,
         citation_total=citations.total_citations if citations else None,
         citation_passed=citations.passed if citations else None,
         citation_failed=citations.failed if citations else None,

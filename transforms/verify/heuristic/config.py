@@ -40,6 +40,7 @@ CUES = (
     "converse",
     "anchored_opposite",
     "anchored_negation",
+    "denied_clause",
     "dropped_hedge",
     "swapped_roles",
     "substitution",
@@ -77,6 +78,9 @@ class CueModes(BaseModel):
     """An antonym or same-class word in the claim's slot of any well-aligned evidence sentence."""
     anchored_negation: CueMode = "assert"
     """A claim word negated on one side only, in the claim's slot of a well-aligned evidence sentence."""
+    denied_clause: CueMode = "doubt"
+    """A claim word found only in evidence clauses that deny a word the claim affirms ("XML is not supported"
+    against "supports JSON and XML"); doubts, since a pronoun's clause can look the same."""
     dropped_hedge: CueMode = "assert"
     """A word the evidence states only under a hedge ("reportedly toxic"), stated as fact."""
     swapped_roles: CueMode = "assert"
@@ -109,6 +113,10 @@ class HeuristicConfig(BaseModel):
     """Characters of one sentence the verifier reads; a longer one is never called grounded."""
     unread_cap: float = Field(0.45, ge=0.0, le=1.0)
     """Probability cap of a sentence longer than `max_sentence_chars` (its unread rest is unverified)."""
+    max_confidence: float = Field(0.97, ge=0.5, le=1.0)
+    """Highest confidence of any verdict: it rests on word alignment, which a changed slot or a negation out of
+    reach can fool, so it is never certain. The probability is squeezed linearly into [1 - this, this], so its
+    order is kept (a calibration file maps it to what it is worth on labelled data)."""
 
     # Word weights (transforms.text.tokens.word_weight and the alignment)
     common_word_weight: float = Field(0.35, ge=0.0)

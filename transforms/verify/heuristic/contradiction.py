@@ -369,6 +369,7 @@ def find_contradictions(
     for name, slot_cue in (
         ("anchored_opposite", anchored_opposite),
         ("anchored_negation", anchored_negation),
+        ("denied_clause", _denied_clause),
         ("dropped_hedge", dropped_hedge),
     ):
         cue = None if found or modes.of(name) == "off" else slot_cue(tokens, ev, gain_of, total, c)
@@ -389,6 +390,16 @@ def find_contradictions(
 
 
 _BRACKETED = re.compile(r"\[[^\]]*\]")
+
+
+def _denied_clause(tokens, ev, gain_of: dict, total: float, c: HeuristicConfig):
+    """`anchored_negation` looking for clauses that deny what the claim affirms; first the cheap tests that rule
+    nearly every claim out (no evidence sentence it aligns with negates anything, or the claim negates itself)."""
+    if not any(ev.sentences[sid].negations for sid in gain_of):
+        return None
+    if not NEGATION_STEMS.isdisjoint(t.stem for t in tokens):
+        return None
+    return anchored_negation(tokens, ev, gain_of, total, c, by_denial=True)
 
 
 def misquotation(sentence: str, ev, config: HeuristicConfig = DEFAULT_CONFIG) -> Contradiction | None:

@@ -144,14 +144,24 @@ def anchored_opposite(tokens, ev, gain_of: dict, total: float, c: HeuristicConfi
     return None
 
 
-def anchored_negation(tokens, ev, gain_of: dict, total: float, c: HeuristicConfig = DEFAULT_CONFIG) -> Cue | None:
+def anchored_negation(
+    tokens, ev, gain_of: dict, total: float, c: HeuristicConfig = DEFAULT_CONFIG, *, by_denial: bool = False
+) -> Cue | None:
     """A claim word negated on one side only, in the same slot of the well-aligned evidence sentences ("they can't
     try other beers" against "you can try other beers"). The word is one of the first two content words after a
     negation cue on one side, the other side has no negation cue near it at all (a negation placed elsewhere, "no
     public transport is available" / "public transport is not available", is no conflict), the words around it
-    share another content word, and no aligned sentence has it in the claim's polarity."""
+    share another content word, and no aligned sentence has it in the claim's polarity.
+
+    With `by_denial` (the `denied_clause` cue) it looks instead for a claim word found only in evidence clauses
+    that deny a word the claim affirms ("XML is not supported" against "supports JSON and XML"): the clause
+    denies it as a whole. Without coreference a pronoun's clause can look the same ("Aspirin is not recommended
+    for children. It is recommended for adults."), so that cue doubts by default."""
     claim_stems = [t.stem for t in tokens]
+    claim_set = set(claim_stems)
     claim_heads = negated_heads(claim_stems)
+    if by_denial and claim_heads:
+        return None  # a denial conflicts with an affirmed claim only
     aligned = [
         (ev.sentences[sid], gain_of[sid] / total)
         for sid in sorted(gain_of, key=gain_of.get, reverse=True)[: c.max_anchored]
@@ -159,32 +169,53 @@ def anchored_negation(tokens, ev, gain_of: dict, total: float, c: HeuristicConfi
     ]
     if not claim_heads and not any(s.negations for s, _ in aligned):
         return None
-    heads = [negated_heads(s.stem_list) if s.negations else set() for s, _ in aligned]
+    heads = [negated_heads(s.stem_list) if s.negations else {} for s, _ in aligned]
+    # Clauses that deny a word the claim affirms: the whole clause is in the other polarity.
+    denying = [
+        by_denial and bool(s_heads) and not claim_heads and any(s.stem_list[m] in claim_set for m in s_heads)
+        for (s, _), s_heads in zip(aligned, heads, strict=True)
+    ]
+    if by_denial and not any(denying):
+        return None  # the common case: no clause denies what the claim says
+    # The negation's scope is the clause: a sentence that negates as often as the claim (in another place, as a
+    # passive or reordered sentence does) says the same thing, so only sentences of the other polarity can conflict.
+    claim_parity = count_negations(claim_stems) % 2
     for i, t in enumerate(tokens):
         if t.stop or len(t.stem) < 3:
             continue
         conflict, agrees = None, False
-        for (s, align), s_heads in zip(aligned, heads, strict=True):
+        for (s, align), s_heads, denies in zip(aligned, heads, denying, strict=True):
             for j in s.positions.get(t.stem, ()):
                 reach = c.negation_reach
+                if s.negations % 2 == claim_parity:
+                    agrees = True
+                    continue
                 if (
                     i in claim_heads
                     and not _negation_near(s.stem_list, j, reach)
                     and not _undone(claim_heads, i, tokens, s)
                 ):
                     side = "claim"
-                elif j in s_heads and not _negation_near(claim_stems, i, reach):
+                elif j in s_heads and not _negation_near(claim_stems, i, reach) and not by_denial:
                     side = "evidence"
+                elif by_denial and denies and not _negation_near(claim_stems, i, reach):
+                    conflict = conflict or (s, align, "evidence clause")  # the denied word is the slot
+                    continue
                 else:
                     agrees = True
                     continue
                 if conflict is None and _shares_context(tokens, i, s, j, c.anchor_window):
                     conflict = (s, align, side)
-        if conflict and not agrees:
+        if conflict and not agrees and (side_of(conflict) == "evidence clause") == by_denial:
             s, align, side = conflict
             reason = f"{t.text!r} negated in the {side} only"
             return Cue(s, reason, c.slot_negation_strength * max(align, c.slot_min_alignment))
     return None
+
+
+def side_of(conflict: tuple) -> str:
+    """The side a conflict of `anchored_negation` was found on."""
+    return conflict[2]
 
 
 def _is_negation_at(stems, k: int) -> bool:

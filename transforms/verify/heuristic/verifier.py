@@ -76,7 +76,8 @@ def grounded_score(verdict: SentenceVerdict) -> float:
 
 
 def _verdict_of(a: SentenceAnalysis, c: HeuristicConfig) -> tuple[AttributionVerdict, float]:
-    p = a.grounded_probability
+    # Never certain (`max_confidence`): the probability is squeezed into [1 - max, max], keeping its order.
+    p = (1.0 - c.max_confidence) + (2.0 * c.max_confidence - 1.0) * a.grounded_probability
     if a.contradictions and p < c.support_threshold:
         return AttributionVerdict.contradicted, round(1.0 - p, 4)
     if p >= c.support_threshold:
@@ -125,7 +126,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "27"
+    version = "28"
 
     def __init__(self, config: HeuristicConfig | dict | None = None):
         if config is None:
