@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ui": ("pipelines.ui", "start the Evidently UI on the lake's workspace"),
     "serve": ("pipelines.serve", "verify responses over HTTP (JSON API on uvicorn), optionally publishing them"),
     "gate": ("pipelines.gate", "audit a JSONL file for CI: exit 1 when a threshold is breached; JUnit and Markdown"),
+    "verify-lake": ("pipelines.verify_lake", "prove the lake's files unaltered against its hash-chained manifest"),
 }
 
 
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
     args.extra_args = extra  # Beam runner options pass through to the pipelines that take them
+    _name_run(args.command)
     if extra and not getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
         print(f"groundwatch {args.command}: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
         return 2
@@ -80,6 +82,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"groundwatch {args.command}: {reason}", file=sys.stderr)
             return 2
     return module.main(args)
+
+
+def _name_run(command: str) -> None:
+    """The run's id and command, for the lake manifest's entries (in the environment, so Beam's worker
+    processes, which inherit it, record them too)."""
+    import uuid
+
+    from transforms.io.lake.manifest import COMMAND_VARIABLE, RUN_ID_VARIABLE
+
+    os.environ[RUN_ID_VARIABLE] = uuid.uuid4().hex
+    os.environ[COMMAND_VARIABLE] = command
 
 
 def console() -> None:
