@@ -41,7 +41,7 @@ import os
 import posixpath
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # pyarrow loads only when a lake file is touched: `groundwatch query` starts without it
@@ -257,17 +257,14 @@ def write_bytes(location: str, data: bytes | pa.Buffer) -> str:
     return normalize(location)
 
 
-def write_parquet(location: str, table: pa.Table, *, replaces: Sequence[str] = ()) -> str:
+def write_parquet(location: str, table: pa.Table, *, record: Callable[[Any], None] | None = None) -> str:
     """Publish `table` as the Parquet file `location`, whole or not at all (see the module's docstring).
 
-    A file of a lake's table is listed in the lake's manifest before it appears (`replaces`: the files it is
-    about to replace, as compaction's are)."""
+    `record` is called with the file's content before it appears (the temporary file's path, or the bytes
+    to upload): `transforms.io.lake.manifest.write_lake_parquet` lists the file in the lake's manifest so."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from transforms.io.lake.manifest import publish_recorder
-
-    record = publish_recorder(location, table, replaces)
     if not is_remote(location):  # streamed to the disk, not held in memory
         return _publish_local(location, lambda temp: pq.write_table(table, temp, compression="zstd"), record)
     buffer = pa.BufferOutputStream()

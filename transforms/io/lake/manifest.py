@@ -1,10 +1,11 @@
 """The lake's manifest: a hash chain of entries, one per publish, that lets `groundwatch verify-lake` prove
 that no file of the lake was changed, removed or added behind its back.
 
-Every publish of a lake file (`filesystem.write_parquet`: the writer's files, compaction's, the rollups)
-appends one entry to `<lake>/_manifest/` before the file appears under its final name:
+Every publish of a lake file (`write_lake_parquet`: the writer's files, compaction's, the rollups) appends
+one entry to `<lake>/_manifest/` before the file appears under its final name:
 
-    record = publish_recorder(location, table)      # None for a path outside a lake's table folders
+    write_lake_parquet(location, table)              # filesystem.write_parquet, with the entry first
+    record = publish_recorder(location, table)      # the hook itself: None outside a lake's table folders
     record(temp_path_or_bytes)                       # appends the entry; then the file is renamed/uploaded
     record_removal(lake, [path, ...])                # before files are removed (compaction, drift --recompute)
 
@@ -68,6 +69,7 @@ __all__ = [
     "publish_recorder",
     "read_entries",
     "record_removal",
+    "write_lake_parquet",
 ]
 
 MANIFEST_FOLDER = "_manifest"
@@ -189,6 +191,12 @@ def publish_recorder(location: str, table: Any, replaces: Sequence[str] = ()) ->
         append_entry(lake, "replace" if replaced else "add", files, replaced=replaced, versions=versions)
 
     return record
+
+
+def write_lake_parquet(location: str, table: Any, *, replaces: Sequence[str] = ()) -> str:
+    """Publish a lake file whole (`filesystem.write_parquet`), listed in the lake's manifest before it appears
+    (`replaces`: the files it is about to replace, as compaction's file does)."""
+    return lakefs.write_parquet(location, table, record=publish_recorder(location, table, replaces))
 
 
 def _relative(lake: str, location: str) -> str | None:

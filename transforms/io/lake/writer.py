@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from schemas import TABLES
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest import write_lake_parquet
 from transforms.io.lake.rows import row_dict
 
 __all__ = [
@@ -102,7 +103,7 @@ def write_rows_file(
         table_data = rows.select(schema.names).cast(schema)
     else:
         table_data = pa.Table.from_pylist(list(rows), schema=schema)
-    return lakefs.write_parquet(lakefs.join(folder, f"{file_stem}.parquet"), table_data, replaces=replaces)
+    return write_lake_parquet(lakefs.join(folder, f"{file_stem}.parquet"), table_data, replaces=replaces)
 
 
 def write_table(
