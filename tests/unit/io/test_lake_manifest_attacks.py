@@ -488,3 +488,18 @@ def test_a_later_publish_extends_the_kept_head(lake, monkeypatch):
 
 def test_entry_bytes_are_canonical():
     assert body_bytes({"b": 1, "a": [1, "x"]}) == b'{"a":[1,"x"],"b":1}'
+
+
+def test_since_and_sample_hash_fewer_files_but_check_every_size(lake):
+    """What `--since` and `--sample` prove: an edit of the same size in a file listed before `since` goes
+    unseen (documented), one that changes the size never does."""
+    from datetime import UTC, datetime, timedelta
+
+    later = datetime.now(UTC) + timedelta(days=1)
+    _flip(flipped := _part(lake, index=0))
+    report = verify_lake(lake, key=KEY, since=later)
+    assert report.problems == [] and report.hashed == 0
+    assert [line.split(" (")[0] for line in verify_lake(lake, key=KEY).problems] == [f"modified: {_rel(lake, flipped)}"]
+    os.truncate(cut := _part(lake, index=1), 100)
+    assert any(_rel(lake, cut) in line for line in verify_lake(lake, key=KEY, since=later).problems)
+    assert any(_rel(lake, cut) in line for line in verify_lake(lake, key=KEY, sample=0.01).problems)

@@ -270,7 +270,7 @@ def _interrupted(lake: str, state: ChainState, data: dict, temporaries: list[str
 def _chooser(state: ChainState, sample: float | None, since: datetime | None) -> Callable[[str, int], bool]:
     """Which files to hash: all; a random `sample` fraction; or those listed at or after `since`."""
     if since is not None:
-        after = {seq for seq, e in state.entries.items() if _entry_time(e) is None or _entry_time(e) >= since}
+        after = {seq for seq, e in state.entries.items() if (when := _entry_time(e)) is None or when >= since}
         return lambda path, seq: seq in after
     if sample is not None:
         return lambda path, seq: secrets.randbelow(1_000_000) < sample * 1_000_000
