@@ -10,15 +10,16 @@ import pytest
 from pipelines.cli import main
 from tests.support.bench_lakes import build_small_lake
 from tests.support.s3_fixtures import bucket_keys, bucket_of, get_object, s3_client
-from transforms.io.lake.manifest import MANIFEST_FOLDER, Entry, _create
+from transforms.io.lake.manifest import MANIFEST_FOLDER
+from transforms.io.lake.manifest_store import create_exclusive
 
 pytestmark = pytest.mark.s3
 
 
 def test_an_entry_number_once_taken_cannot_be_written_again(s3_lake):
-    body = {"seq": 0, "kind": "add", "files": [], "replaced": [], "prev": None}
-    assert _create(s3_lake, Entry(0, body, None, "h"))
-    assert not _create(s3_lake, Entry(0, dict(body, kind="replace"), None, "h"))  # a second writer's try
+    location = f"{s3_lake}/{MANIFEST_FOLDER}/000000000000.json"
+    assert create_exclusive(location, b'{"kind":"add"}')
+    assert not create_exclusive(location, b'{"kind":"replace"}')  # a second writer's try
     stored = get_object(bucket_of(s3_lake), f"lake/{MANIFEST_FOLDER}/000000000000.json")
     assert b'"kind":"add"' in stored
 

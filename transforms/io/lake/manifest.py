@@ -31,7 +31,6 @@ rename: a writer killed in between leaves an entry naming a file that is still t
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import json
@@ -46,6 +45,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest_store import create_exclusive
 
 __all__ = [
     "COMMAND_VARIABLE",
@@ -360,49 +360,4 @@ def _stored_bytes(entry: Entry) -> bytes:
 
 def _create(lake: str, entry: Entry) -> bool:
     """Create the entry's file only if its name is free; False when another writer holds it."""
-    location, data = _entry_location(lake, entry.seq), _stored_bytes(entry)
-    if not lakefs.is_remote(lake):
-        folder = os.path.dirname(location)
-        os.makedirs(folder, exist_ok=True)
-        temp = os.path.join(folder, f".{entry.seq:012d}.{uuid.uuid4().hex}.tmp")
-        with open(temp, "wb") as f:
-            f.write(data)
-        try:
-            os.link(temp, location)  # atomic, and fails when the name exists: no entry is ever overwritten
-        except FileExistsError:
-            return False
-        finally:
-            os.remove(temp)
-        return True
-    return _create_object(location, data)
-
-
-def _create_object(location: str, data: bytes) -> bool:
-    parts = urlsplit(location)
-    if parts.scheme not in ("s3", "s3a"):
-        # No conditional write known for this filesystem: check, then write (a narrow race, documented).
-        if lakefs.file_signature(location) is not None:
-            return False
-        lakefs.write_bytes(location, data)
-        return True
-    from botocore.exceptions import ClientError
-
-    try:
-        endpoint = os.environ.get(lakefs.ENDPOINT_VARIABLE) or os.environ.get("AWS_ENDPOINT_URL") or None
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-        _s3_client(endpoint, region).put_object(
-            Bucket=parts.netloc, Key=parts.path.lstrip("/"), Body=data, IfNoneMatch="*"
-        )
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
-            return False
-        raise OSError(f"writing {location}: {error.response.get('Error', {}).get('Code')}") from None
-    return True
-
-
-@functools.lru_cache(maxsize=8)
-def _s3_client(endpoint: str | None, region: str):
-    # boto3, not pyarrow: pyarrow's S3 filesystem has no conditional PUT. Credentials from the same chain.
-    import boto3
-
-    return boto3.client("s3", endpoint_url=endpoint, region_name=region)
+    return create_exclusive(_entry_location(lake, entry.seq), _stored_bytes(entry))
