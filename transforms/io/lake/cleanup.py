@@ -36,8 +36,8 @@ _TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
 
 def remove_stale_temporaries(lake_dir: str, *, started_at: float | None = None) -> int:
     """Remove the writer's temporary files under `lake_dir` untouched since `STALE_TEMP_SECONDS` before
-    `started_at` (epoch seconds; default now); returns how many were removed. A lake that does not exist yet,
-    or one in object storage, has none."""
+    `started_at` (epoch seconds; default now); returns how many were removed (or published, when the lake's
+    manifest lists them: see above). A lake that does not exist yet, or one in object storage, has none."""
     if lakefs.is_remote(lake_dir) or not os.path.isdir(lake_dir):
         return 0
     cutoff = (time.time() if started_at is None else started_at) - STALE_TEMP_SECONDS
