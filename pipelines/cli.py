@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("pipelines.serve", "verify responses over HTTP (JSON API on uvicorn), optionally publishing them"),
     "review": ("pipelines.review", "the review workbench: a web app over the lake; label, import and export labels"),
     "gate": ("pipelines.gate", "audit a JSONL file for CI: exit 1 when a threshold is breached; JUnit and Markdown"),
+    "verify-lake": ("pipelines.verify_lake", "prove the lake's files unaltered against its hash-chained manifest"),
 }
 
 
@@ -137,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[args.command][0])
     args.extra_args = extra  # Beam runner options pass through to the pipelines that take them
+    _name_run(args.command)
     if extra and (reason := _refusal(module, extra, flags)):
         print(f"{who}: {reason}", file=sys.stderr)
         return 2
@@ -145,6 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"{who}: {e}", file=sys.stderr)
         return 2
+
+
+def _name_run(command: str) -> None:
+    """The run's id and command, for the lake manifest's entries (in the environment, so Beam's worker
+    processes, which inherit it, record them too)."""
+    import uuid
+
+    from transforms.io.lake.manifest import COMMAND_VARIABLE, RUN_ID_VARIABLE
+
+    os.environ[RUN_ID_VARIABLE] = uuid.uuid4().hex
+    os.environ[COMMAND_VARIABLE] = command
 
 
 def console() -> None:

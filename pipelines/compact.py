@@ -45,6 +45,7 @@ import duckdb
 from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
 from schemas import TABLES, TableSpec
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest import record_removal
 from transforms.io.lake.reader import (
     compacted_prefix,
     deduplicated_sql,
@@ -113,7 +114,7 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
     # Named by the files it replaces: two compactions of the same files write the same file.
     names = [f"{os.path.basename(path)}:{(seen[path] or (0, 0))[0]}" for path in files]
     stem = file_stem(spec.name, *names, prefix=compacted_prefix(spec))
-    written = write_rows_file(os.path.dirname(files[0]), stem, spec.name, rows)
+    written = write_rows_file(os.path.dirname(files[0]), stem, spec.name, rows, replaces=files)
     # The rollups are named after the new file, so they count only once it is the partition's only file.
     write_rollups(con, spec.name, written)
     whole = True
@@ -132,9 +133,17 @@ def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: li
 def _remove_stale_rollups(compacted_file: str) -> None:
     """Remove the rollups of the partition's earlier files (named after a file that is gone: never read)."""
     keep = {rollup_path(compacted_file, r) for r in ROLLUPS.values()}
-    for path in lakefs.list_files(os.path.dirname(compacted_file), ROLLUP_SUFFIX):
-        if path not in keep:
-            lakefs.remove_file(path)
+    stale = [p for p in lakefs.list_files(os.path.dirname(compacted_file), ROLLUP_SUFFIX) if p not in keep]
+    record_removal(_lake_of(compacted_file), stale)  # the manifest names them before they go
+    for path in stale:
+        lakefs.remove_file(path)
+
+
+def _lake_of(lake_file: str) -> str:
+    """The lake holding a file of `<lake>/<table>/date=/hour=/`."""
+    for _ in range(4):
+        lake_file = os.path.dirname(lake_file)
+    return lake_file
 
 
 def _missing_rollups(table: str, compacted_file: str, present: set[str]) -> list[Rollup]:

@@ -40,6 +40,7 @@ from pipelines.options.common import (
 )
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest import record_removal
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.alerts import AlertTracker, format_alert
 from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
@@ -126,6 +127,7 @@ def run_drift(
     if recompute:
         # Start over: earlier conclusions (and their snapshots) would otherwise sit beside the new ones.
         for folder in ("drift_checks", "alerts", "incidents", "evidently"):
+            record_removal(lake_dir, lakefs.list_files(lakefs.join(lake_dir, folder)))  # in the manifest first
             lakefs.remove_tree(lakefs.join(lake_dir, folder))
     frames = load_lake_frames(lake_dir)
     checked = set() if recompute or not len(frames.drift_checks) else set(frames.drift_checks["window_start"])

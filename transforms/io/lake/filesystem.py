@@ -41,7 +41,7 @@ import os
 import posixpath
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # pyarrow loads only when a lake file is touched: `groundwatch query` starts without it
@@ -213,8 +213,11 @@ def ensure_folder(location: str) -> None:
         os.makedirs(_local(location), exist_ok=True)
 
 
-def _publish_local(location: str, write: Callable[[str], None]) -> str:
-    """Publish a local file whole: `write` fills a temporary file beside it, renamed to its final name."""
+def _publish_local(
+    location: str, write: Callable[[str], None], before_rename: Callable[[str], None] | None = None
+) -> str:
+    """Publish a local file whole: `write` fills a temporary file beside it, renamed to its final name
+    (after `before_rename(temp)`, which records it in the lake's manifest)."""
     final = location.removeprefix("file://")
     folder = os.path.dirname(os.path.abspath(final))
     os.makedirs(folder, exist_ok=True)
@@ -223,6 +226,8 @@ def _publish_local(location: str, write: Callable[[str], None]) -> str:
     temp = os.path.join(folder, f".{stem}.{uuid.uuid4().hex}.tmp")
     try:
         write(temp)
+        if before_rename is not None:
+            before_rename(temp)
         os.replace(temp, final)
     finally:
         if os.path.exists(temp):
@@ -252,15 +257,20 @@ def write_bytes(location: str, data: bytes | pa.Buffer) -> str:
     return normalize(location)
 
 
-def write_parquet(location: str, table: pa.Table) -> str:
-    """Publish `table` as the Parquet file `location`, whole or not at all (see the module's docstring)."""
+def write_parquet(location: str, table: pa.Table, *, record: Callable[[Any], None] | None = None) -> str:
+    """Publish `table` as the Parquet file `location`, whole or not at all (see the module's docstring).
+
+    `record` is called with the file's content before it appears (the temporary file's path, or the bytes
+    to upload): `transforms.io.lake.manifest.write_lake_parquet` lists the file in the lake's manifest so."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not is_remote(location):  # streamed to the disk, not held in memory
-        return _publish_local(location, lambda temp: pq.write_table(table, temp, compression="zstd"))
+        return _publish_local(location, lambda temp: pq.write_table(table, temp, compression="zstd"), record)
     buffer = pa.BufferOutputStream()
     pq.write_table(table, buffer, compression="zstd")
+    if record is not None:
+        record(buffer.getvalue())
     return write_bytes(location, buffer.getvalue())  # an Arrow buffer: no copy
 
 

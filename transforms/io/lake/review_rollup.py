@@ -35,6 +35,7 @@ import duckdb
 
 from schemas import TABLES
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest import record_removal, write_lake_parquet
 from transforms.io.lake.reader import files_sql, is_clean, parquet_source, partitions, table_files
 from transforms.io.lake.rollups import ROLLUP_SUFFIX, rollup_files
 
@@ -180,11 +181,12 @@ def write_review_rollups(lake_dir: str, *, since: datetime | None = None) -> int
                     for t, files in zip(TABLES_USED, (sentence_files, response_files), strict=True)
                 )
                 frame = con.sql(review_rows_sql(sentences, responses, with_partition=False)).to_arrow_table()
-                lakefs.write_parquet(path, frame)
+                write_lake_parquet(path, frame)
                 written += 1
             # Rollups of this hour named after files that are gone (a partition compacted again): never read.
             for other in stale.get(os.path.dirname(path), ()):
                 if other != path:
+                    record_removal(lake_dir, [other])  # the manifest names it before it goes
                     lakefs.remove_file(other)
     finally:
         con.close()

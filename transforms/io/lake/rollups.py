@@ -36,6 +36,7 @@ import duckdb
 
 from schemas import TABLES
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest import write_lake_parquet
 from transforms.io.lake.reader import (
     PARTITION_COLUMNS,
     files_sql,
@@ -163,7 +164,7 @@ def write_rollups(
     written = []
     for rollup in rollups_of(table) if rollups is None else rollups:
         frame = con.sql(rollup.aggregate_sql(rows, per_partition=False)).to_arrow_table()
-        written.append(lakefs.write_parquet(rollup_path(compacted_file, rollup), frame))
+        written.append(write_lake_parquet(rollup_path(compacted_file, rollup), frame))
     return written
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from schemas import TABLES
 from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest import write_lake_parquet
 from transforms.io.lake.rows import row_dict
 
 __all__ = [
@@ -89,18 +90,21 @@ def _schema(table: str) -> pa.Schema:
     return TABLES[table].schema
 
 
-def write_rows_file(folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]] | pa.Table) -> str:
+def write_rows_file(
+    folder: str, file_stem: str, table: str, rows: list[Mapping[str, Any]] | pa.Table, *, replaces: Sequence[str] = ()
+) -> str:
     """Write rows as `<folder>/<file_stem>.parquet`, published whole (a local folder or object storage).
 
     `rows` are row dicts, or an Arrow table with the table's columns (any order; cast to its schema), which
-    is how `groundwatch compact` and the lake benchmark write many rows at once."""
+    is how `groundwatch compact` and the lake benchmark write many rows at once. `replaces` names the files it
+    replaces, for the lake's manifest (compaction)."""
     lakefs.ensure_folder(folder)
     schema = _schema(table)
     if isinstance(rows, pa.Table):
         table_data = rows.select(schema.names).cast(schema)
     else:
         table_data = pa.Table.from_pylist(list(rows), schema=schema)
-    return lakefs.write_parquet(lakefs.join(folder, f"{file_stem}.parquet"), table_data)
+    return write_lake_parquet(lakefs.join(folder, f"{file_stem}.parquet"), table_data, replaces=replaces)
 
 
 def write_table(
