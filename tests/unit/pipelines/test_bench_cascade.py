@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.support.audit_messages import message, raw
 from tests.support.model_answers import COPIED, MODEL_SURE, NEGATED
 from tests.support.scripts import load_script
@@ -13,6 +15,7 @@ from tests.support.scripts import load_script
 ANSWER = " ".join([COPIED, MODEL_SURE, NEGATED])
 
 
+@pytest.mark.server  # the benchmark starts its scripted judge on 127.0.0.1
 def test_the_pipeline_mode_prints_wall_time_and_run_inference_metrics(tmp_path, capsys):
     traffic = tmp_path / "traffic.jsonl"
     traffic.write_bytes(b"".join(raw(message(f"b-{i}", answer=ANSWER)) + b"\n" for i in range(4)))

@@ -69,7 +69,7 @@ def _run(threads: str, flag: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("threads", ["none", "grpc"])
+@pytest.mark.parametrize("threads", ["none", pytest.param("grpc", marks=pytest.mark.server)])
 def test_a_failed_command_ends_with_its_status_handlers_and_output(threads):
     ended = _run(threads, "--no-such-flag")
     assert ended.returncode == 2, ended.stderr  # the command's status: bad usage
