@@ -2,8 +2,9 @@
 
 Tiers (README and docs/development.md give the commands):
 - `fast` (`make test-fast`): plain functions and small in-process Beam graphs. Tests marked with a service
-  marker (`SERVICE_MARKERS`) are deselected, and every other test runs under the guard below.
-- `integration` (`make test-integration`): only the tests marked with a service marker.
+  marker (`SERVICE_MARKERS`) or as scenario tests (`SCENARIO_MARKER`) are deselected, and every other test
+  runs under the guard below.
+- `integration` (`make test-integration`): only the tests with one of those markers.
 - no `--tier` (`scripts/test.sh`): everything.
 
 Tests under `tests/integration/<service>/` get that service's marker from their folder, so a test put there
@@ -27,11 +28,18 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["SERVICE_MARKERS", "listening_inodes", "listening_pids"]
+__all__ = ["SCENARIO_MARKER", "SERVICE_MARKERS", "listening_inodes", "listening_pids"]
 
 SERVICE_MARKERS = ("kafka", "prism", "flink", "s3", "browser", "server")
 """The markers of tests that need a service: a broker, a runner binary, a cluster, an S3 server, a browser, or
 a network server of the test's own (the judge's OpenAI-compatible server, uvicorn)."""
+
+SCENARIO_MARKER = "scenario"
+"""The marker of tests that need no service but a scenario lake (generated traffic over tens of windows,
+audited and drift-checked: tens of seconds to build). They run with the integration tier; a test that takes
+the `scenario_lake` or `demo_lake` fixture gets the marker by itself."""
+
+_SCENARIO_FIXTURES = ("scenario_lake", "demo_lake")
 
 _SITE = Path(__file__).resolve().parent / "tier_site"
 _POLL_S = 0.05
@@ -62,13 +70,16 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(service[0])
     if config.getoption("dist", "no") == "loadgroup":
         _group_for_workers(items)
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in _SCENARIO_FIXTURES):
+            item.add_marker(SCENARIO_MARKER)
     tier = config.getoption("--tier")
     if tier is None:
         return
     keep, drop = [], []
     for item in items:
-        needs_service = any(item.get_closest_marker(name) for name in SERVICE_MARKERS)
-        (keep if needs_service == (tier == "integration") else drop).append(item)
+        integration = any(item.get_closest_marker(name) for name in (*SERVICE_MARKERS, SCENARIO_MARKER))
+        (keep if integration == (tier == "integration") else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

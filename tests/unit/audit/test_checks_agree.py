@@ -75,7 +75,8 @@ def test_the_gate_fails_the_response_whose_checks_disagree(tmp_path):
     flags = ["--junit", str(junit), "--summary", str(summary), "--max-review-share", "0.5"]
     assert main(["gate", "--input", str(traffic), *flags]) == 0
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
-    assert cases["cites-contradiction"].find("failure").get("message").startswith("checks_disagree")
+    failure = cases["cites-contradiction"].find("failure")  # the findings first, then the review reasons
+    assert "checks_disagree: sentence 0 fully_grounded" in failure.get("message") + (failure.text or "")
     assert cases["cites-wrong-passage"].find("failure") is None
 
 

@@ -55,6 +55,7 @@ def audited_lake(tmp_path_factory) -> str:
     return lake
 
 
+@pytest.mark.scenario  # drift over the audited windows: tens of seconds
 def test_a_lake_verifies_after_audit_compact_metrics_and_drift(audited_lake, tmp_path, capsys):
     lake = str(tmp_path / "lake")
     shutil.copytree(audited_lake, lake)

@@ -14,6 +14,8 @@ from schemas.monitoring import CheckStatus
 from transforms.monitoring.abstention import ABSTENTION_CHECK, abstention_p_value
 from transforms.monitoring.drift import DriftConfig
 
+pytestmark = pytest.mark.scenario  # scenario lakes: the integration tier (docs/development.md)
+
 REFUSALS = (
     "I couldn't find that information in the provided documents.",
     "The retrieved passages do not say.",

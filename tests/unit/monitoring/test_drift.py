@@ -30,6 +30,8 @@ from pipelines.traffic.scenarios import (
 from schemas.monitoring import AlertStatus, CheckStatus
 from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig
 
+pytestmark = pytest.mark.scenario  # scenario lakes: the integration tier (docs/development.md)
+
 WINDOW = timedelta(seconds=60)
 
 

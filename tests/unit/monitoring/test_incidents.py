@@ -21,6 +21,8 @@ import pytest
 from pipelines.traffic.scenarios import MISQUOTING_MODEL, NEW_RETRIEVER, ScenarioSpec, change_time, misquote_time
 from schemas.monitoring import AlertStatus, CheckStatus
 
+pytestmark = pytest.mark.scenario  # scenario lakes: the integration tier (docs/development.md)
+
 START = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 WINDOW = timedelta(seconds=60)
 

@@ -132,6 +132,7 @@ def serve_config(*flags: str):
     return config_from(parser.parse_args(list(flags)))
 
 
+@pytest.mark.server
 def test_serve_answers_with_the_model_stage(model_dir):
     config = serve_config("--verifier", "model", "--model-path", str(model_dir))
     with running_service(config) as base_url:

@@ -86,6 +86,7 @@ def test_bad_requests_get_a_4xx_with_a_one_line_reason(service, body, status, er
     assert document["message"] and "\n" not in document["message"]
 
 
+@pytest.mark.server
 def test_bodies_over_the_size_limit_are_413(service):
     big = raw(message("big", answer="word " * (MAX_BODY_BYTES // 5)))
     assert len(big) > MAX_BODY_BYTES
@@ -126,6 +127,7 @@ def test_health_and_openapi(service):
     assert "evidence" in schemas["LoggedResponse"]["required"]
 
 
+@pytest.mark.server
 def test_concurrent_requests_each_get_their_own_answer(service):
     kinds = ["fully_grounded", "contradicted", "ungrounded"] * 8
 
@@ -138,6 +140,7 @@ def test_concurrent_requests_each_get_their_own_answer(service):
     assert [r["report"]["sentences"][0]["attribution_verdict"] for r in results] == kinds
 
 
+@pytest.mark.server
 def test_the_api_key_is_required_when_set():
     with running_service(ServeConfig(), api_key="s3cret-key") as base_url, httpx.Client(base_url=base_url) as client:
         missing = client.post("/v1/verify", json=message())
@@ -215,6 +218,7 @@ def test_concurrent_judged_requests_do_not_mix_their_verdicts():
     assert all(r["status"] == "determined" for r in results)
 
 
+@pytest.mark.server
 def test_verified_responses_are_published_to_a_jsonl_file(tmp_path):
     out = tmp_path / "verified.jsonl"
     with running_service(ServeConfig(publish_jsonl=str(out))) as base_url, httpx.Client(base_url=base_url) as client:
@@ -264,6 +268,7 @@ def test_the_command_serves_on_two_workers_and_never_logs_the_key(tmp_path):
     assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == 6
 
 
+@pytest.mark.server
 def test_the_command_refuses_bad_usage():
     from pipelines.cli import main
 
