@@ -21,7 +21,7 @@ typecheck:
 	$(PYTHON) scripts/typecheck.py
 
 test-fast:
-	$(PYTHON) -m pytest -q --tier fast
+	$(PYTHON) -m pytest -q --tier fast -n 2 --dist loadgroup
 
 test-integration:
 	scripts/test.sh --tier integration

@@ -38,7 +38,14 @@ if [[ "${GROUNDWATCH_COVERAGE:-}" == 1 ]]; then
   rm -f .coverage .coverage.*
   pytest=(python3 -m coverage run -m pytest --durations=15)
 fi
-"${pytest[@]}" "$@"
+if (($#)); then
+  "${pytest[@]}" "$@"
+else
+  # Both tiers: the fast one on two workers (CPU-bound tests, measured faster: docs/benchmarks.md), then the
+  # integration tier in one process (its tests time services and share one broker and one Flink cluster).
+  "${pytest[@]}" --tier fast -n 2 --dist loadgroup
+  "${pytest[@]}" --tier integration
+fi
 if [[ "${GROUNDWATCH_COVERAGE:-}" == 1 ]]; then
   python3 -m coverage combine --quiet
   python3 -m coverage report --skip-covered --sort=cover | tail -n 25
