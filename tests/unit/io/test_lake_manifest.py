@@ -230,3 +230,28 @@ def test_the_key_signs_entries_and_never_reaches_the_lake_or_the_output(bench_ro
     monkeypatch.setenv(HMAC_VARIABLE, "another-key")
     code, out = _verify(lake, capsys)
     assert code == 1 and "break: entry 0 has a wrong HMAC" in out and key not in out
+
+
+def test_a_lake_verifies_after_reviews_are_labelled_and_imported(tmp_path, capsys):
+    """`review label` and `review import` publish `reviews` files through the writer, so the manifest lists them:
+    the lake verifies after each, and a label file edited afterwards is named."""
+    from tests.support.review_lake import build_lake
+
+    lake = build_lake(str(tmp_path / "lake"))
+    label = ["review", "label", "--lake", lake, "--response-id", "r-high", "--sentence", "0"]
+    assert groundwatch([*label, "--label", "contradicted", "--reviewer", "ana"]) == 0
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"response_id": "r-low", "sentence_index": 1, "label": "ungrounded", "reviewer": "bo"}\n')
+    assert groundwatch(["review", "import", "--lake", lake, str(labels)]) == 0
+    code, out = _verify(lake, capsys)
+    assert code == 0 and out.rstrip().endswith("unaltered"), out
+    entries = _entries(lake)
+    assert {"review"} <= {e["command"] for e in entries}
+    reviews = [f["path"] for e in entries for f in e["files"] if f["table"] == "reviews"]
+    assert len(reviews) == 2
+    victim = os.path.join(lake, reviews[0])
+    with open(victim, "r+b") as f:
+        f.seek(8)
+        f.write(b"\x00" if f.read(1) != b"\x00" else b"\x01")
+    code, out = _verify(lake, capsys)
+    assert code == 1 and f"modified: {reviews[0]} (" in out, out
