@@ -3,7 +3,8 @@
 
 - `groundwatch audit` of the sample traffic on the standalone cluster at parallelism 2, LOOPBACK, with
   `--lake s3://bucket/lake`, leaves in the bucket, table by table, the rows the FnApiRunner leaves in a local
-  folder (floats within 1e-9; the wall-clock stamps excluded), and nothing but published Parquet objects;
+  folder (floats within 1e-9; the wall-clock stamps excluded), and nothing but published Parquet objects and
+  the lake manifest's entries;
 - `groundwatch query` over the bucket answers as it does over the folder;
 - the credentials reach the SDK harness through the environment of the launching process (LOOPBACK: that process
   is the harness) and appear in no log line and no object.
@@ -21,6 +22,7 @@ from schemas import TABLES
 from tests.support.flink_fixtures import audit_process, finished, flink_argv, log_tail
 from tests.support.lake_compare import assert_same_tables
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, bucket_of, get_object
+from transforms.io.lake.manifest import ENTRY_NAME
 
 pytestmark = [pytest.mark.flink]
 
@@ -43,7 +45,9 @@ def test_audit_on_flink_into_a_bucket_gives_the_rows_of_the_fnapirunner(
 
     bucket = bucket_of(s3_lake)
     keys = bucket_keys(bucket)
-    assert keys and all(k.startswith("lake/") and k.endswith(".parquet") for k in keys), keys
+    entries = [k for k in keys if k.startswith("lake/_manifest/")]  # the lake's manifest: one entry per file
+    assert entries and all(ENTRY_NAME.match(k.rsplit("/", 1)[1]) for k in entries), entries
+    assert all(k.startswith("lake/") and k.endswith(".parquet") for k in set(keys) - set(entries)), keys
     # responses, sentences, citations, claims, window metrics and dead letters: not empty
     assert assert_same_tables(sample_lake_fnapi, s3_lake, TABLES) > 3000
 
