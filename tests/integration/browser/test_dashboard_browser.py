@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ import pytest
 
 from pipelines.cli import main as groundwatch
 from pipelines.reporting.drift_demo import DEMO_PROJECT, DEMO_SPEC
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.browser
 
@@ -56,12 +56,6 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def demo(demo_lake):
     """A lake made by `groundwatch demo` (sample traffic, then the regression scenario with drift), once per
@@ -72,7 +66,7 @@ def demo(demo_lake):
 @pytest.fixture(scope="module")
 def ui(demo):
     """`groundwatch ui` serving the demo lake; yields its base URL."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "pipelines.cli", "ui", "--lake", demo, "--port", str(port)],
         start_new_session=True,  # its own process group: the UI server it starts stops with it

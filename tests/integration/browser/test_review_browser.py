@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
+from tests.support.ports import free_port
 from tests.support.review_lake import build_lake
 
 pytestmark = pytest.mark.browser
@@ -28,12 +28,6 @@ pytestmark = pytest.mark.browser
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 OUTPUT = Path(__file__).resolve().parents[3] / "test-output"
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +38,7 @@ def lake(tmp_path_factory):
 @pytest.fixture(scope="module")
 def app(lake):
     """`groundwatch review` serving the lake on 127.0.0.1; yields its base URL."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GROUNDWATCH_REVIEW_TOKEN", None)
     command = [
