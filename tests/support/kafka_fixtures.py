@@ -120,19 +120,33 @@ def new_topic(kafka_bootstrap):
 
 
 def consume_all(bootstrap: str, topic: str, *, idle_ms: int = 3000) -> list:
-    """Every record of `topic` from the beginning (stops after `idle_ms` without a new one)."""
-    from kafka import KafkaConsumer
+    """Every committed record of `topic`, read from the beginning to the partitions' ends as they stand now.
+
+    It returns as soon as every partition is read to its end; `idle_ms` without a new record ends it early
+    (a topic whose end is a transaction marker the client does not step past, or no topic at all).
+    """
+    from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
         enable_auto_commit=False,
-        consumer_timeout_ms=idle_ms,
         isolation_level="read_committed",
     )
     try:
-        return list(consumer)
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        if not partitions:
+            return []
+        consumer.assign(partitions)
+        consumer.seek_to_beginning()
+        ends = consumer.end_offsets(partitions)
+        records: list = []
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            batch = consumer.poll(timeout_ms=idle_ms)
+            if not batch:
+                break
+            for part in batch.values():
+                records.extend(part)
+        return records
     finally:
         consumer.close()
 

@@ -87,9 +87,15 @@ def pytest_collection_modifyitems(config, items):
 
 def _group_for_workers(items) -> None:
     """Under `pytest -n N --dist loadgroup`: a module's tests on one worker, so that its module-scoped set-up is
-    made once, and every Flink test on one worker, so that one Flink cluster serves them all."""
+    made once; every Flink test on one worker, so that one Flink cluster serves them all; and every reader of
+    the demo's lake on one worker, so that the demo runs once (a session fixture is made once per worker)."""
     for item in items:
-        group = "flink" if item.get_closest_marker("flink") else item.nodeid.split("::")[0]
+        if item.get_closest_marker("flink"):
+            group = "flink"
+        elif "demo_lake" in getattr(item, "fixturenames", ()):
+            group = "demo-lake"
+        else:
+            group = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
 
 

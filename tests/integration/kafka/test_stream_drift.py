@@ -3,8 +3,9 @@
 The scenarios of `pipelines.traffic.scenarios` are produced to a topic and consumed by the monitor with the
 message's own timestamps as event time, bounded (`--until-caught-up`: fast and deterministic; the drift stage is
 the one the stream runs, `pipelines.runner.drift_stage`). The retriever regression must be named within 2
-windows of its first window with r9 traffic, measured from the lake; stable traffic over 50 windows raises no
-alert. Alerts reach the lake's `alerts` table and the alerts topic alike.
+windows of its first window with r9 traffic, measured from the lake; stable traffic over 20 windows raises no
+alert in the stream (the false-alarm rate over many more windows and seeds is `scripts/bench_drift.py`'s).
+Alerts reach the lake's `alerts` table and the alerts topic alike.
 """
 
 from __future__ import annotations
@@ -93,9 +94,9 @@ def test_stream_names_the_new_retriever_within_two_windows(kafka_bootstrap, new_
     assert _rows(lake, "SELECT count(*) AS n FROM {t}", "alerts")[0]["n"] == len(alerts)
 
 
-def test_stable_stream_raises_no_alert_over_fifty_windows(kafka_bootstrap, new_topic, tmp_path):
+def test_stable_stream_raises_no_alert_over_twenty_windows(kafka_bootstrap, new_topic, tmp_path):
     topic, lake = new_topic(partitions=2), tmp_path / "lake"
-    spec = ScenarioSpec("stable", windows=52, per_window=25, seed=3)
+    spec = ScenarioSpec("stable", windows=20, per_window=25, seed=3)
     _monitor(kafka_bootstrap, topic, lake, spec)
     checks = _rows(lake, "SELECT count(DISTINCT window_start) AS n, count(*) AS c FROM {t}", "drift_checks")[0]
     assert checks["n"] == spec.windows and checks["c"] > spec.windows
