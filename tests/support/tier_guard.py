@@ -68,7 +68,9 @@ def pytest_collection_modifyitems(config, items):
             service = folder.relative_to(integration).parts[:1]
             if service and service[0] in SERVICE_MARKERS:
                 item.add_marker(service[0])
-    if config.getoption("dist", "no") == "loadgroup":
+    # The controller sees `--dist loadgroup`; pytest-xdist's workers, which collect and name the tests the
+    # controller schedules, see `dist` "no" and `loadgroup` True instead.
+    if config.getoption("dist", "no") == "loadgroup" or getattr(config.option, "loadgroup", False):
         _group_for_workers(items)
     for item in items:
         if any(name in getattr(item, "fixturenames", ()) for name in _SCENARIO_FIXTURES):

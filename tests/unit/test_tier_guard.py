@@ -44,16 +44,20 @@ def test_needs_a_broker():
 """
 
 
-def _run_pytest(folder, *args: str) -> tuple[dict[str, int], str]:
-    """Runs pytest on `CASES` in `folder` as a process of its own, started by posix_spawn: this session's guard
-    watches the processes a test starts with subprocess, and these cases start servers on purpose."""
-    (folder / "test_cases.py").write_text(CASES)
+def _run_pytest(folder, *args: str, modules: dict[str, str] | None = None) -> tuple[dict[str, int], str]:
+    """Runs pytest on `modules` (by default `CASES`, as test_cases.py) in `folder` as a process of its own,
+    started by posix_spawn: this session's guard watches the processes a test starts with subprocess, and
+    these cases start servers on purpose."""
+    modules = modules or {"test_cases.py": CASES}
+    for name, text in modules.items():
+        (folder / name).write_text(text)
     (folder / "pytest.ini").write_text("[pytest]\nmarkers =\n    kafka: a broker\n")
     env = {k: v for k, v in os.environ.items() if k != "GROUNDWATCH_TIER_GUARD_LOG"}  # its own guard only
     env["PYTHONPATH"] = str(ROOT)
     output = folder / "output.txt"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.support.tier_guard"]
-    command += ["--rootdir", str(folder), "-c", str(folder / "pytest.ini"), str(folder / "test_cases.py"), *args]
+    command += ["--rootdir", str(folder), "-c", str(folder / "pytest.ini"), *map(str, map(folder.joinpath, modules))]
+    command += args
     with open(output, "wb") as out:
         pid = os.posix_spawn(sys.executable, command, env, file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1)])
         os.waitpid(pid, 0)
@@ -70,6 +74,29 @@ def test_the_fast_tier_fails_tests_that_listen_and_deselects_marked_ones(tmp_pat
     assert "test_starts_a_python_server started a server in the fast tier: pid" in text
     assert "test_listens_below_python started a server in the fast tier: this process listened on a port" in text
     assert "test_plain started a server" not in text
+
+
+WHERE_IT_RAN = """
+import os, pytest
+
+@pytest.mark.parametrize("case", range(6))
+def test_case(case):
+    with open(os.path.join(os.path.dirname(__file__), "workers.txt"), "a") as out:
+        out.write(f"{__name__} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+"""
+
+
+def test_on_two_workers_a_modules_tests_share_one_worker(tmp_path):
+    """`--dist loadgroup` keeps a module on one worker (its module and session set-up made once): a pytest
+    whose test ids pytest-xdist cannot suffix with the group spreads them over both."""
+    modules = {"test_one.py": WHERE_IT_RAN, "test_two.py": WHERE_IT_RAN}
+    outcomes, text = _run_pytest(tmp_path, "-q", "-n", "2", "--dist", "loadgroup", modules=modules)
+    assert outcomes == {"passed": 12}, text
+    workers: dict[str, set[str]] = {}
+    for line in (tmp_path / "workers.txt").read_text().splitlines():
+        module, worker = line.split()
+        workers.setdefault(module, set()).add(worker)
+    assert {module: len(ran_on) for module, ran_on in workers.items()} == {"test_one": 1, "test_two": 1}, workers
 
 
 def test_without_a_tier_the_guard_stays_out_of_the_way(tmp_path):
