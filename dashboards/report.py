@@ -28,7 +28,9 @@ from dashboards.report_sections import (
     worst_slices,
 )
 from schemas.monitoring import ALL_TRAFFIC
+from transforms.monitoring.evidently_report import run_report
 from transforms.monitoring.incident_messages import slice_label
+from transforms.monitoring.lake_frames import load_lake_frames
 
 __all__ = ["build_report", "evidently_period_report"]
 
@@ -181,8 +183,6 @@ def evidently_period_report(
     from evidently.metrics import MeanValue, ValueDrift
     from evidently.tests import Reference, gte
 
-    from transforms.monitoring.evidently_report import run_report
-
     def frame(lo, hi):
         s = sentences[(sentences["window_start"] >= lo) & (sentences["window_start"] < hi)]
         r = responses[(responses["window_start"] >= lo) & (responses["window_start"] < hi)]
@@ -216,8 +216,6 @@ def _overall_confidence(overall: pd.DataFrame) -> str:
 
 def build_report(lake_dir: str, start: datetime | None = None, end: datetime | None = None) -> str:
     """The report of the period [start, end) of the lake (all of it by default) as one HTML page."""
-    from transforms.monitoring.lake_frames import load_lake_frames
-
     frames = load_lake_frames(lake_dir)
     metrics, checks = frames.window_metrics, frames.drift_checks
     if metrics.empty:

@@ -66,7 +66,8 @@ def version_text() -> str:
     """`groundwatch 0.1.0` and a line per verifier with the version its verdicts carry in the lake."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from transforms.verify.registry import verifier_versions  # only --version pays for the verifiers' imports
+    # kept lazy: start-up (only --version pays for the verifiers)
+    from transforms.verify.registry import verifier_versions
 
     try:
         package = version("groundwatch")
@@ -112,13 +113,14 @@ def _refusal(module, extra: list[str], flags: list[str]) -> str | None:
     """Why the arguments the command did not declare cannot stand, or None (Beam options of a pipeline)."""
     if not getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
         return _misspelled(extra, flags) or f"unrecognized arguments: {' '.join(extra)}"
-    from pipelines.options.flags import refuse_unknown_args  # Beam's options are read only when needed
+    # kept lazy: start-up (Beam's options, read only when needed)
+    from pipelines.options.flags import refuse_unknown_args
 
     return refuse_unknown_args(extra, flags)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipelines.options.common import UsageError
+    from pipelines.options.common import UsageError  # kept lazy: start-up
 
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -154,7 +156,7 @@ def _name_run(command: str) -> None:
     processes, which inherit it, record them too)."""
     import uuid
 
-    from transforms.io.lake.manifest import COMMAND_VARIABLE, RUN_ID_VARIABLE
+    from transforms.io.lake.manifest import COMMAND_VARIABLE, RUN_ID_VARIABLE  # kept lazy: start-up
 
     os.environ[RUN_ID_VARIABLE] = uuid.uuid4().hex
     os.environ[COMMAND_VARIABLE] = command

@@ -65,6 +65,7 @@ from transforms.io.lake.rollups import (
     rollups_of,
     write_rollups,
 )
+from transforms.io.lake.writer import file_stem, write_rows_file
 
 __all__ = ["TableCompaction", "add_arguments", "compact_partition", "compact_table", "main"]
 
@@ -104,8 +105,6 @@ def _partition_start(folder: str) -> datetime | None:
 def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: list[str]) -> tuple[int, int, bool]:
     """Rewrite one partition's files as one file of one row per key; returns (rows before, rows after,
     whether every old file could be removed, so the partition is now clean)."""
-    from transforms.io.lake.writer import file_stem, write_rows_file
-
     seen: dict[str, tuple[int, int] | None] = {path: lakefs.file_signature(path) for path in files}
     listed = ", ".join(sql_literal(path) for path in files)
     rows_before = con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()[0]

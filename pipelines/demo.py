@@ -19,9 +19,10 @@ import argparse
 import sys
 from importlib import resources
 
-from pipelines.audit import run
+from dashboards.lake_sql import QueryError, format_rows, run_query
 from pipelines.options.common import add_lake_argument
-from pipelines.query import QueryError, format_rows, run_query
+from pipelines.reporting.drift_demo import audit_regression, regression_demo
+from pipelines.runner.bounded import run_audit
 from pipelines.runner.counts import AuditCounts
 
 __all__ = ["ACCEPTS_PIPELINE_ARGS", "SUMMARIES", "add_arguments", "main", "sample_traffic_path", "summarize"]
@@ -80,9 +81,7 @@ def main(args: argparse.Namespace) -> int:
     argv = [f"--input={sample_traffic_path()}", f"--lake={args.lake}", *(getattr(args, "extra_args", None) or [])]
     print(f"Auditing the sample traffic {sample_traffic_path()}\n")
     try:
-        counts = run(argv)
-        from pipelines.reporting.drift_demo import audit_regression, regression_demo  # Evidently loads only here
-
+        counts = run_audit(argv)
         print("\nAuditing a retriever-regression scenario into the same lake")
         audit_regression(args.lake, getattr(args, "extra_args", None) or [])
         print()

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from importlib import resources
 
-from pipelines.audit import run as run_audit
-from pipelines.drift import DriftOutcome, run_drift
+from pipelines.runner.bounded import run_audit
+from pipelines.runner.drift_run import DriftOutcome, run_drift
 from pipelines.traffic.scenarios import NEW_RETRIEVER, ScenarioSpec, change_time, scenario_jsonl
 from pipelines.traffic.synthetic import DEFAULT_START, HEALTHY_FLAW_RATE, write_jsonl
 from transforms.monitoring.alerts import format_alert

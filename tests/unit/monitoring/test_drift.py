@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from pipelines import drift as drift_command
-from pipelines.drift import run_drift, send_alerts_to_kafka
+from pipelines.runner.drift_run import run_drift, send_alerts_to_kafka
 from pipelines.traffic.scenarios import (
     NEW_RETRIEVER,
     ScenarioSpec,
