@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -32,7 +33,7 @@ from transforms.monitoring.evidently_report import run_report
 from transforms.monitoring.incident_messages import slice_label
 from transforms.monitoring.lake_frames import load_lake_frames
 
-__all__ = ["build_report", "evidently_period_report"]
+__all__ = ["REPORT_STEPS", "build_report", "evidently_period_report"]
 
 _CHECK_COLUMNS = [
     "slice_dimension",
@@ -214,9 +215,21 @@ def _overall_confidence(overall: pd.DataFrame) -> str:
     return f"{(rows['mean_attribution_confidence'] * rows['responses']).sum() / rows['responses'].sum():.3f}"
 
 
-def build_report(lake_dir: str, start: datetime | None = None, end: datetime | None = None) -> str:
-    """The report of the period [start, end) of the lake (all of it by default) as one HTML page."""
+REPORT_STEPS = 3
+"""The steps `build_report` calls `advance` after: the lake read, the Evidently section, the charts."""
+
+
+def build_report(
+    lake_dir: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    advance: Callable[[], None] = lambda: None,
+) -> str:
+    """The report of the period [start, end) of the lake (all of it by default) as one HTML page; `advance` is
+    called after each of its `REPORT_STEPS` slow steps, for a progress bar."""
     frames = load_lake_frames(lake_dir)
+    advance()
     metrics, checks = frames.window_metrics, frames.drift_checks
     if metrics.empty:
         raise ValueError(f"the lake {lake_dir!r} has no window_metrics yet: audit some traffic first")
@@ -247,6 +260,7 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
     evidently_html = evidently_period_report(
         frames.sentences, frames.responses, split.to_pydatetime(), reference_start, end
     )
+    advance()
 
     by_version = (
         metrics[metrics["slice_dimension"] == "retriever_version"]
@@ -308,4 +322,5 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
         else "<p>Not enough data for an Evidently comparison.</p>",
         "</body></html>",
     ]
+    advance()
     return "\n".join(parts)

@@ -23,6 +23,7 @@ The run itself is `pipelines.runner.bounded.run_audit`; the graph, `pipelines.ru
 from __future__ import annotations
 
 import argparse
+import functools
 
 from pipelines.options.audit import AUDIT_FLAGS
 from pipelines.options.flags import add_flags, flags_argv
@@ -50,4 +51,4 @@ def to_argv(args: argparse.Namespace) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    return exit_code("audit", run_audit, to_argv(args))
+    return exit_code("audit", functools.partial(run_audit, progress="audit"), to_argv(args))

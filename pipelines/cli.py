@@ -7,7 +7,8 @@ failed (a drift test or an alert fired, when asked to fail on it), 2 bad usage
 or bad input. Arguments a command does not declare pass to Beam if the command runs a pipeline
 (`ACCEPTS_PIPELINE_ARGS`) and Beam knows them as pipeline options; any other is refused, with the closest
 flag named (`--windw-seconds`: did you mean --window-seconds?). Every usage error is one line naming the
-problem, and exit 2; `groundwatch --version` prints the package's version and each verifier's.
+problem, and exit 2; `groundwatch --version` prints the package's version and each verifier's. A command
+that runs a pipeline sets Beam's own log lines aside (`pipelines.runner.runner_logs`) unless `--verbose`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import os
 import sys
 import threading
 import traceback
+
+from pipelines.runner.runner_logs import runner_logs_aside
 
 __all__ = ["COMMANDS", "console", "main", "version_text"]
 
@@ -87,7 +90,12 @@ def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == command:
-            importlib.import_module(module_name).add_arguments(command_parser)
+            module = importlib.import_module(module_name)
+            module.add_arguments(command_parser)
+            if getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
+                command_parser.add_argument(
+                    "--verbose", action="store_true", help="Show the log lines of Beam's runner and workers."
+                )
             flags = [s for action in command_parser._actions for s in action.option_strings]
     return parser, flags
 
@@ -145,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{who}: {reason}", file=sys.stderr)
         return 2
     try:
+        if not getattr(args, "verbose", True):  # a pipeline command, not asked for Beam's log lines
+            with runner_logs_aside(args.command) as aside:
+                aside.keep = (code := module.main(args)) != 0
+            return code
         return module.main(args)
     except UsageError as e:
         print(f"{who}: {e}", file=sys.stderr)

@@ -59,10 +59,14 @@ def summarize(lake: str, counts: AuditCounts | None = None) -> str:
         lake,
         "SELECT retriever_version, count(*) FILTER (WHERE needs_review), count(*) FROM responses GROUP BY 1 ORDER BY 1",
     )
+    _, by_file = run_query(
+        lake, "SELECT regexp_extract(origin_source, '[^/]+$'), count(*) FROM responses GROUP BY 1 ORDER BY 2"
+    )
     shares = ", ".join(f"{v}: {n} of {total} ({n / total:.0%})" for v, n, total in by_version if total)
     parts.append(
         f"== Review ==\n{review[0][0]} of {review[0][1]} audited responses need human review"
-        f" (by retriever_version: {shares})"
+        f" (by retriever_version: {shares})\n"
+        f"The lake's {review[0][1]} responses: " + ", ".join(f"{n} from {name}" for name, n in by_file)
     )
     review_sql = resources.files("dashboards") / "queries" / "review_queue.sql"
     parts.append(
@@ -81,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
     argv = [f"--input={sample_traffic_path()}", f"--lake={args.lake}", *(getattr(args, "extra_args", None) or [])]
     print(f"Auditing the sample traffic {sample_traffic_path()}\n")
     try:
-        counts = run_audit(argv)
+        counts = run_audit(argv, progress="demo")
         print("\nAuditing a retriever-regression scenario into the same lake")
         audit_regression(args.lake, getattr(args, "extra_args", None) or [])
         print()

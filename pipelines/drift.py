@@ -107,6 +107,7 @@ def main(args: argparse.Namespace) -> int:
         recompute=args.recompute,
         kafka_bootstrap=args.kafka_bootstrap,
         alerts_topic=args.alerts_topic,
+        progress="drift",
     )
     if args.json:
         for row in outcome.changes:

@@ -37,6 +37,7 @@ Dataflow by runner options only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Mapping
@@ -76,6 +77,8 @@ from pipelines.runner.catch_up import (
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
 from pipelines.runner.drift_run import log_alerts_to_stderr
 from pipelines.runner.drift_stage import StreamDrift
+from pipelines.runner.progress import Progress
+from pipelines.runner.read_counts import CountMessages, counted_run
 from pipelines.runner.stop import flink_rest_urls, wait_or_cancel
 from pipelines.runner.worker_pool import local_audit_lanes, start_worker_pool
 from schemas import Origin, ParsedResponse
@@ -122,6 +125,7 @@ def build_monitor(
     *,
     audit_lanes: int = 0,
     offset_ranges: Mapping[int, tuple[int, int]] | None = None,
+    counts_to: str | None = None,
 ) -> dict[str, beam.PCollection]:
     """Kafka -> the audit graph (`pipelines.runner.audit_graph`) -> lake, review queue, dead letters, commits.
 
@@ -129,6 +133,7 @@ def build_monitor(
     `build_pipeline`).
     `offset_ranges` ({partition: (start, stop)}): a catch-up reads exactly these (one pass,
     `pipelines.runner.catch_up`).
+    `counts_to`: a folder the messages read are counted into, for the progress (`pipelines.runner.read_counts`).
     """
     opts = options.view_as(MonitorOptions)
     audit_opts = options.view_as(AuditOptions)
@@ -157,6 +162,8 @@ def build_monitor(
         ),
     )
     messages = read[MESSAGES]
+    if counts_to is not None:
+        messages | "CountProgress" >> CountMessages(counts_to)
     if opts.until_caught_up:
         # A partition is read whole by one worker; without a shuffle every stage fused with the read (parse,
         # verify, ...) would run there too, so a catch-up would use one core per partition at most, unevenly.
@@ -326,7 +333,18 @@ def _catch_up(
     options: PipelineOptions, argv: list[str], connection: dict[str, Any], out: Callable[[str], None]
 ) -> AuditCounts:
     """Read the backlog up to the end offsets seen now, in passes of at most `--max-records-per-run` messages
-    (`pipelines.runner.catch_up`); return the counts of all passes."""
+    (`pipelines.runner.catch_up`), showing how far it got; return the counts of all passes."""
+    with contextlib.ExitStack() as stack:
+        return _catch_up_passes(options, argv, connection, out, stack)
+
+
+def _catch_up_passes(
+    options: PipelineOptions,
+    argv: list[str],
+    connection: dict[str, Any],
+    out: Callable[[str], None],
+    stack: contextlib.ExitStack,
+) -> AuditCounts:
     opts = options.view_as(MonitorOptions)
     topic, group = opts.kafka_topic, opts.kafka_group_id
     most = options.view_as(AuditOptions).max_records_per_run
@@ -335,13 +353,14 @@ def _catch_up(
     left = backlog(starts, targets)
     out(f"runner         {use_local_workers(options, argv, min(left, most))}, backlog {left} messages")
     in_passes, passes, plans = left > most, [], []
+    counts_to = stack.enter_context(counted_run(Progress("monitor", total=left, unit="messages")))
     while True:
         plan = plan_pass(starts, targets, most)
         plans.append(plan)
         if in_passes:
             size = sum(stop - start for start, stop in plan.values())
             out(f"pass {len(passes) + 1:<9} {size} of {left} messages left")
-        passes.append(_run_pipeline(options, None, offset_ranges=plan))
+        passes.append(_run_pipeline(options, None, offset_ranges=plan, counts_to=counts_to))
         if shortfall := passes[-1].lake_shortfall():
             # The runner lost part of the pass's output: those offsets are not durable, so they stay uncommitted.
             out(f"pass {len(passes):<9} {shortfall}")

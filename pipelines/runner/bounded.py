@@ -15,6 +15,8 @@ streaming monitor's catch-up run through here.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import glob
 import os
 import sys
@@ -28,7 +30,10 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from pipelines.options.audit import AuditOptions, validate_options
 from pipelines.runner.audit_graph import build_pipeline
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
-from pipelines.runner.passes import JsonlPlan, plan_jsonl_passes, read_ranges, windows_across_passes
+from pipelines.runner.passes import JsonlPlan, input_files, plan_jsonl_passes, read_ranges, windows_across_passes
+from pipelines.runner.progress import Progress
+from pipelines.runner.read_counts import CountMessages, counted_run
+from pipelines.runner.time_outliers import far_in_time
 from pipelines.runner.window_metrics import recompute_window_metrics
 from transforms.io.jsonl import ReadJsonlMessages
 from transforms.io.lake.cleanup import remove_stale_temporaries
@@ -110,19 +115,30 @@ def _input_bytes(pattern: str | None) -> int:
     return sum(os.path.getsize(path) for path in glob.glob(pattern) if os.path.isfile(path))
 
 
-def run_audit(argv: list[str] | None = None, *, out: Callable[[str], None] = print) -> AuditCounts:
+def run_audit(
+    argv: list[str] | None = None, *, out: Callable[[str], None] = print, progress: str | None = None
+) -> AuditCounts:
     """Validate the options, run the pipeline to the end (in passes, for a large input on the local runner)
-    and report its counts."""
+    and report its counts. With `progress` (the command's name) the messages read are shown as they go
+    (`pipelines.runner.progress`)."""
     options = pipeline_options(list(sys.argv[1:] if argv is None else argv))
     opts = options.view_as(AuditOptions)
     validate_options(opts)
     clear_leftovers(opts.lake, out)
     plan = plan_jsonl_passes(opts.input, opts.max_records_per_run) if _runs_in_process(options) else None
-    if plan is not None and plan.passes:
-        counts = _audit_by_plan(options, plan, out)
-    else:
-        counts = run_checked(options, lambda p: build_pipeline(p, options), "the run", out)
+    with contextlib.ExitStack() as stack:
+        counts_to = None
+        if progress:
+            shown = Progress(progress, total=plan.messages if plan is not None else None, unit="messages")
+            counts_to = stack.enter_context(counted_run(shown))
+        if plan is not None and plan.passes:
+            counts = _audit_by_plan(options, plan, out, counts_to)
+        else:
+            read = functools.partial(_read_jsonl, pattern=opts.input, counts_to=counts_to)
+            counts = run_checked(options, lambda p: build_pipeline(p, options, source=read(p)), "the run", out)
     out(format_counts(counts, opts.lake))
+    if (far := far_in_time(opts.lake, [f"file:{path}" for path in input_files(opts.input)])).count:
+        out(far.summary_line())
     if not counts.adds_up:
         raise RuntimeError(
             f"counts do not add up: read {counts.read} != audited {counts.audited} + sampled out "
@@ -160,7 +176,17 @@ def _runs_in_process(options: PipelineOptions) -> bool:
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
 
 
-def _audit_by_plan(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str], None]) -> AuditCounts:
+def _read_jsonl(p: beam.Pipeline, *, counts_to: str | None, **where: Any) -> beam.PCollection:
+    """The raw messages of `ReadJsonlMessages(**where)`, counted into `counts_to` for the progress, if given."""
+    messages = p | "ReadJsonl" >> ReadJsonlMessages(**where)
+    if counts_to is not None:
+        messages | "CountProgress" >> CountMessages(counts_to)
+    return messages
+
+
+def _audit_by_plan(
+    options: PipelineOptions, plan: JsonlPlan, out: Callable[[str], None], counts_to: str | None
+) -> AuditCounts:
     """The audit of a JSONL input by its plan: one run per pass, each deduplicated against the whole input;
     after several passes, the window metrics of the windows that span passes are computed again from the lake
     (each pass wrote metrics of its part).
@@ -173,7 +199,7 @@ def _audit_by_plan(options: PipelineOptions, plan: JsonlPlan, out: Callable[[str
 
     def reading(ranges):
         def build(p):
-            messages = p | "ReadJsonl" >> ReadJsonlMessages(ranges=ranges)
+            messages = _read_jsonl(p, ranges=ranges, counts_to=counts_to)
             build_pipeline(p, options, source=messages, first_copies=plan.first_copies)
 
         return build

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dashboards.workspace import GroundwatchWorkspace
+from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
@@ -103,10 +104,12 @@ def run_drift(
     out: Callable[[str], None] = print,
     workspace_dir: str | None = None,
     project_name: str | None = None,
+    progress: str | None = None,
 ) -> DriftOutcome:
     """Check every window of the lake not checked yet (all of them with `recompute`) and record the outcome.
 
     Snapshots go to the `groundwatch` project of `<lake>/evidently` unless `workspace_dir`/`project_name` say otherwise.
+    With `progress` (the command's name) the windows checked are shown as they go (`pipelines.runner.progress`).
     """
     now = now or datetime.now(UTC)
     if recompute:
@@ -139,8 +142,12 @@ def run_drift(
             board = GroundwatchWorkspace.open(
                 lake_dir, path=workspace_dir, **({"project_name": project_name} if project_name else {})
             )
+        shown = None
+        if progress:
+            todo = sum(1 for window in frames.windows if window[0] not in checked)
+            shown = stack.enter_context(Progress(progress, total=todo, unit="windows"))
         try:
-            outcome = _check_windows(frames, checked, history, tracker, incidents, board, config, now, lake_dir)
+            outcome = _check_windows(frames, checked, history, tracker, incidents, board, config, now, lake_dir, shown)
         finally:
             if copy is not None:  # even after a failure: the windows checked so far keep their snapshots
                 copy.push()
@@ -153,7 +160,9 @@ def run_drift(
     return outcome
 
 
-def _check_windows(frames, checked, history, tracker, incidents, board, config, now, lake_dir) -> DriftOutcome:
+def _check_windows(
+    frames, checked, history, tracker, incidents, board, config, now, lake_dir, shown: Progress | None
+) -> DriftOutcome:
     """Check every window not `checked` yet; write the checks, alerts and incidents; add the snapshots."""
     outcome = DriftOutcome()
     for window in frames.windows:
@@ -180,6 +189,8 @@ def _check_windows(frames, checked, history, tracker, incidents, board, config, 
         outcome.windows.append(window[0])
         outcome.checks.extend(evaluation.checks)
         outcome.changes.extend(changes)
+        if shown is not None:
+            shown.advance()
     return outcome
 
 
