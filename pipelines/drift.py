@@ -64,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--clear-after", type=int, default=2, help="Consecutive passing windows that clear an alert. Default 2."
     )
     parser.add_argument(
+        "--max-span-hours",
+        type=float,
+        default=168.0,
+        help="How far back a slice too small for one window pools its windows to reach --min-responses "
+        "(hours). Default 168 (a week); 0 turns it off.",
+    )
+    parser.add_argument(
         "--recompute", action="store_true", help="Forget earlier drift runs (checks, alerts, snapshots), check all."
     )
     parser.add_argument("--no-workspace", action="store_true", help="Do not add snapshots to the Evidently workspace.")
@@ -96,6 +103,7 @@ def main(args: argparse.Namespace) -> int:
             min_coverage=args.min_coverage,
             max_low_confidence=args.max_low_confidence,
             clear_after=args.clear_after,
+            max_span_hours=args.max_span_hours,
         )
     except ValueError as error:
         print(f"groundwatch drift: {error}", file=sys.stderr)

@@ -33,7 +33,14 @@ from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.manifest import record_removal
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.alerts import AlertTracker, format_alert
-from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig, eligible_history, evaluate_window, record_baseline
+from transforms.monitoring.drift import (
+    DRIFT_CHECKS,
+    DriftConfig,
+    History,
+    eligible_history,
+    evaluate_window,
+    record_baseline,
+)
 from transforms.monitoring.incident_messages import slice_label
 from transforms.monitoring.incidents import IncidentTracker, format_incident
 from transforms.monitoring.lake_frames import load_lake_frames
@@ -119,7 +126,7 @@ def run_drift(
             lakefs.remove_tree(lakefs.join(lake_dir, folder))
     frames = load_lake_frames(lake_dir)
     checked = set() if recompute or not len(frames.drift_checks) else set(frames.drift_checks["window_start"])
-    history = {} if recompute else eligible_history(frames, config)
+    history = History() if recompute else eligible_history(frames, config)
     if recompute:
         tracker = AlertTracker(clear_after=config.clear_after)
     else:
