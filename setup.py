@@ -45,6 +45,7 @@ setup(
         "starlette>=0.40,<2",
         "jinja2>=3.1,<4",
         "python-multipart>=0.0.9",
+        "tqdm>=4.66,<5",  # the progress bar of long commands on a terminal (pipelines.runner.progress)
     ],
     extras_require={
         # the model stage (--verifier model, the three-stage cascade): a local ONNX cross-encoder on CPU

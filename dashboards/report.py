@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -28,9 +29,11 @@ from dashboards.report_sections import (
     worst_slices,
 )
 from schemas.monitoring import ALL_TRAFFIC
+from transforms.monitoring.evidently_report import run_report
 from transforms.monitoring.incident_messages import slice_label
+from transforms.monitoring.lake_frames import load_lake_frames
 
-__all__ = ["build_report", "evidently_period_report"]
+__all__ = ["REPORT_STEPS", "build_report", "evidently_period_report"]
 
 _CHECK_COLUMNS = [
     "slice_dimension",
@@ -181,8 +184,6 @@ def evidently_period_report(
     from evidently.metrics import MeanValue, ValueDrift
     from evidently.tests import Reference, gte
 
-    from transforms.monitoring.evidently_report import run_report
-
     def frame(lo, hi):
         s = sentences[(sentences["window_start"] >= lo) & (sentences["window_start"] < hi)]
         r = responses[(responses["window_start"] >= lo) & (responses["window_start"] < hi)]
@@ -214,11 +215,21 @@ def _overall_confidence(overall: pd.DataFrame) -> str:
     return f"{(rows['mean_attribution_confidence'] * rows['responses']).sum() / rows['responses'].sum():.3f}"
 
 
-def build_report(lake_dir: str, start: datetime | None = None, end: datetime | None = None) -> str:
-    """The report of the period [start, end) of the lake (all of it by default) as one HTML page."""
-    from transforms.monitoring.lake_frames import load_lake_frames
+REPORT_STEPS = 3
+"""The steps `build_report` calls `advance` after: the lake read, the Evidently section, the charts."""
 
+
+def build_report(
+    lake_dir: str,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    *,
+    advance: Callable[[], None] = lambda: None,
+) -> str:
+    """The report of the period [start, end) of the lake (all of it by default) as one HTML page; `advance` is
+    called after each of its `REPORT_STEPS` slow steps, for a progress bar."""
     frames = load_lake_frames(lake_dir)
+    advance()
     metrics, checks = frames.window_metrics, frames.drift_checks
     if metrics.empty:
         raise ValueError(f"the lake {lake_dir!r} has no window_metrics yet: audit some traffic first")
@@ -249,6 +260,7 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
     evidently_html = evidently_period_report(
         frames.sentences, frames.responses, split.to_pydatetime(), reference_start, end
     )
+    advance()
 
     by_version = (
         metrics[metrics["slice_dimension"] == "retriever_version"]
@@ -310,4 +322,5 @@ def build_report(lake_dir: str, start: datetime | None = None, end: datetime | N
         else "<p>Not enough data for an Evidently comparison.</p>",
         "</body></html>",
     ]
+    advance()
     return "\n".join(parts)

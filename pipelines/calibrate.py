@@ -41,9 +41,12 @@ from pathlib import Path
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
 from pipelines.reporting.calibration_report import write_report
 from pipelines.reporting.calibration_tables import baseline_lines, confusion_lines, interval_line, metrics_table
+from pipelines.reporting.confidence_tables import calibration_text
 from pipelines.reporting.gate_report import decided_by_line
+from transforms.evaluation.fit_calibration import STAGES_OF, fit_calibration, record_groups
 from transforms.evaluation.golden import load_golden, score_golden, summarize
 from transforms.evaluation.metrics import recommend_threshold, threshold_sweep
+from transforms.verify.registry import make_verifier
 
 __all__ = ["add_arguments", "main"]
 
@@ -193,10 +196,6 @@ def _threshold_lines(run, args) -> tuple[list[str], dict]:
 def calibrate_stages(records, run, args, config: dict, version: str):
     """The calibration file (fitted on all records) and, per verifier or stage, its band and cross-validated
     figures: the verifier run, then (with --fit) each stage of the file it is not (`STAGES_OF`)."""
-    from transforms.evaluation.fit_calibration import STAGES_OF, fit_calibration, record_groups
-    from transforms.evaluation.golden import score_golden
-    from transforms.verify.registry import make_verifier
-
     groups, folds = record_groups(records, args.group_by)
     if len(set(groups)) < 2:
         raise ValueError(f"cross-validation needs records of at least two groups (--group-by {args.group_by})")
@@ -236,7 +235,7 @@ def main(args: argparse.Namespace) -> int:
         print("groundwatch calibrate: give one of --golden FILE or --from-lake LAKE", file=sys.stderr)
         return 2
     if args.from_lake:
-        from pipelines.reviewing.from_lake import calibrate_from_lake
+        from pipelines.reviewing.from_lake import calibrate_from_lake  # kept lazy: start-up (only --from-lake)
 
         return calibrate_from_lake(args)
     try:
@@ -252,7 +251,6 @@ def main(args: argparse.Namespace) -> int:
     if not 0.0 < args.target_accuracy <= 1.0 or args.folds < 2:
         print("groundwatch calibrate: --target-accuracy must be in (0, 1] and --folds >= 2", file=sys.stderr)
         return 2
-    from transforms.evaluation.fit_calibration import STAGES_OF
 
     if args.fit and args.verifier not in STAGES_OF:
         known = ", ".join(sorted(STAGES_OF))
@@ -286,8 +284,6 @@ def main(args: argparse.Namespace) -> int:
     if not records:
         print(f"groundwatch calibrate: no valid record in {args.golden}", file=sys.stderr)
         return 2
-
-    from transforms.verify.registry import make_verifier  # the registry loads verifier backends lazily
 
     try:
         verifier = make_verifier(args.verifier, **config)
@@ -335,8 +331,6 @@ def main(args: argparse.Namespace) -> int:
         calibration, stage_report = None, None  # too few records to calibrate: the rest of the report stands
         print(f"\nno calibration figures: {exc}")
     if stage_report:
-        from pipelines.reporting.confidence_tables import calibration_text
-
         print("\n".join(calibration_text(stage_report, args.target_accuracy)))
     if args.fit:
         digest = calibration.save(args.fit)

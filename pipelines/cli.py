@@ -7,7 +7,8 @@ failed (a drift test or an alert fired, when asked to fail on it), 2 bad usage
 or bad input. Arguments a command does not declare pass to Beam if the command runs a pipeline
 (`ACCEPTS_PIPELINE_ARGS`) and Beam knows them as pipeline options; any other is refused, with the closest
 flag named (`--windw-seconds`: did you mean --window-seconds?). Every usage error is one line naming the
-problem, and exit 2; `groundwatch --version` prints the package's version and each verifier's.
+problem, and exit 2; `groundwatch --version` prints the package's version and each verifier's. A command
+that runs a pipeline sets Beam's own log lines aside (`pipelines.runner.runner_logs`) unless `--verbose`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import os
 import sys
 import threading
 import traceback
+
+from pipelines.runner.runner_logs import runner_logs_aside
 
 __all__ = ["COMMANDS", "console", "main", "version_text"]
 
@@ -66,7 +69,8 @@ def version_text() -> str:
     """`groundwatch 0.1.0` and a line per verifier with the version its verdicts carry in the lake."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from transforms.verify.registry import verifier_versions  # only --version pays for the verifiers' imports
+    # kept lazy: start-up (only --version pays for the verifiers)
+    from transforms.verify.registry import verifier_versions
 
     try:
         package = version("groundwatch")
@@ -86,7 +90,12 @@ def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == command:
-            importlib.import_module(module_name).add_arguments(command_parser)
+            module = importlib.import_module(module_name)
+            module.add_arguments(command_parser)
+            if getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
+                command_parser.add_argument(
+                    "--verbose", action="store_true", help="Show the log lines of Beam's runner and workers."
+                )
             flags = [s for action in command_parser._actions for s in action.option_strings]
     return parser, flags
 
@@ -112,13 +121,14 @@ def _refusal(module, extra: list[str], flags: list[str]) -> str | None:
     """Why the arguments the command did not declare cannot stand, or None (Beam options of a pipeline)."""
     if not getattr(module, "ACCEPTS_PIPELINE_ARGS", False):
         return _misspelled(extra, flags) or f"unrecognized arguments: {' '.join(extra)}"
-    from pipelines.options.flags import refuse_unknown_args  # Beam's options are read only when needed
+    # kept lazy: start-up (Beam's options, read only when needed)
+    from pipelines.options.flags import refuse_unknown_args
 
     return refuse_unknown_args(extra, flags)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipelines.options.common import UsageError
+    from pipelines.options.common import UsageError  # kept lazy: start-up
 
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -143,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{who}: {reason}", file=sys.stderr)
         return 2
     try:
+        if not getattr(args, "verbose", True):  # a pipeline command, not asked for Beam's log lines
+            with runner_logs_aside(args.command) as aside:
+                aside.keep = (code := module.main(args)) != 0
+            return code
         return module.main(args)
     except UsageError as e:
         print(f"{who}: {e}", file=sys.stderr)
@@ -154,7 +168,7 @@ def _name_run(command: str) -> None:
     processes, which inherit it, record them too)."""
     import uuid
 
-    from transforms.io.lake.manifest import COMMAND_VARIABLE, RUN_ID_VARIABLE
+    from transforms.io.lake.manifest import COMMAND_VARIABLE, RUN_ID_VARIABLE  # kept lazy: start-up
 
     os.environ[RUN_ID_VARIABLE] = uuid.uuid4().hex
     os.environ[COMMAND_VARIABLE] = command

@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import duckdb
 
 from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
+from pipelines.runner.progress import Progress
 from schemas import TABLES, TableSpec
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.manifest import record_removal
@@ -65,6 +67,7 @@ from transforms.io.lake.rollups import (
     rollups_of,
     write_rollups,
 )
+from transforms.io.lake.writer import file_stem, write_rows_file
 
 __all__ = ["TableCompaction", "add_arguments", "compact_partition", "compact_table", "main"]
 
@@ -104,8 +107,6 @@ def _partition_start(folder: str) -> datetime | None:
 def compact_partition(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: list[str]) -> tuple[int, int, bool]:
     """Rewrite one partition's files as one file of one row per key; returns (rows before, rows after,
     whether every old file could be removed, so the partition is now clean)."""
-    from transforms.io.lake.writer import file_stem, write_rows_file
-
     seen: dict[str, tuple[int, int] | None] = {path: lakefs.file_signature(path) for path in files}
     listed = ", ".join(sql_literal(path) for path in files)
     rows_before = con.execute(f"SELECT count(*) FROM read_parquet([{listed}])").fetchone()[0]
@@ -150,8 +151,11 @@ def _missing_rollups(table: str, compacted_file: str, present: set[str]) -> list
     return [r for r in rollups_of(table) if rollup_path(compacted_file, r) not in present]
 
 
-def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -> TableCompaction:
-    """Compact every partition of one table that is not clean (from the hour holding `since` on, if given)."""
+def compact_table(
+    lake_dir: str, table: str, *, since: datetime | None = None, advance: Callable[[], None] = lambda: None
+) -> TableCompaction:
+    """Compact every partition of one table that is not clean (from the hour holding `since` on, if given);
+    `advance` is called after each partition looked at, for a progress bar."""
     spec = TABLES[table]
     summary = TableCompaction(table)
     if not spec.partition_local:
@@ -165,6 +169,7 @@ def compact_table(lake_dir: str, table: str, *, since: datetime | None = None) -
             if since is not None and start is not None and start + timedelta(hours=1) <= since:
                 continue
             summary.partitions += 1
+            advance()
             if is_clean(files):
                 summary.already_clean += 1
                 # Compacted before its rollups existed, or stopped before writing them: write them now.
@@ -199,24 +204,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _table_line(table: str, done: TableCompaction) -> str:
+    line = (
+        f"{table}: {done.partitions} partitions, {done.compacted} compacted, {done.already_clean} already clean; "
+        f"{done.rows_before:,} rows -> {done.rows_after:,} ({done.duplicates_removed:,} duplicates removed)"
+    )
+    if done.rollups:
+        line += f"; {done.rollups} rollups written"
+    if done.left_ranked:
+        line += f"; changed while compacting, still ranked: {', '.join(done.left_ranked)}"
+    return line
+
+
 @exits_2_on_usage_error("compact")
 def main(args: argparse.Namespace) -> int:
     existing_lake(args.lake)
     tables = args.table or sorted(name for name, spec in TABLES.items() if spec.partition_local)
+    with Progress("compact", unit="partitions") as progress:
+        done = {
+            table: compact_table(args.lake, table, since=args.since, advance=progress.advance)
+            for table in tables
+            if TABLES[table].partition_local
+        }
     for table in tables:
         if not TABLES[table].partition_local:
             print(f"{table}: left as it is (a newer copy of a key may lie in a later hour; the views rank it whole)")
             continue
-        done = compact_table(args.lake, table, since=args.since)
-        line = (
-            f"{table}: {done.partitions} partitions, {done.compacted} compacted, {done.already_clean} already clean; "
-            f"{done.rows_before:,} rows -> {done.rows_after:,} ({done.duplicates_removed:,} duplicates removed)"
-        )
-        if done.rollups:
-            line += f"; {done.rollups} rollups written"
-        if done.left_ranked:
-            line += f"; changed while compacting, still ranked: {', '.join(done.left_ranked)}"
-        print(line)
+        print(_table_line(table, done[table]))
     if set(TABLES_USED) & set(tables):
         written = write_review_rollups(args.lake, since=args.since)
         if written:

@@ -19,9 +19,10 @@ import argparse
 import sys
 from importlib import resources
 
-from pipelines.audit import run
+from dashboards.lake_sql import QueryError, format_rows, run_query
 from pipelines.options.common import add_lake_argument
-from pipelines.query import QueryError, format_rows, run_query
+from pipelines.reporting.drift_demo import audit_regression, regression_demo
+from pipelines.runner.bounded import run_audit
 from pipelines.runner.counts import AuditCounts
 
 __all__ = ["ACCEPTS_PIPELINE_ARGS", "SUMMARIES", "add_arguments", "main", "sample_traffic_path", "summarize"]
@@ -58,10 +59,14 @@ def summarize(lake: str, counts: AuditCounts | None = None) -> str:
         lake,
         "SELECT retriever_version, count(*) FILTER (WHERE needs_review), count(*) FROM responses GROUP BY 1 ORDER BY 1",
     )
+    _, by_file = run_query(
+        lake, "SELECT regexp_extract(origin_source, '[^/]+$'), count(*) FROM responses GROUP BY 1 ORDER BY 2"
+    )
     shares = ", ".join(f"{v}: {n} of {total} ({n / total:.0%})" for v, n, total in by_version if total)
     parts.append(
         f"== Review ==\n{review[0][0]} of {review[0][1]} audited responses need human review"
-        f" (by retriever_version: {shares})"
+        f" (by retriever_version: {shares})\n"
+        f"The lake's {review[0][1]} responses: " + ", ".join(f"{n} from {name}" for name, n in by_file)
     )
     review_sql = resources.files("dashboards") / "queries" / "review_queue.sql"
     parts.append(
@@ -80,9 +85,7 @@ def main(args: argparse.Namespace) -> int:
     argv = [f"--input={sample_traffic_path()}", f"--lake={args.lake}", *(getattr(args, "extra_args", None) or [])]
     print(f"Auditing the sample traffic {sample_traffic_path()}\n")
     try:
-        counts = run(argv)
-        from pipelines.reporting.drift_demo import audit_regression, regression_demo  # Evidently loads only here
-
+        counts = run_audit(argv, progress="demo")
         print("\nAuditing a retriever-regression scenario into the same lake")
         audit_regression(args.lake, getattr(args, "extra_args", None) or [])
         print()

@@ -42,6 +42,8 @@ from pipelines.reporting.gate_report import (
     write_junit,
     write_markdown,
 )
+from pipelines.runner.inline import InlineAuditor
+from transforms.ingest.parse import ParseError
 from transforms.io.lake import filesystem as lakefs
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
@@ -101,8 +103,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def audit_file(path: str, auditor) -> list[LineOutcome]:
     """Every non-blank line of `path` audited (or the reason it could not be), in order; lines count from 1."""
-    from transforms.ingest.parse import ParseError
-
     outcomes: list[LineOutcome] = []
     seen: dict[str, int] = {}  # response id -> the line that first held it
     with open(path, "rb") as lines:
@@ -130,7 +130,7 @@ def audit_file(path: str, auditor) -> list[LineOutcome]:
 
 def lake_figures(lake_dir: str) -> GateFigures:
     """The baseline figures of an audit lake: mean confidence, mean faithfulness and review counts."""
-    from dashboards.views import connect_lake
+    from dashboards.views import connect_lake  # kept lazy: start-up (only with a baseline lake)
 
     con = connect_lake(lake_dir)
     try:
@@ -168,8 +168,6 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipelines.runner.inline import InlineAuditor
-
     try:
         _check_usage(args)
         config = stage_verifier_config(args)

@@ -37,6 +37,7 @@ Dataflow by runner options only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Mapping
@@ -45,7 +46,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, PortableOptions, StandardOptions
 
-import pipelines.audit as audit
+from pipelines.options.audit import AuditOptions, validate_options
 from pipelines.options.monitor import (
     DEFAULT_PRISM,
     MonitorOptions,
@@ -54,6 +55,16 @@ from pipelines.options.monitor import (
     to_argv,
     validate,
 )
+from pipelines.runner.audit_graph import build_pipeline
+from pipelines.runner.bounded import (
+    DEFAULT_RUNNER,
+    WORKER_FLAGS,
+    clear_leftovers,
+    exit_code,
+    use_workers,
+    where_it_runs,
+)
+from pipelines.runner.bounded import local_workers as local_worker_count
 from pipelines.runner.catch_up import (
     after_pass,
     backlog,
@@ -64,9 +75,13 @@ from pipelines.runner.catch_up import (
     start_offsets,
 )
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
+from pipelines.runner.drift_run import log_alerts_to_stderr
 from pipelines.runner.drift_stage import StreamDrift
+from pipelines.runner.progress import Progress
+from pipelines.runner.read_counts import CountMessages, counted_run
 from pipelines.runner.stop import flink_rest_urls, wait_or_cancel
 from pipelines.runner.worker_pool import local_audit_lanes, start_worker_pool
+from schemas import Origin, ParsedResponse
 from transforms.ingest.late import DeadLetterLateMessages, message_late_reason
 from transforms.ingest.parse import ParseError, parse_message
 from transforms.ingest.sample import is_sampled
@@ -74,6 +89,7 @@ from transforms.io.kafka.commit import CommitOffsetsAfterLake
 from transforms.io.kafka.partitions import topic_partitions
 from transforms.io.kafka.sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
 from transforms.io.kafka.source import LATE, MESSAGES, PROGRESS, ReadKafkaMessages
+from transforms.monitoring.drift import DriftConfig
 
 __all__ = [
     "ACCEPTS_PIPELINE_ARGS",
@@ -100,8 +116,6 @@ def lake_bound(raw: bytes, *, rate: float) -> bool:
 
 
 def _parsed_stub(response):
-    from schemas import Origin, ParsedResponse
-
     return ParsedResponse(response=response, origin=Origin(source="kafka:stub"))
 
 
@@ -111,16 +125,18 @@ def build_monitor(
     *,
     audit_lanes: int = 0,
     offset_ranges: Mapping[int, tuple[int, int]] | None = None,
+    counts_to: str | None = None,
 ) -> dict[str, beam.PCollection]:
-    """Kafka -> the audit graph of `pipelines.audit` -> lake, review queue, dead-letter topic, offset commits.
+    """Kafka -> the audit graph (`pipelines.runner.audit_graph`) -> lake, review queue, dead letters, commits.
 
     `audit_lanes`: verification and the audit steps split over that many environments of their own (see
-    `audit.build_pipeline`).
+    `build_pipeline`).
     `offset_ranges` ({partition: (start, stop)}): a catch-up reads exactly these (one pass,
     `pipelines.runner.catch_up`).
+    `counts_to`: a folder the messages read are counted into, for the progress (`pipelines.runner.read_counts`).
     """
     opts = options.view_as(MonitorOptions)
-    audit_opts = options.view_as(audit.AuditOptions)
+    audit_opts = options.view_as(AuditOptions)
     validate(opts)
     connection = connection_from_options(opts)
     rate = audit_opts.sample_rate
@@ -146,6 +162,8 @@ def build_monitor(
         ),
     )
     messages = read[MESSAGES]
+    if counts_to is not None:
+        messages | "CountProgress" >> CountMessages(counts_to)
     if opts.until_caught_up:
         # A partition is read whole by one worker; without a shuffle every stage fused with the read (parse,
         # verify, ...) would run there too, so a catch-up would use one core per partition at most, unevenly.
@@ -153,7 +171,7 @@ def build_monitor(
         messages = messages | "SpreadOverWorkers" >> beam.Reshuffle()
     # Records the stream would drop as late (a bounded read has none) become counted dead letters instead.
     late = read[LATE] | "DeadLetterLateMessages" >> DeadLetterLateMessages()
-    outputs = audit.build_pipeline(p, options, source=messages, dead_letters=[late], audit_lanes=audit_lanes)
+    outputs = build_pipeline(p, options, source=messages, dead_letters=[late], audit_lanes=audit_lanes)
     outputs["commits"] = {"progress": read[PROGRESS], "lake_files": outputs["lake_files"]} | (
         "CommitOffsets" >> CommitOffsetsAfterLake(connection, opts.kafka_group_id)
     )
@@ -196,7 +214,7 @@ def pipeline_options(argv: list[str]) -> PipelineOptions:
     options = PipelineOptions(argv)
     standard = options.view_as(StandardOptions)
     if options.view_as(MonitorOptions).until_caught_up:
-        standard.runner = standard.runner or audit.DEFAULT_RUNNER
+        standard.runner = standard.runner or DEFAULT_RUNNER
     else:
         standard.streaming = True
         if standard.runner is None:
@@ -220,25 +238,25 @@ def locate_prism(options: PipelineOptions) -> None:
 
 PARALLEL_BACKLOG_RECORDS = 1_700
 """From this backlog on, a catch-up is read by one worker process per core. It is the JSONL audit's
-`audit.PARALLEL_INPUT_BYTES` (4 MiB) in messages of about 2.5 KB (generated traffic is 1.7-2.2 KB, the golden
-set 4.2 KB): the same trade, about 4 s to start the workers against CPU-bound Python on one core. Measured on 2
-cores (`scripts/bench_kafka.py --mode bounded --workers 1|2`): 1,000 messages 12.0 s in process, 12.2 s on 2
-workers; 1,500 17.3 / 14.5 s; 2,000 17.7 / 14.7 s. Counted in offsets, because end offsets are what a broker
+`PARALLEL_INPUT_BYTES` (4 MiB, `pipelines.runner.bounded`) in messages of about 2.5 KB (generated traffic is 1.7-2.2
+KB, the golden set 4.2 KB): the same trade, about 4 s to start the workers against CPU-bound Python on one core.
+Measured on 2 cores (`scripts/bench_kafka.py --mode bounded --workers 1|2`): 1,000 messages 12.0 s in process, 12.2
+s on 2 workers; 1,500 17.3 / 14.5 s; 2,000 17.7 / 14.7 s. Counted in offsets, because end offsets are what a broker
 tells without reading the log."""
 
 
 def local_workers(backlog: int, cores: int) -> int:
     """Worker processes for a bounded run over `backlog` messages on this machine: 1 (in process) when small."""
-    return audit.local_workers(backlog, cores, threshold=PARALLEL_BACKLOG_RECORDS)
+    return local_worker_count(backlog, cores, threshold=PARALLEL_BACKLOG_RECORDS)
 
 
 def use_local_workers(options: PipelineOptions, argv: list[str], backlog: int) -> str:
     """Give a bounded run on the default runner `local_workers(backlog)` worker processes, unless the runner or
     the worker flags were named in `argv`; return where the run executes, e.g. `FnApiRunner, 2 workers (...)`."""
-    named = any(a.startswith(("--runner", *audit.WORKER_FLAGS)) for a in argv)
+    named = any(a.startswith(("--runner", *WORKER_FLAGS)) for a in argv)
     if options.view_as(MonitorOptions).until_caught_up and not named:
-        audit.use_workers(options, local_workers(backlog, os.cpu_count() or 1))
-    return audit.where_it_runs(options)
+        use_workers(options, local_workers(backlog, os.cpu_count() or 1))
+    return where_it_runs(options)
 
 
 def use_worker_processes(options: PipelineOptions, argv: list[str]) -> Callable[[], None] | None:
@@ -260,14 +278,14 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
     """Run until caught up (returns the counts, summed over its passes) or forever (streaming; stop it with
     Ctrl-C or SIGTERM)."""
     options = pipeline_options(argv)
-    audit.validate_options(options.view_as(audit.AuditOptions), need_input=False)
+    validate_options(options.view_as(AuditOptions), need_input=False)
     opts = options.view_as(MonitorOptions)
     validate(opts)
     flink_rest_urls(options)  # a bad --flink-rest is refused before a job starts, not when it is stopped
     locate_prism(options)
     connection = connection_from_options(opts)
     _check_topics(connection, opts)
-    audit.clear_leftovers(options.view_as(audit.AuditOptions).lake, out)
+    clear_leftovers(options.view_as(AuditOptions).lake, out)
     drift = _drift_stage(options, connection, out)
     if opts.until_caught_up:
         counts = _catch_up(options, argv, connection, out)
@@ -287,7 +305,7 @@ def run(argv: list[str], *, out: Callable[[str], None] = print) -> AuditCounts |
         finally:
             if drift:
                 drift.stop()
-    out(format_counts(counts, options.view_as(audit.AuditOptions).lake))
+    out(format_counts(counts, options.view_as(AuditOptions).lake))
     if drift:
         out(drift.summary())
     return counts
@@ -300,9 +318,7 @@ def _drift_stage(
     opts = options.view_as(MonitorOptions)
     if not opts.drift_every_seconds:
         return None
-    from transforms.monitoring.drift import DriftConfig
-
-    lake = options.view_as(audit.AuditOptions).lake
+    lake = options.view_as(AuditOptions).lake
     return StreamDrift(
         lake,
         DriftConfig(),
@@ -317,22 +333,34 @@ def _catch_up(
     options: PipelineOptions, argv: list[str], connection: dict[str, Any], out: Callable[[str], None]
 ) -> AuditCounts:
     """Read the backlog up to the end offsets seen now, in passes of at most `--max-records-per-run` messages
-    (`pipelines.runner.catch_up`); return the counts of all passes."""
+    (`pipelines.runner.catch_up`), showing how far it got; return the counts of all passes."""
+    with contextlib.ExitStack() as stack:
+        return _catch_up_passes(options, argv, connection, out, stack)
+
+
+def _catch_up_passes(
+    options: PipelineOptions,
+    argv: list[str],
+    connection: dict[str, Any],
+    out: Callable[[str], None],
+    stack: contextlib.ExitStack,
+) -> AuditCounts:
     opts = options.view_as(MonitorOptions)
     topic, group = opts.kafka_topic, opts.kafka_group_id
-    most = options.view_as(audit.AuditOptions).max_records_per_run
+    most = options.view_as(AuditOptions).max_records_per_run
     targets = end_offsets(connection, topic)
     starts = start_offsets(connection, topic, group, opts.start_from)
     left = backlog(starts, targets)
     out(f"runner         {use_local_workers(options, argv, min(left, most))}, backlog {left} messages")
     in_passes, passes, plans = left > most, [], []
+    counts_to = stack.enter_context(counted_run(Progress("monitor", total=left, unit="messages")))
     while True:
         plan = plan_pass(starts, targets, most)
         plans.append(plan)
         if in_passes:
             size = sum(stop - start for start, stop in plan.values())
             out(f"pass {len(passes) + 1:<9} {size} of {left} messages left")
-        passes.append(_run_pipeline(options, None, offset_ranges=plan))
+        passes.append(_run_pipeline(options, None, offset_ranges=plan, counts_to=counts_to))
         if shortfall := passes[-1].lake_shortfall():
             # The runner lost part of the pass's output: those offsets are not durable, so they stay uncommitted.
             out(f"pass {len(passes):<9} {shortfall}")
@@ -349,7 +377,7 @@ def _catch_up(
         left = still
     if in_passes:
         out(f"passes         {len(passes)} (at most {most} messages each)")
-        windows = refresh_window_metrics(options.view_as(audit.AuditOptions).lake, topic, plans)
+        windows = refresh_window_metrics(options.view_as(AuditOptions).lake, topic, plans)
         out(f"window metrics {windows} windows span passes: computed again from the lake")
     return sum_counts(passes)
 
@@ -369,7 +397,5 @@ def _run_pipeline(options: PipelineOptions, stop_workers: Callable[[], None] | N
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipelines.drift import log_alerts_to_stderr
-
     log_alerts_to_stderr()  # the drift stage's alerts and clears, one line each, as groundwatch drift logs them
-    return audit.exit_code("monitor", run, to_argv(args))
+    return exit_code("monitor", run, to_argv(args))

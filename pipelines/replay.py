@@ -29,9 +29,17 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from dashboards.views import connect_lake
 from pipelines.options.common import add_lake_argument, existing_lake, iso_time
 from pipelines.options.judge import judge_verifier_config
 from pipelines.options.model import add_stage_arguments, model_stage_of, model_verifier_config
+from schemas import EvidencePassage
+from schemas.lake import SentenceRow
+from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
+from transforms.verify.judge.harness import judge_items
+from transforms.verify.judge.schema import JudgeItem, Task
+from transforms.verify.judge.verifier import is_retryable, judge_config_from
+from transforms.verify.model.scorer import ModelRunError
 
 __all__ = ["add_arguments", "main", "replay", "select_failed"]
 
@@ -63,8 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def select_failed(lake: str, status: str, since: datetime, limit: int | None = None) -> list[tuple]:
     """`(response_id, task, request_json, redacted)` of the items whose latest judge status is `status`."""
-    from dashboards.views import connect_lake
-
     rows = connect_lake(lake).execute(_SELECT, [status, since]).fetchall()
     return [row[:4] for row in (rows if limit is None else rows[:limit])]
 
@@ -72,10 +78,8 @@ def select_failed(lake: str, status: str, since: datetime, limit: int | None = N
 def _judge(client, task, items, now):
     from apache_beam.utils import retry
 
-    from transforms.verify.judge.client import JudgeUnavailable
-    from transforms.verify.judge.harness import judge_items
+    # kept lazy: start-up (Beam, only when the judge fails)
     from transforms.verify.judge.pipeline import failed_outcomes
-    from transforms.verify.judge.verifier import is_retryable
 
     call = retry.with_exponential_backoff(num_retries=client.config.num_retries, retry_filter=is_retryable)(judge_items)
     try:
@@ -87,8 +91,6 @@ def _judge(client, task, items, now):
 def _sentence_rows(con, settled, now) -> list[dict]:
     """Updated `sentences` rows for `settled` (response id, verdicts, the stage that gave them), on top of the rows
     in the lake."""
-    from schemas.lake import SentenceRow
-
     rows = []
     for response_id, verdicts, stage in settled:
         cursor = con.execute("SELECT * FROM sentences WHERE response_id = ?", [response_id])
@@ -106,9 +108,6 @@ def _sentence_rows(con, settled, now) -> list[dict]:
 
 def _model_settles(model, items, counts) -> list[tuple]:
     """(response id, verdicts, "model") of the sentence items the model scores; one it fails on stays unsettled."""
-    from schemas import EvidencePassage
-    from transforms.verify.model.scorer import ModelRunError
-
     settled = []
     for item in items:
         texts = {s.sentence_index: s.text for s in item.sentences}
@@ -129,10 +128,7 @@ def replay(
 ) -> dict[str, int]:
     """Re-judge the selected items (with `config`; None: no judge), let `model` (a `ModelStage`, or None) settle
     the sentence items the judge still does not, append the new log and settled verdicts; returns counts."""
-    from dashboards.views import connect_lake
-    from transforms.io.lake.writer import write_table
-    from transforms.verify.judge.client import JudgeClient
-    from transforms.verify.judge.schema import JudgeItem, Task
+    from transforms.io.lake.writer import write_table  # kept lazy: start-up (loads Beam; --dry-run never writes)
 
     selected = select_failed(lake, status, since, limit)
     items = [JudgeItem.model_validate_json(request) for _, _, request, _ in selected]
@@ -174,8 +170,6 @@ def replay(
 
 
 def main(args: argparse.Namespace) -> int:
-    from transforms.verify.judge.verifier import judge_config_from
-
     try:
         existing_lake(args.lake)
         since = args.since

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dashboards.report import build_report
+from dashboards.report import REPORT_STEPS, build_report
 from pipelines.options.common import add_lake_argument, existing_lake, exits_2_on_usage_error, iso_time
+from pipelines.runner.progress import Progress
 
 __all__ = ["add_arguments", "main"]
 
@@ -38,7 +39,8 @@ def main(args: argparse.Namespace) -> int:
         print("groundwatch report: --from must be before --to", file=sys.stderr)
         return 2
     try:
-        page = build_report(args.lake, args.start, args.end)
+        with Progress("report", total=REPORT_STEPS, unit="steps") as progress:
+            page = build_report(args.lake, args.start, args.end, advance=progress.advance)
     except ValueError as error:
         print(f"groundwatch report: {error}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ import sys
 
 from pipelines.options.common import LAKE_HELP, add_lake_argument
 from pipelines.reviewing.actions import export_file, import_file, label_one
+from pipelines.reviewing.serve import serve_app
 from pipelines.reviewing.store import LABELS, Label
 
 __all__ = ["add_arguments", "main"]
@@ -69,8 +70,6 @@ def main(args: argparse.Namespace) -> int:
     elif args.action == "export":
         code, line = export_file(args.lake, args.golden, tenant=args.tenant)
     else:
-        from pipelines.reviewing.serve import serve_app
-
         code, line = serve_app(args)
     print(f"groundwatch review: {line}" if code else line, file=sys.stderr if code else sys.stdout)
     return code

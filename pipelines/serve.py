@@ -22,6 +22,7 @@ import sys
 from pipelines.options.audit import add_calibration_argument, load_calibration
 from pipelines.options.common import add_deprecated_alias, check_port_free
 from pipelines.options.model import add_stage_arguments, stage_verifier_config
+from pipelines.serving.app import API_KEY_ENV, CONFIG_ENV, ServeConfig, create_app
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import available_verifiers
 
@@ -66,8 +67,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from(args: argparse.Namespace):
     """The ServeConfig of parsed flags; ValueError naming the flag when one is unusable."""
-    from pipelines.serving.app import ServeConfig
-
     if args.verifier not in available_verifiers():
         raise ValueError(f"--verifier {args.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
     if not 0.0 <= args.confidence_threshold <= 1.0:
@@ -99,8 +98,6 @@ def config_from(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    from pipelines.serving.app import API_KEY_ENV, CONFIG_ENV, create_app
-
     try:
         config = config_from(args)
         if args.require_api_key and not os.environ.get(API_KEY_ENV):

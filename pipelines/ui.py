@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
     check_port_free("127.0.0.1", args.port)  # before the URL is printed as if the server had started
     with contextlib.ExitStack() as stack:
         if lakefs.is_remote(args.lake):
-            from dashboards.workspace_sync import local_copy
+            from dashboards.workspace_sync import local_copy  # kept lazy: start-up (boto3, only for object storage)
 
             try:
                 lakefs.check_location(args.lake)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from schemas.base import Confidence, StrictModel
 from schemas.reports import SentenceVerdict
@@ -210,6 +210,16 @@ class DeadLetterRow(StrictModel):
     origin_source: str
     origin_partition: int | None = None
     origin_offset: int | None = None
+    reason: str | None = None
+    """The reason code, `error` up to its first colon (`malformed_json`, `stage_failed`, ...): what to count by.
+    Filled from `error` when not given; NULL in lakes written before the column."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reason_from_error(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("reason") and isinstance(data.get("error"), str):
+            return {**data, "reason": data["error"].split(":", 1)[0].strip()}
+        return data
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,9 @@ class DriftCheckRow(StrictModel):
     in_baseline: bool = False
     """Whether this slice's window joins later baselines (enough responses, no drift alert open)."""
     checked_at: datetime
+    span_start: datetime | None = None
+    """For a slice too small for one window: the first window of the span it was checked over (its windows
+    since its last check, grown until they held `min_responses`). None: this window alone."""
 
 
 class AlertStatus(StrEnum):

@@ -39,13 +39,14 @@ from datetime import UTC, datetime
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 from process_memory import PeakMemory  # noqa: E402
 
-from pipelines.audit import AuditOptions, audit_steps, pipeline_options, run, where_it_runs  # noqa: E402
+from pipelines.runner.bounded import pipeline_options, where_it_runs  # noqa: E402
+from pipelines.runner.bounded import run_audit as run  # noqa: E402
 from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
 from transforms.audit.stages import score_and_flag, verify_response  # noqa: E402
+from transforms.audit.steps import audit_steps  # noqa: E402
 from transforms.ingest.parse import parse_message  # noqa: E402
 from transforms.io.lake.rows import to_lake_rows  # noqa: E402
 from transforms.text.sentences import split_sentences  # noqa: E402
@@ -78,7 +79,6 @@ def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
     there. Timing each stage over all responses in turn would charge the later stages for cache misses
     the pipeline does not have (citations then cost 15% more).
     """
-    options = PipelineOptions([f"--verifier={name}"]).view_as(AuditOptions)
     verifier = make_verifier(name)
     now = datetime.now(UTC)
     stages = [
@@ -87,7 +87,7 @@ def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
             "VerifySentences",
             lambda p: verify_response(p, verifier=verifier, threshold=0.7, window_start=now, window_end=now, now=now),
         ),
-        *((label, step) for label, _, step in audit_steps(options)),
+        *((label, step) for label, _, step in audit_steps(0.7)),
         ("ScoreAndFlag", lambda a: score_and_flag(a, 0.7)),
         ("ToLakeRows", to_lake_rows),
     ]

@@ -12,7 +12,7 @@ labelled set, binary balanced accuracy and ROC-AUC (fully grounded or not) of th
 heuristic plus the model (the model's verdict on every sentence the heuristic escalated).
 
 With `--pipeline` it measures the pipeline instead: it runs `groundwatch audit --verifier cascade` in process
-(the audit command's own argv, options and graph, `pipelines.audit.build_pipeline`, on Beam's local runner) on
+(the audit command's own argv, options and graph, `build_pipeline`, on Beam's local runner) on
 the demo traffic (or `--traffic`) into a temporary lake, with the model stage and the scripted judge configured,
 and prints the wall time, the audit's counts, the sentences each stage decided (from the lake's `decided_by`),
 and RunInference's own metrics (`num_inferences`, the batch sizes, batch latency, model load time)::
@@ -166,6 +166,8 @@ def run_pipeline(args, model_path: str, beam_args: list[str]) -> None:
     from dashboards.views import connect_lake
     from pipelines import audit
     from pipelines.options.audit import AuditOptions, validate_options
+    from pipelines.runner.audit_graph import build_pipeline
+    from pipelines.runner.bounded import pipeline_options
     from pipelines.runner.counts import counts_from_result, format_counts
 
     lake = os.path.join(tempfile.mkdtemp(), "lake")
@@ -180,11 +182,11 @@ def run_pipeline(args, model_path: str, beam_args: list[str]) -> None:
         audit.add_arguments(parser)
         parsed, extra = parser.parse_known_args(cli + beam_args)
         parsed.extra_args = extra
-        options = audit.pipeline_options(audit.to_argv(parsed))
+        options = pipeline_options(audit.to_argv(parsed))
         validate_options(options.view_as(AuditOptions))
         started = time.perf_counter()
         with beam.Pipeline(options=options) as p:
-            audit.build_pipeline(p, options)
+            build_pipeline(p, options)
         wall = time.perf_counter() - started
         judge_calls = len(server.requests)
     counts = counts_from_result(p.result)

@@ -28,7 +28,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 
-from pipelines.drift import run_drift
+from pipelines.runner.drift_run import run_drift
 from pipelines.traffic.scenarios import (
     MISQUOTING_MODEL,
     NEW_RETRIEVER,

@@ -23,8 +23,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from dashboards.views import connect_lake  # noqa: E402
-from pipelines.audit import run  # noqa: E402
 from pipelines.demo import sample_traffic_path  # noqa: E402
+from pipelines.runner.bounded import run_audit as run  # noqa: E402
 from tests.support.openai_server import OpenAIServer  # noqa: E402
 
 RUNS = [

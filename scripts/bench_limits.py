@@ -171,18 +171,16 @@ KINDS = {
 
 def audit_one(raw: bytes) -> dict:
     """What the pipeline does to one message, outside Beam: parse, verify, audit steps, score, lake rows."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from pipelines.audit import AuditOptions, audit_steps
     from schemas import Origin, ParsedResponse
     from transforms.audit.stages import audit_response
+    from transforms.audit.steps import audit_steps
     from transforms.ingest.parse import input_flags, parse_message
     from transforms.io.lake.rows import to_lake_rows
+    from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
     from transforms.verify.registry import make_verifier
 
-    options = PipelineOptions([]).view_as(AuditOptions)
     verifier = make_verifier("heuristic")
-    steps = [step for _, _, step in audit_steps(options)]
+    steps = [step for _, _, step in audit_steps(DEFAULT_CONFIDENCE_THRESHOLD)]
     now = datetime.now(UTC)
     start = time.process_time()
     response = parse_message(raw)

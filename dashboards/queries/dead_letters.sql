@@ -1,6 +1,7 @@
--- Dead letters by stage and reason (the reason code is the error text before the first colon).
+-- Dead letters by stage and reason (the reason code: the error text before its first colon; lakes written
+-- before the `reason` column get it from `error`).
 SELECT stage,
-       split_part(error, ':', 1) AS reason,
+       coalesce(reason, split_part(error, ':', 1)) AS reason,
        count(*) AS messages,
        min(origin_source || coalesce(' #' || origin_offset, '')) AS first_seen
 FROM dead_letters

@@ -17,7 +17,7 @@ from typing import Any
 
 from pipelines.options.flags import Flag, add_flags, add_pipeline_options, flags_argv
 from transforms.verify.judge.config import JudgeConfig
-from transforms.verify.judge.verifier import DEFAULT_BAND
+from transforms.verify.judge.verifier import DEFAULT_BAND, judge_config_from
 
 __all__ = [
     "JUDGE_FLAGS",
@@ -146,8 +146,7 @@ def apply_judge_reports(opts: Any, audited):
     tasks = [t for t in judge_tasks(getattr(opts, "judge_tasks", None)) if t != "sentences"]
     if not tasks:
         return audited
-    from transforms.verify.judge.reports import JudgeReports
-    from transforms.verify.judge.verifier import judge_config_from
+    from transforms.verify.judge.reports import JudgeReports  # kept lazy: start-up (only with --judge-tasks)
 
     options = judge_verifier_config(opts)
     options.pop("band", None)

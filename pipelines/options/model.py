@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipelines.options.flags import Flag, add_flags, add_pipeline_options, flags_argv
 from pipelines.options.judge import add_judge_arguments, judge_argv, judge_verifier_config
-
-if TYPE_CHECKING:  # the model's modules load only when a model stage is asked for
-    from transforms.verify.model.cascade import ModelStage
+from transforms.verify.judge.verifier import parse_band
+from transforms.verify.model.cascade import ModelStage
+from transforms.verify.model.verifier import model_stage_from
 
 __all__ = [
     "MODEL_FLAGS",
@@ -115,7 +115,6 @@ def validate_model_options(opts: Any) -> None:
         raise ValueError("--verifier model needs --model-path: a folder with model.onnx, tokenizer.json, labels.json")
     if verifier not in ("model", "cascade") or not config.get("model_path"):
         return
-    from transforms.verify.judge.verifier import parse_band
 
     if "model_band" in config:
         parse_band(config["model_band"], "--model-band")
@@ -125,7 +124,5 @@ def validate_model_options(opts: Any) -> None:
 def model_stage_of(config: Mapping[str, Any]) -> ModelStage | None:
     """The model stage that `model_verifier_config`'s `config` names, its model loaded (a bad folder raises
     ValueError naming the flag); None without `model_path`."""
-    from transforms.verify.model.verifier import model_stage_from
-
     keys = ("model_path", "model_top_k", "model_max_length", "model_batch_size")
     return model_stage_from(*(config.get(k) for k in keys))

@@ -11,6 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.reporting.calibration_tables import confusion_lines, interval_line, metrics_table
+from pipelines.reporting.confidence_tables import (
+    calibration_section,
+    plot_calibrated_reliability,
+    plot_risk_coverage,
+)
 from pipelines.reporting.plots import Labels, Series, line_plot
 from transforms.evaluation.golden import GoldenRun
 from transforms.evaluation.metrics import Scored, roc_auc, roc_curve
@@ -88,12 +93,6 @@ def _per_source_thresholds(info: dict) -> list[str]:
 
 def _calibration_lines(directory: Path, calibration: dict, target: float) -> list[str]:
     """The calibrated-confidence section: per verifier or stage, its tables and its two plots."""
-    from pipelines.reporting.confidence_tables import (
-        calibration_section,
-        plot_calibrated_reliability,
-        plot_risk_coverage,
-    )
-
     lines = ["## Calibrated confidence", ""]
     for name, r in calibration.items():
         images = {

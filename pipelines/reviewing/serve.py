@@ -40,7 +40,7 @@ def serve_app(args: Any) -> tuple[int, str]:
         return 2, "--reviewer and --reviewer-header: give one"
     import uvicorn
 
-    from pipelines.reviewing.app import ReviewConfig, review_app
+    from pipelines.reviewing.app import ReviewConfig, review_app  # kept lazy: start-up (the web app)
 
     config = ReviewConfig(args.lake, token=token, reviewer=args.reviewer, reviewer_header=args.reviewer_header)
     app = review_app(config)

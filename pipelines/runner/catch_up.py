@@ -15,7 +15,7 @@ Between passes the usual at-least-once rules hold (`transforms.io.kafka.commit`)
 its lake files hold. A response id repeated in two passes is audited in both, and the lake views count
 it once. A window whose messages fall in two passes gets `window_metrics` rows from each, each with only
 its pass's responses; so after the last pass, the metrics of every window with responses of more than one
-pass are computed again from the lake's rows (`refresh_window_metrics`, see `pipelines.metrics`),
+pass are computed again from the lake's rows (`refresh_window_metrics`, see `pipelines.runner.window_metrics`),
 and the views keep those: they hold the most responses, and are the newest.
 """
 
@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import closing
 from typing import Any
 
-from pipelines.metrics import ReadRange, recompute_window_metrics, windows_across_passes
+from pipelines.runner.passes import ReadRange, windows_across_passes
+from pipelines.runner.window_metrics import recompute_window_metrics
 from transforms.io.kafka.client import consumer, kafka_source, resolve_start_offset
 
 __all__ = [
@@ -102,7 +103,8 @@ def plan_pass(starts: Mapping[int, int], targets: Mapping[int, int], max_records
 
 def refresh_window_metrics(lake_dir: str, topic: str, plans: Sequence[Mapping[int, tuple[int, int]]]) -> int:
     """Compute again the window metrics of the windows holding responses of more than one of the passes `plans`
-    ({partition: (start, stop)} offsets of `topic` each), see `pipelines.metrics`; return how many windows."""
+    ({partition: (start, stop)} offsets of `topic` each), see `pipelines.runner.window_metrics`; return how many
+    windows."""
     passes = [
         [ReadRange(kafka_source(topic), p, start, stop) for p, (start, stop) in sorted(plan.items())] for plan in plans
     ]

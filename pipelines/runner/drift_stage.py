@@ -15,7 +15,7 @@ runner state to checkpoint or migrate. And it runs in the launching process, the
 Dataflow, whatever the runner's support for state and timers.
 
 Each run writes `drift_checks`, `alerts` and `incidents` rows to the lake, logs each alert and incident change
-(`groundwatch.drift`), and publishes them to the alerts topic (`pipelines.drift.send_alerts_to_kafka`, as
+(`groundwatch.drift`), and publishes them to the alerts topic (`pipelines.runner.drift_run.send_alerts_to_kafka`, as
 `groundwatch drift --bootstrap-servers` does). A failing run is logged and counted, and the stream goes on: the
 next run checks the same windows again, since a window counts as checked only once its rows are in the lake.
 """
@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pipelines.drift import DEFAULT_ALERTS_TOPIC, DriftOutcome, run_drift
+from pipelines.runner.drift_run import DEFAULT_ALERTS_TOPIC, DriftOutcome, run_drift
 from transforms.monitoring.drift import DriftConfig
 
 __all__ = ["StreamDrift"]

@@ -1,7 +1,7 @@
 """The audit of single responses outside Beam, for `groundwatch serve` and `groundwatch gate`.
 
 Both run exactly what the audit pipeline runs for one response (`transforms.audit.stages.audit_response`
-with the pipeline's own audit steps, `pipelines.audit.audit_steps`), only without a runner::
+with the pipeline's own audit steps, `transforms.audit.steps.audit_steps`), only without a runner::
 
     auditor = InlineAuditor("heuristic", threshold=0.7)
     audited = auditor.audit(auditor.parse(raw_bytes))        # ParseError for a message the pipeline dead-letters
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 from schemas import AuditedResponse, Origin, ParsedResponse, ReviewDecision
 from transforms.audit.stages import audit_response
+from transforms.audit.steps import audit_steps
 from transforms.ingest.parse import input_flags, parse_message
 from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
@@ -66,10 +66,8 @@ class InlineAuditor:
     def _parts(self):
         parts = getattr(self._local, "parts", None)
         if parts is None:
-            from pipelines.audit import audit_steps  # the pipeline's own steps, in its order (imports Beam)
-
             verifier = make_verifier(self.verifier_name, **self._config)
-            steps = [step for _, _, step in audit_steps(SimpleNamespace(confidence_threshold=self.threshold))]
+            steps = [step for _, _, step in audit_steps(self.threshold)]
             parts = self._local.parts = (verifier, steps)
         return parts
 

@@ -25,17 +25,58 @@ from dataclasses import dataclass
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.metrics import ReadRange
 from schemas import Origin
 from transforms.ingest.parse import first_copy, response_id_of
 from transforms.io.jsonl import LineRange, absolute_pattern, read_jsonl_lines
 
-__all__ = ["MAX_RECORDS_PER_RUN", "JsonlPlan", "input_files", "plan_jsonl_passes", "read_ranges"]
+__all__ = [
+    "MAX_RECORDS_PER_RUN",
+    "JsonlPlan",
+    "ReadRange",
+    "input_files",
+    "plan_jsonl_passes",
+    "read_ranges",
+    "windows_across_passes",
+]
 
 MAX_RECORDS_PER_RUN = 50_000
 """Messages one pass reads at most by default. With two worker processes one JSONL run peaked at 1.6 GiB for
 40,000 messages and 1.9 GiB for 100,000 (the window metrics and the runner's bookkeeping grow with a run);
 a pass of 50,000 takes about 125 s on two cores, against about 5-10 s to start and end one."""
+
+
+@dataclass(frozen=True)
+class ReadRange:
+    """Messages one pass read: offsets `first` up to, not including, `stop` (None: to the end) of one source
+    (`file:<path>`, whose offsets are line numbers, or a Kafka topic's partition)."""
+
+    source: str
+    partition: int | None
+    first: int
+    stop: int | None
+
+
+def windows_across_passes(passes: Sequence[Sequence[ReadRange]]) -> tuple[str, list]:
+    """A filter on the lake's `responses` (SQL with its parameters, for `recompute_window_metrics`) for the windows
+    holding responses of more than one pass: each pass wrote the metrics of its own part of such a window, so
+    only these need computing again. In traffic logged in time order, they are the few windows at the passes'
+    edges. A message read by two passes (a Kafka pass whose commit failed is read again) counts for both."""
+    ranges, params = [], []
+    for number, part in enumerate(passes):
+        for read in part:
+            ranges.append("(?, ?, ?, ?, ?)")
+            params += [read.source, read.partition, read.first, read.stop if read.stop is not None else 2**62, number]
+    if not ranges:
+        return "false", []
+    sql = (
+        "window_start IN (SELECT r.window_start FROM responses AS r JOIN (VALUES "
+        + ", ".join(ranges)
+        + ") AS p(source, part, first_offset, stop_offset, pass) ON r.origin_source = p.source"
+        " AND r.origin_partition IS NOT DISTINCT FROM p.part"
+        " AND r.origin_offset >= p.first_offset AND r.origin_offset < p.stop_offset"
+        " GROUP BY r.window_start HAVING count(DISTINCT p.pass) > 1)"
+    )
+    return sql, params
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from pipelines.serving.publish import make_publisher
 from transforms.audit.stages import settle_garbage_collector
 from transforms.ingest.parse import ParseError
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
+from transforms.verify.calibration import Calibration
 
 __all__ = ["API_KEY_ENV", "CONFIG_ENV", "ServeConfig", "VerifyApp", "create_app", "status_of"]
 
@@ -93,8 +94,6 @@ class VerifyApp:
         self._api_key = api_key.encode("utf-8") if api_key else None
         calibrated: dict[str, Any] = {}
         if config.calibration:
-            from transforms.verify.calibration import Calibration
-
             calibrated["calibration"] = Calibration.load(config.calibration)
         self.auditor = InlineAuditor(
             config.verifier, threshold=config.threshold, verifier_config={**config.verifier_config, **calibrated}

@@ -61,7 +61,7 @@ class KafkaPublisher(Publisher):
 
     def __init__(self, connection: Mapping[str, Any], topic: str):
         super().__init__()
-        from transforms.io.kafka.client import producer
+        from transforms.io.kafka.client import producer  # kept lazy: start-up (kafka-python)
 
         self.topic = topic
         self._producer = producer(connection)

@@ -38,6 +38,8 @@ from datetime import datetime, timedelta
 
 from pipelines.traffic import synthetic as traffic
 from pipelines.traffic.facts import DOMAINS
+from schemas import LoggedResponse, Origin, ParsedResponse
+from transforms.io.lake.rows import to_lake_rows
 
 __all__ = [
     "SCENARIO_NAMES",
@@ -253,18 +255,16 @@ def audit_into_lake(
     The same verifier, audit steps, lake rows and window metrics as `groundwatch audit`, for drift
     tests and benchmarks that need many windows quickly. Tests of the pipeline itself use the pipeline.
     """
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from pipelines.audit import AuditOptions, audit_steps
-    from schemas import LoggedResponse, Origin, ParsedResponse
+    # kept lazy: start-up (the scenario generator's own command line writes JSONL without Beam or the verifiers)
     from transforms.audit.stages import audit_response
-    from transforms.io.lake.rows import to_lake_rows
+    from transforms.audit.steps import audit_steps
     from transforms.io.lake.writer import write_table
     from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_audited
+    from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
     from transforms.verify.registry import make_verifier
 
     checker = make_verifier(verifier)
-    steps = [step for _, _, step in audit_steps(PipelineOptions([]).view_as(AuditOptions))]
+    steps = [step for _, _, step in audit_steps(DEFAULT_CONFIDENCE_THRESHOLD)]
     tables: dict[str, list[dict]] = {}
     stats = []
     for line, message in enumerate(messages):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pipelines.drift import DriftOutcome
+    from pipelines.runner.drift_run import DriftOutcome
     from pipelines.traffic.scenarios import ScenarioSpec
 
 __all__ = ["DemoLake", "ScenarioLake", "demo_lake", "scenario_lake"]
@@ -64,7 +64,7 @@ def _build(spec: ScenarioSpec, how: str, folder) -> str:
     if how == "functions":
         audit_into_lake(list(scenario_responses(spec)), lake, window_seconds=spec.window_seconds)
         return lake
-    from pipelines.audit import run as run_audit  # Beam's pipeline: imported only by the tests that use it
+    from pipelines.runner.bounded import run_audit  # Beam's pipeline: imported only by the tests that use it
 
     traffic = folder / f"{spec.name}.jsonl"
     traffic.write_bytes(b"".join(line + b"\n" for line in scenario_jsonl(spec)))
@@ -84,7 +84,7 @@ def scenario_lake(tmp_path_factory):
         key = (spec, how)
         if key not in built:
             # Imported at the first build, not when pytest loads this plugin: Evidently takes seconds to import.
-            from pipelines.drift import run_drift
+            from pipelines.runner.drift_run import run_drift
             from transforms.monitoring.drift import DriftConfig
 
             lake = _build(spec, how, tmp_path_factory.mktemp(f"{spec.name}-{spec.seed}"))

@@ -18,7 +18,9 @@ The layers, lowest first (an import may go down or stay level, never up):
 - `pipelines` may import all of them.
 
 Commands are leaves: nothing imports the dispatcher `pipelines.cli`, and nothing but it imports a command
-module (`COMMANDS`), apart from the imports listed in `STILL_IMPORTED_AS_LIBRARIES`, which may only shrink.
+module (`COMMANDS`): what commands share lives in library modules (`pipelines.runner`, `pipelines.options`,
+`dashboards.lake_sql`). An import of ours inside a function says `# kept lazy: start-up (...)`: it is there only
+to keep a command's start-up fast.
 
 Besides: no cycle between two modules, nor between two subpackages of `transforms` (`transforms.io` and
 `transforms.monitoring` may not lean on each other, even through different modules); and an import from
@@ -248,39 +250,88 @@ def test_imports_from_another_package_name_only_what_it_declares_public():
 COMMAND_MODULES = frozenset(module for module, _ in COMMANDS.values())
 """The modules the dispatcher (`pipelines.cli`) runs as commands: leaves, which nothing else imports."""
 
-STILL_IMPORTED_AS_LIBRARIES = frozenset(
-    {
-        ("pipelines.audit", "pipelines.demo"),
-        ("pipelines.audit", "pipelines.monitor"),
-        ("pipelines.audit", "pipelines.reporting.drift_demo"),
-        ("pipelines.audit", "pipelines.runner.inline"),
-        ("pipelines.audit", "pipelines.traffic.scenarios"),
-        ("pipelines.drift", "pipelines.monitor"),
-        ("pipelines.drift", "pipelines.reporting.drift_demo"),
-        ("pipelines.drift", "pipelines.runner.drift_stage"),
-        ("pipelines.metrics", "pipelines.audit"),
-        ("pipelines.metrics", "pipelines.runner.catch_up"),
-        ("pipelines.metrics", "pipelines.runner.passes"),
-        ("pipelines.query", "pipelines.demo"),
-    }
-)
-"""(command module, importer) pairs that remain from before the rule: shared code still to move into library
-modules (the pipeline builder and audit steps, `run_drift`, the recomputation of window metrics). The list
-may only shrink: a new import of a command module fails the test below."""
-
 
 def test_nothing_but_the_dispatcher_imports_a_command_module():
     found = {
-        (i.target, i.importer): i
+        f"{i.target} imported by {i.importer} ({i.where()})"
         for imports in _graph().values()
         for i in imports
         if i.target in COMMAND_MODULES and i.importer != "pipelines.cli" and _unit(i.importer) != i.target
     }
-    new = [f"{target} imported by {importer} ({i.where()})" for (target, importer), i in sorted(found.items())]
-    new = [line for line, key in zip(new, sorted(found), strict=True) if key not in STILL_IMPORTED_AS_LIBRARIES]
-    assert not new, "command modules are leaves; move what they share into a library module:\n" + "\n".join(new)
-    gone = STILL_IMPORTED_AS_LIBRARIES - set(found)
-    assert not gone, f"moved, so take them off STILL_IMPORTED_AS_LIBRARIES: {sorted(gone)}"
+    assert not found, "command modules are leaves; move what they share into a library module:\n" + "\n".join(
+        sorted(found)
+    )
+
+
+LAZY_REASON = "kept lazy: start-up"
+"""The comment a function-level import of ours carries: on its line, or on comment lines just above it or just
+above its group of imports."""
+
+
+def _is_ours(statement: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(statement, ast.ImportFrom):
+        return bool(statement.level) or (statement.module or "").split(".")[0] in PACKAGES
+    return any(alias.name.split(".")[0] in PACKAGES for alias in statement.names)
+
+
+def _unexplained_lazy_imports(text: str) -> list[tuple[int, str]]:
+    """`(line, code)` of each import of ours inside a function that does not say, in a comment on it or just
+    above its group of imports, that it is kept lazy for start-up."""
+    lines = text.splitlines()
+    found: dict[int, str] = {}
+    for function in ast.walk(ast.parse(text)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            for block in (getattr(node, name, None) for name in ("body", "orelse", "finalbody")):
+                if not isinstance(block, list):
+                    continue
+                group_start = None
+                for statement in block:
+                    if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+                        group_start = None
+                        continue
+                    group_start = group_start or statement.lineno
+                    said = lines[statement.lineno - 1 : statement.end_lineno]
+                    for above in {statement.lineno - 2, group_start - 2}:  # comments just above it or its group
+                        while above >= 0 and lines[above].strip().startswith("#"):
+                            said.append(lines[above])
+                            above -= 1
+                    if _is_ours(statement) and not any(LAZY_REASON in line for line in said):
+                        found[statement.lineno] = lines[statement.lineno - 1].strip()
+    return sorted(found.items())
+
+
+def test_the_lazy_import_check_wants_the_reason_on_the_import_or_above_its_group():
+    source = """from schemas import A
+
+
+def f():
+    import json
+    from schemas import B
+    from transforms import C  # kept lazy: start-up (Beam)
+
+
+def g():
+    # kept lazy: start-up (pandas)
+    from schemas import D
+    from dashboards import E
+    x = 1
+    from pipelines import F
+"""
+    assert _unexplained_lazy_imports(source) == [(6, "from schemas import B"), (15, "from pipelines import F")]
+
+
+def test_imports_inside_functions_say_they_keep_start_up_fast():
+    """An import of ours belongs at the top of the module, where a reader looks for it; only one that keeps a
+    command's start-up fast (it would load Beam, pandas, boto3 or a web framework for nothing) stays in its
+    function, and says so."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {code}"
+        for path, _ in MODULES.values()
+        for line, code in _unexplained_lazy_imports(path.read_text())
+    ]
+    assert not found, f"imports inside functions without '# {LAZY_REASON} (...)':\n" + "\n".join(found)
 
 
 def test_nothing_imports_the_dispatcher():

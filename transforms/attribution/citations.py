@@ -48,6 +48,7 @@ from transforms.attribution.markers import CitationRef, parse_citations, resolve
 from transforms.text.quotes import QuoteFound, match_quote
 from transforms.text.tokens import tokenize
 from transforms.verify.base import VerificationResult, Verifier
+from transforms.verify.registry import make_verifier
 
 __all__ = [
     "SUPPORT_FOR_VERDICT",
@@ -404,8 +405,6 @@ class AuditCitationsStep:
 
     def __call__(self, audited: AuditedResponse) -> AuditedResponse:
         if self._verifier is None:
-            from transforms.verify.registry import make_verifier
-
             self._verifier = make_verifier(self._name, **self._config)
         refs = parse_citations(audited.parsed.response)  # parsed once for the audit and its validation
         report = audit_citations(audited.parsed.response, self._verifier, refs=refs)

@@ -32,6 +32,7 @@ from schemas import (
 )
 from transforms.text.quotes import match_quote
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD, Verifier
+from transforms.verify.registry import make_verifier
 
 __all__ = [
     "COVERAGE_ALERT_BELOW",
@@ -176,8 +177,6 @@ class AuditClaimsStep:
 
     def __call__(self, audited: AuditedResponse) -> AuditedResponse:
         if self._verifier is None:
-            from transforms.verify.registry import make_verifier
-
             self._verifier = make_verifier(self._name, **self._config)
         report = check_claims(audited.parsed.response, self._verifier, threshold=self._threshold)
         return audited.model_copy(update={"claims": report})

@@ -188,7 +188,7 @@ class VerifySentences(beam.PTransform):
         # The LLM judge and the model stage run through RunInference (batched, one model per worker process),
         # not one call per element in the verify DoFn.
         if verifier in ("openai", "cascade", "model"):
-            from transforms.verify.judge.pipeline import judge_sentences
+            from transforms.verify.judge.pipeline import judge_sentences  # kept lazy: start-up (RunInference)
 
             self._judge = judge_sentences(verifier, self._config, threshold=threshold, clock=clock)
 

@@ -23,12 +23,19 @@ The reference of a slice is its last `baseline_windows` windows that had enough 
 no drift alert, or the fixed period the user names; a slice without enough history of its own (a new
 retriever_version) is compared with the same reference of all traffic. Windows with too few responses
 are recorded as `insufficient_data`, never as drift. Alerts are episodes (`transforms.monitoring.alerts`).
+
+A slice too small for one window (a tenant with fifty answers a day, in one-minute windows) grows: its
+windows since its last check are pooled, window after window, until they hold `min_responses`; then that
+span is checked, in the row of the window that completed it (`span_start` names its first window), and the
+next span starts. Its reference is its own last `baseline_windows` spans. A span reaches back at most
+`max_span_hours` (a week): older windows drop out of it, so a slice that stays too small is still
+`insufficient_data`, and its first checks wait for a reference of that many spans (`no_reference`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
@@ -49,6 +56,7 @@ from transforms.monitoring.plans import DriftConfig, SlicePlan
 __all__ = [
     "DRIFT_CHECKS",
     "DriftConfig",
+    "History",
     "SlicePlan",
     "WindowEvaluation",
     "column_name",
@@ -85,19 +93,47 @@ class WindowEvaluation:
         return [c for c in self.checks if c.status == CheckStatus.alert]
 
 
-def eligible_history(frames: LakeFrames, config: DriftConfig) -> dict[tuple[str, str], list[datetime]]:
-    """Per slice, the windows already checked that may serve as baseline (enough data, no drift alert)."""
+Span = tuple[datetime, datetime]
+"""The windows a check covered: its first window's start and its own (the same for a window alone)."""
+
+
+@dataclass
+class History:
+    """What the checks so far leave for the next: per slice, the spans that may serve as its baseline (enough
+    data, no drift alert), and where a small slice's span still growing began."""
+
+    eligible: dict[tuple[str, str], list[Span]] = field(default_factory=dict)
+    growing: dict[tuple[str, str], datetime] = field(default_factory=dict)
+
+
+def eligible_history(frames: LakeFrames, config: DriftConfig) -> History:
+    """The history the lake's drift checks leave (`History`), for a run that goes on from them."""
     checks = frames.drift_checks
-    eligible: dict[tuple[str, str], list[datetime]] = {}
+    history = History()
     if not len(checks):
-        return eligible
+        return history
+    spans = checks.get("span_start", pd.Series(pd.NaT, index=checks.index)).fillna(checks["window_start"])
+    checks = checks.assign(span_start=spans)
     kept = checks[checks["in_baseline"].fillna(False).astype(bool)]
-    for (start, dimension, value), _ in kept.groupby(["window_start", "slice_dimension", "slice_value"]):
-        eligible.setdefault((dimension, value), []).append(pd.Timestamp(start).to_pydatetime())
-    return {k: sorted(v) for k, v in eligible.items()}
+    for (start, dimension, value, first), _ in kept.groupby(
+        ["window_start", "slice_dimension", "slice_value", "span_start"]
+    ):
+        span = (pd.Timestamp(first).to_pydatetime(), pd.Timestamp(start).to_pydatetime())
+        history.eligible.setdefault((dimension, value), []).append(span)
+    history.eligible = {k: sorted(v, key=lambda s: s[1]) for k, v in history.eligible.items()}
+    # A slice whose last windows were all too small is growing a span from the first of them.
+    short = checks["status"] == CheckStatus.insufficient_data.value
+    for (dimension, value), rows in checks.groupby(["slice_dimension", "slice_value"]):
+        decided = rows[~short.loc[rows.index]]["window_start"]
+        pending = rows[short.loc[rows.index]]["window_start"]
+        if len(decided):
+            pending = pending[pending > decided.max()]
+        if len(pending):
+            history.growing[(dimension, value)] = pd.Timestamp(pending.min()).to_pydatetime()
+    return history
 
 
-def _reference(frames: LakeFrames, plan: SlicePlan, history: dict, window_start: datetime, config: DriftConfig):
+def _reference(frames: LakeFrames, plan: SlicePlan, history: History, window_start: datetime, config: DriftConfig):
     """The reference responses and sentences of a slice, and how to describe them."""
     if config.fixed_reference:
 
@@ -120,22 +156,24 @@ def _reference(frames: LakeFrames, plan: SlicePlan, history: dict, window_start:
         (plan.dimension, plan.value, "this slice"),
         (ALL_TRAFFIC, ALL_TRAFFIC, "all traffic"),
     ):
-        windows = [w for w in history.get((dimension, value), []) if w < window_start][-config.baseline_windows :]
-        if len(windows) < config.baseline_windows:
+        spans = [s for s in history.eligible.get((dimension, value), []) if s[1] < window_start]
+        spans = spans[-config.baseline_windows :]
+        if len(spans) < config.baseline_windows:
             continue  # a baseline of one or two windows would call their noise drift: wait for a full one
-        responses = pd.concat([_slice(frames.responses_in(w), dimension, value) for w in windows])
+        responses = pd.concat([_slice(frames.responses_over(*s), dimension, value) for s in spans])
         if len(responses) < config.min_responses:
             continue
-        sentences = pd.concat([_slice(frames.sentences_in(w), dimension, value) for w in windows])
+        sentences = pd.concat([_slice(frames.sentences_over(*s), dimension, value) for s in spans])
+        what = "windows" if all(first == last for first, last in spans) else "spans"
         return (
             responses,
             sentences,
-            f"trailing {len(windows)} windows of {label} ({windows[0]:%H:%M}..{windows[-1]:%H:%M})",
+            f"trailing {len(spans)} {what} of {label} ({spans[0][0]:%H:%M}..{spans[-1][1]:%H:%M})",
         )
     return None, None, "no baseline yet"
 
 
-def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: DriftConfig) -> list[SlicePlan]:
+def _plans(frames: LakeFrames, window_start: datetime, history: History, config: DriftConfig) -> list[SlicePlan]:
     responses, sentences = frames.responses_in(window_start), frames.sentences_in(window_start)
     plans = []
     for row in frames.metrics_in(window_start).sort_values(["slice_dimension", "slice_value"]).to_dict("records"):
@@ -143,6 +181,8 @@ def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: Dr
         plan = SlicePlan(
             dimension, value, _slice(responses, dimension, value), _slice(sentences, dimension, value), row
         )
+        if len(plan.responses) < config.min_responses:
+            _grow(plan, frames, window_start, history, config)
         if len(plan.responses) < config.min_responses:
             plan.status = CheckStatus.insufficient_data
         else:
@@ -153,6 +193,19 @@ def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: Dr
                 plan.status = CheckStatus.no_reference
         plans.append(plan)
     return plans
+
+
+def _grow(plan: SlicePlan, frames: LakeFrames, window_start: datetime, history: History, config: DriftConfig):
+    """Pool a small slice's windows since its span began (at most `max_span_hours` back) with this one."""
+    first = history.growing.get(plan.key)
+    if first is None or not config.max_span_hours:
+        return
+    first = max(pd.Timestamp(first), pd.Timestamp(window_start) - timedelta(hours=config.max_span_hours))
+    grown = _slice(frames.responses_over(first, window_start), *plan.key)
+    if len(grown) > len(plan.responses):
+        first = grown["window_start"].min()
+        plan.responses, plan.span_start = grown, pd.Timestamp(first).to_pydatetime()
+        plan.sentences = _slice(frames.sentences_over(first, window_start), *plan.key)
 
 
 def _check_rows(
@@ -168,6 +221,7 @@ def _check_rows(
         checked_at=now,
         reference_responses=0 if plan.reference_responses is None else len(plan.reference_responses),
         reference=plan.reference_label or ("not needed" if plan.status is None else plan.status.value),
+        span_start=plan.span_start if plan.status != CheckStatus.insufficient_data else None,
     )
     checks = [c for c in DRIFT_CHECKS if c != ABSTENTION_CHECK or "abstention" in plan.responses] + [
         c
@@ -266,7 +320,7 @@ def _check_rows(
 def evaluate_window(
     frames: LakeFrames,
     window: tuple[datetime, datetime],
-    history: dict,
+    history: History,
     config: DriftConfig,
     now: datetime | None = None,
 ) -> WindowEvaluation:
@@ -288,8 +342,9 @@ def evaluate_window(
     return evaluation
 
 
-def record_baseline(evaluation: WindowEvaluation, history: dict, drifting: set[tuple[str, str]]) -> None:
-    """Add the window to the baseline of each slice that had enough responses and is not drifting.
+def record_baseline(evaluation: WindowEvaluation, history: History, drifting: set[tuple[str, str]]) -> None:
+    """Add the window (or the span it completed) to the baseline of each slice that had enough responses and is
+    not drifting; a slice too small for it goes on growing its span, one that was checked starts a new one.
 
     `drifting` holds the slices with a drift alert still open after this window: while a regression
     lasts, its windows stay out of the reference even when one of them happens to pass.
@@ -309,5 +364,11 @@ def record_baseline(evaluation: WindowEvaluation, history: dict, drifting: set[t
         )
         for row in rows:
             row.in_baseline = eligible
+        plan = evaluation.plans.get(key)
+        if plan is not None and plan.status == CheckStatus.insufficient_data:
+            history.growing.setdefault(key, evaluation.window_start)
+            continue
+        history.growing.pop(key, None)
         if eligible:
-            history.setdefault(key, []).append(evaluation.window_start)
+            first = plan.span_start if plan is not None and plan.span_start is not None else evaluation.window_start
+            history.eligible.setdefault(key, []).append((first, evaluation.window_start))

@@ -74,6 +74,20 @@ class LakeFrames:
     def sentences_in(self, window_start) -> pd.DataFrame:
         return self._sentences_by_window.get(pd.Timestamp(window_start), self.sentences.iloc[0:0])
 
+    def responses_over(self, first_window, last_window) -> pd.DataFrame:
+        """The responses of the windows starting from `first_window` to `last_window`, both included."""
+        if pd.Timestamp(first_window) == pd.Timestamp(last_window):
+            return self.responses_in(last_window)
+        starts = self.responses["window_start"]
+        return self.responses[(starts >= pd.Timestamp(first_window)) & (starts <= pd.Timestamp(last_window))]
+
+    def sentences_over(self, first_window, last_window) -> pd.DataFrame:
+        """The sentences of the windows starting from `first_window` to `last_window`, both included."""
+        if pd.Timestamp(first_window) == pd.Timestamp(last_window):
+            return self.sentences_in(last_window)
+        starts = self.sentences["window_start"]
+        return self.sentences[(starts >= pd.Timestamp(first_window)) & (starts <= pd.Timestamp(last_window))]
+
     def metrics_in(self, window_start) -> pd.DataFrame:
         wm = self.window_metrics
         return wm[wm["window_start"] == pd.Timestamp(window_start)]

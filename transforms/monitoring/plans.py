@@ -45,10 +45,14 @@ class DriftConfig:
     """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
     clear_after: int = 2
     """Consecutive passing windows that clear an alert."""
+    max_span_hours: float = 168.0
+    """How far back a small slice's windows grow to reach `min_responses` (a week); 0 turns growing off."""
 
     def __post_init__(self):
         if self.baseline_windows < 1:
             raise ValueError(f"--baseline-windows must be >= 1, got {self.baseline_windows}")
+        if self.max_span_hours < 0:
+            raise ValueError(f"--max-span-hours must be >= 0, got {self.max_span_hours}")
         if self.min_responses < 2:
             raise ValueError(f"--min-responses must be >= 2, got {self.min_responses}")
         if not 0 < self.drift_p_value < 1:
@@ -81,6 +85,8 @@ class SlicePlan:
     reference_label: str = ""
     status: CheckStatus | None = None
     """Set when the slice cannot be judged (`insufficient_data` or `no_reference`)."""
+    span_start: datetime | None = None
+    """Set when the slice's current data spans its windows from this one on, not only the window checked."""
 
     @property
     def key(self) -> tuple[str, str]:

@@ -13,12 +13,9 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from transforms.verify.base import Verifier
-
-if TYPE_CHECKING:
-    from transforms.verify.calibration import Calibration
+from transforms.verify.calibration import CalibratedVerifier, Calibration
 
 __all__ = ["VERIFIERS", "available_verifiers", "make_verifier", "register_verifier", "verifier_versions"]
 
@@ -81,8 +78,6 @@ def make_verifier(name: str, *, calibration: Calibration | None = None, **config
 
 
 def _calibrated(name: str, verifier: Verifier, calibration: Calibration) -> Verifier:
-    from transforms.verify.calibration import CalibratedVerifier
-
     stage = calibration.stage(name) if name == "heuristic" else None
     if stage is None:
         have = ", ".join(sorted(calibration.stages)) or "none"

@@ -21,8 +21,8 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import TimestampedValue
 
-import pipelines.audit as audit
 from dashboards.views import connect_lake
+from pipelines.runner.audit_graph import build_pipeline, lane_of
 from pipelines.runner.counts import counts_from_result
 from pipelines.runner.worker_pool import local_audit_lanes, separate_environment, start_worker_pool
 from schemas import Origin, ParsedResponse
@@ -154,13 +154,13 @@ def test_a_stream_with_its_audit_in_two_lanes_audits_each_response_once(tmp_path
         .add_elements([TimestampedValue((first, _kafka(12)), at)])  # a late copy, within the lateness
         .advance_watermark_to_infinity()
     )
-    lanes = {audit._lane_of(ParsedResponse(response=parse_message(m), origin=_kafka(0)), 2) for m in (first, other)}
+    lanes = {lane_of(ParsedResponse(response=parse_message(m), origin=_kafka(0)), 2) for m in (first, other)}
     assert lanes == {0, 1}, "the two ids take different audit lanes"
     lake = tmp_path / "lake"
     options, stop = _on_worker_processes(["--streaming", f"--lake={lake}", "--allowed_lateness_seconds=3600"])
     try:
         p = beam.Pipeline(options=options)
-        outputs = audit.build_pipeline(p, options, source=p | stream, audit_lanes=2)
+        outputs = build_pipeline(p, options, source=p | stream, audit_lanes=2)
         # Each lane's stages share one environment, apart from the other lane's and from the rest of the graph.
         lane0, lane1 = (_environments(p, f"(lane {lane})") for lane in (0, 1))
         rest = _environments(p, "ScoreAndFlag")

@@ -23,9 +23,9 @@ import pytest
 
 from dashboards.views import connect_lake
 from dashboards.workspace_sync import local_copy
-from pipelines.audit import run as audit
 from pipelines.cli import main
 from pipelines.demo import sample_traffic_path
+from pipelines.runner.bounded import run_audit as audit
 from tests.support.bench_lakes import FIGURES, SENTENCES, build_small_lake
 from tests.support.ports import free_port as _free_port
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object, s3_client

@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.audit import run as audit
 from pipelines.cli import main
 from pipelines.demo import sample_traffic_path
+from pipelines.runner.bounded import run_audit as audit
 from schemas import TABLES
 from tests.support.lake_compare import assert_same_tables
 from tests.support.s3_fixtures import S3_KEY_ID, S3_SECRET, bucket_keys, bucket_of, get_object, s3_client

@@ -7,7 +7,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 
 from dashboards.views import connect_lake
-from pipelines.audit import build_pipeline
+from pipelines.runner.audit_graph import build_pipeline
 from tests.support.audit_messages import EVIDENCE, at, message, raw
 
 PRESCRIBED = "The patient was prescribed 50 mg of metoprolol twice daily on March 3, 2024"

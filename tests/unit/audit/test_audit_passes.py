@@ -17,9 +17,10 @@ from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from dashboards.views import connect_lake
-from pipelines.audit import run, run_checked
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
+from pipelines.runner.bounded import run_audit as run
+from pipelines.runner.bounded import run_checked
 from pipelines.runner.passes import plan_jsonl_passes
 from schemas import Origin
 from tests.support.audit_messages import message, raw

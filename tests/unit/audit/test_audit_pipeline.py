@@ -13,7 +13,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import TimestampedValue
 
 from dashboards.views import connect_lake
-from pipelines.audit import build_pipeline, run
+from pipelines.runner.audit_graph import build_pipeline
+from pipelines.runner.bounded import run_audit as run
 from pipelines.runner.counts import counts_from_result
 from schemas import LoggedResponse, ParsedResponse
 from tests.support.audit_messages import BAD_MESSAGES, at, message, raw

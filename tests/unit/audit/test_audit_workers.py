@@ -8,8 +8,9 @@ import pytest
 from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
 
 from dashboards.views import connect_lake
-from pipelines.audit import PARALLEL_INPUT_BYTES, local_workers, pipeline_options, run
 from pipelines.demo import sample_traffic_path
+from pipelines.runner.bounded import PARALLEL_INPUT_BYTES, local_workers, pipeline_options
+from pipelines.runner.bounded import run_audit as run
 from tests.support.lake_rows import lake_rows
 
 SAMPLE = sample_traffic_path()

@@ -6,14 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.audit import AuditOptions, audit_steps
 from schemas import LoggedResponse, ParsedResponse
 from tests.support.audit_messages import EVIDENCE, message
 from transforms.audit import limits
 from transforms.audit.limits import bound_response
 from transforms.audit.stages import audit_response
+from transforms.audit.steps import audit_steps
+from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.registry import make_verifier
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -23,7 +23,7 @@ FILLER = "Unrelated notes about the ward schedule were filed. "
 
 def _audit(msg: dict):
     parsed = ParsedResponse(response=LoggedResponse.model_validate(msg), origin={"source": "test"})
-    steps = [step for _, _, step in audit_steps(PipelineOptions([]).view_as(AuditOptions))]
+    steps = [step for _, _, step in audit_steps(DEFAULT_CONFIDENCE_THRESHOLD)]
     return audit_response(
         parsed, verifier=make_verifier("heuristic"), window_start=NOW, window_end=NOW, now=NOW, steps=steps
     )

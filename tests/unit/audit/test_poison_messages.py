@@ -11,7 +11,9 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from dashboards.views import connect_lake
-from pipelines.audit import build_pipeline, exit_code, run
+from pipelines.runner.audit_graph import build_pipeline
+from pipelines.runner.bounded import exit_code
+from pipelines.runner.bounded import run_audit as run
 from pipelines.runner.counts import counts_from_result
 from schemas import LoggedResponse, ParsedResponse
 from tests.support.audit_messages import at, message, raw

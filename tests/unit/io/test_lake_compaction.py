@@ -175,7 +175,7 @@ def test_compacted_files_of_the_current_schema_are_read_without_union_by_name_ol
 
 def test_groundwatch_query_draws_no_progress_bar_into_its_output(lake):
     """DuckDB prints a progress bar on stdout for a query of over 2 s: it would land inside the CSV."""
-    from pipelines.query import run_query
+    from dashboards.lake_sql import run_query
 
     _, rows = run_query(lake, "SELECT current_setting('enable_progress_bar')")
     assert rows == [(False,)]

@@ -18,7 +18,7 @@ import pytest
 from dashboards.report import build_report
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
-from pipelines.drift import run_drift
+from pipelines.runner.drift_run import run_drift
 from pipelines.traffic.scenarios import ScenarioSpec, audit_into_lake, scenario_responses
 from schemas import LoggedResponse
 from schemas.monitoring import ALL_TRAFFIC, CheckStatus

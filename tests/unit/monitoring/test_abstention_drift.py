@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from pipelines.drift import run_drift
+from pipelines.runner.drift_run import run_drift
 from pipelines.traffic.scenarios import ScenarioSpec, audit_into_lake, scenario_responses
 from schemas import LoggedResponse
 from schemas.monitoring import CheckStatus

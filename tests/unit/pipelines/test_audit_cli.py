@@ -134,7 +134,7 @@ def test_a_truncated_gzip_input_fails_instead_of_auditing_part_of_it(tmp_path):
 
 
 def test_counts_add_up_with_blank_lines_over_several_passes(tmp_path):
-    from pipelines.audit import run
+    from pipelines.runner.bounded import run_audit as run
 
     path = tmp_path / "logs.jsonl"
     path.write_bytes(b"\n".join(REAL_LOGS) + b"\n")

@@ -17,7 +17,7 @@ from tests.support.tiny_nli import write_tiny_model
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 AUDIT = """
-    from pipelines.audit import build_pipeline
+    from pipelines.runner.audit_graph import build_pipeline
     from apache_beam.options.pipeline_options import PipelineOptions
     import apache_beam as beam
     options = PipelineOptions(["--runner=FnApiRunner", "--input", {traffic!r}, "--lake", {lake!r}])

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
+from dashboards.lake_sql import run_query
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
-from pipelines.demo import sample_traffic_path
+from pipelines.demo import query_text, sample_traffic_path
 from pipelines.reporting.drift_demo import DEMO_SPEC
+from pipelines.runner.bounded import run_audit
 from pipelines.traffic.synthetic import generate_jsonl
 
 
@@ -95,3 +99,33 @@ def test_audit_command_from_the_shell(tmp_path):
 def test_audit_command_with_a_missing_input_exits_2(tmp_path):
     code = groundwatch(["audit", "--input", str(tmp_path / "nothing*.jsonl"), "--lake", str(tmp_path / "lake")])
     assert code == 2
+
+
+def test_the_demo_says_where_its_responses_came_from(demo_lake):
+    lake, out = demo_lake.lake, demo_lake.out
+    total = connect_lake(lake).execute("SELECT count(*) FROM responses").fetchone()[0]
+    line = next(line for line in out.splitlines() if line.startswith("The lake's "))
+    assert line.startswith(f"The lake's {total} responses: ")
+    assert "from sample_traffic.jsonl" in line and "from regression.jsonl" in line
+    assert sum(int(part.split()[0]) for part in line.split(": ", 1)[1].split(", ")) == total
+
+
+def test_the_readme_counts_the_sample_traffic_as_the_audit_does_and_dead_letters_have_a_reason(tmp_path):
+    lake = str(tmp_path / "lake")
+    counts = run_audit([f"--input={sample_traffic_path()}", f"--lake={lake}"], out=lambda _: None)
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    lines, responses, broken = map(int, re.search(SAMPLE_SENTENCE, " ".join(readme.split())).groups())
+    assert (lines, responses, broken) == (counts.read, counts.audited, counts.dead_lettered)
+    # The demo's table of dead letters and a query of the lake name the same reasons, from one column.
+    by_query = dict(connect_lake(lake).execute("SELECT reason, count(*) FROM dead_letters GROUP BY 1").fetchall())
+    columns, rows = run_query(lake, query_text("dead_letters.sql"))
+    by_demo = {}
+    for row in rows:
+        reason, messages = row[columns.index("reason")], row[columns.index("messages")]
+        by_demo[reason] = by_demo.get(reason, 0) + messages
+    assert by_query == by_demo and sum(by_query.values()) == counts.dead_lettered
+    assert "malformed_json" in by_query and "" not in by_query
+
+
+SAMPLE_SENTENCE = r"\((\d+) lines: (\d+) responses .*?, and (\d+) lines that break the contract"
+"""How the README counts the sample traffic (collapsed to one line): what the audit must count alike."""

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dashboards.views import connect_lake
-from pipelines import metrics
-from pipelines.audit import run as audit
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
+from pipelines.runner import window_metrics
+from pipelines.runner.bounded import run_audit as audit
 from transforms.io.lake.writer import write_table
 
 FIGURES = (
@@ -66,7 +66,7 @@ def test_recomputed_metrics_equal_the_pipelines_and_replace_partial_ones(audited
     assert mended[(first, "all", "all")] == pytest.approx(expected[(first, "all", "all")])
     assert mended[(last, "all", "all")][0] == 1
 
-    monkeypatch.setattr(metrics, "WINDOWS_PER_BATCH", 2)  # several batches of windows
+    monkeypatch.setattr(window_metrics, "WINDOWS_PER_BATCH", 2)  # several batches of windows
     assert groundwatch(["metrics", "--lake", lake]) == 0
     assert f"of {len(windows)} windows" in capsys.readouterr().out
     everything = _metrics(lake)

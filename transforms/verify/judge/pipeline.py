@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam import PCollection
@@ -43,6 +43,8 @@ from schemas.judge import JudgeCallRow
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import AnswerSentences, build_report, prepare_sentences
+from transforms.verify.calibration import calibration_sha256
+from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.handler import JudgeModelHandler
 from transforms.verify.judge.prompts import prompt_version
@@ -50,14 +52,17 @@ from transforms.verify.judge.redact import redact_text
 from transforms.verify.judge.schema import JudgeItem, JudgeOutcome, Task
 from transforms.verify.judge.verifier import (
     DEFAULT_BAND,
+    cascade_stages,
+    judge_config_from,
     judge_sample_point,
     merge_verdicts,
+    parse_band,
     sentence_item,
     sentences_to_judge,
 )
-
-if TYPE_CHECKING:  # the model stage's modules load only for a cascade given a model
-    from transforms.verify.model.cascade import CascadeStages
+from transforms.verify.model.cascade import CascadeStages, load_calibration
+from transforms.verify.model.pipeline import PLANS, RunModelStage
+from transforms.verify.model.verifier import model_alone_stages, model_digest, model_version
 
 __all__ = [
     "AUDITED",
@@ -114,8 +119,6 @@ class _PlanDoFn(beam.DoFn):
         self._band, self._clock, self._stages, self._model_alone = band, clock, stages, model_alone
 
     def setup(self) -> None:
-        from transforms.verify.heuristic.verifier import HeuristicVerifier
-
         self._heuristic = None if self._model_alone else HeuristicVerifier()
 
     def process(self, parsed: ParsedResponse, window: Any = beam.DoFn.WindowParam) -> Iterator[Any]:
@@ -282,8 +285,6 @@ class JudgeSentences(beam.PTransform):
         model = self._stages.model if self._stages is not None else None
         self._version = prompt_version(Task.sentences)
         if model is not None:
-            from transforms.verify.model.verifier import model_digest, model_version
-
             if verifier == "model":
                 self._version = model_version(model.model_path)
             else:
@@ -295,8 +296,6 @@ class JudgeSentences(beam.PTransform):
         planned = responses | "PlanJudgeWork" >> beam.ParDo(plan).with_outputs(DEAD_LETTERS, main="plans")
         plans, dead = planned["plans"], [planned[DEAD_LETTERS]]
         if stages is not None and stages.model is not None:
-            from transforms.verify.model.pipeline import PLANS, RunModelStage
-
             modelled = plans | "ModelStage" >> RunModelStage(stages)
             plans, dead = modelled[PLANS], [*dead, modelled[DEAD_LETTERS]]
         merge = _MergeDoFn(self._verifier, self._threshold, self._version, self._calibration_sha256)
@@ -336,21 +335,14 @@ def judge_sentences(
 ) -> JudgeSentences:
     """`JudgeSentences` from the verifier options `VerifySentences` carries (base_url, model, band, model_path,
     calibration, ...); a model folder given is loaded now, so a bad one fails before the run."""
-    from transforms.verify.judge.verifier import cascade_stages, judge_config_from, parse_band
-
     options = dict(verifier_config)
     band = parse_band(options.pop("band", None) or DEFAULT_BAND)
     stage_options = {k: options.pop(k, None) for k in _STAGE_OPTIONS}
     digest = None
-    if stage_options["calibration"] is not None:  # the model stage's modules load only when asked for
-        from transforms.verify.calibration import calibration_sha256
-        from transforms.verify.model.cascade import load_calibration
-
+    if stage_options["calibration"] is not None:
         calibration = stage_options["calibration"] = load_calibration(stage_options["calibration"])
         digest = calibration_sha256(calibration)
     if verifier == "model":
-        from transforms.verify.model.verifier import model_alone_stages
-
         stage_options.pop("model_band")  # the model alone decides every claim: no band to hand any on
         alone = model_alone_stages(**stage_options)
         return JudgeSentences(verifier, None, threshold=threshold, stages=alone, calibration_sha256=digest, clock=clock)

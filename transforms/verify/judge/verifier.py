@@ -27,19 +27,19 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from schemas import EvidencePassage, SentenceVerdict
 from transforms.verify.base import VerificationResult, Verifier
+from transforms.verify.calibration import Calibration, calibration_sha256
 from transforms.verify.heuristic.verifier import HeuristicVerifier
+from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
 from transforms.verify.judge.config import JudgeConfig
+from transforms.verify.judge.harness import judge_items
 from transforms.verify.judge.prompts import prompt_version
 from transforms.verify.judge.schema import IndexedSentence, JudgeItem, JudgeOutcome, Passage, Task
-
-if TYPE_CHECKING:  # imported where used: the client is built on the first call, the model stage only if asked
-    from transforms.verify.calibration import Calibration
-    from transforms.verify.judge.client import JudgeClient
-    from transforms.verify.model.cascade import CascadeStages
+from transforms.verify.model.cascade import DEFAULT_MODEL_BAND, CascadeStages, StageGate, load_calibration
+from transforms.verify.model.verifier import model_digest, model_stage_from
 
 __all__ = [
     "DEFAULT_BAND",
@@ -169,9 +169,6 @@ class JudgeVerifier(Verifier):
     def _judge(self, item: JudgeItem) -> JudgeOutcome:
         from apache_beam.utils import retry
 
-        from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
-        from transforms.verify.judge.harness import judge_items
-
         with self._client_lock:
             if self._client is None:
                 self._client = JudgeClient(self.config)
@@ -222,17 +219,12 @@ class CascadeVerifier(JudgeVerifier):
         super().__init__(base_url, model, **options)
         self.band = parse_band(band)
         if calibration is not None:
-            from transforms.verify.calibration import calibration_sha256
-            from transforms.verify.model.cascade import load_calibration
-
             calibration = load_calibration(calibration)
             self.calibration_sha256 = calibration_sha256(calibration)
         self.stages = cascade_stages(
             self.band, calibration, model_path, model_top_k, model_max_length, model_batch_size, model_band
         )
         if self.stages.model is not None:
-            from transforms.verify.model.verifier import model_digest
-
             self.version = f"{self.version}+model-{model_digest(self.stages.model.model_path)}"
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
@@ -256,9 +248,6 @@ def cascade_stages(
     model_band: str | Sequence[float] | None = None,
 ) -> CascadeStages:
     """The cascade's offline stages (`CascadeStages`) from its options; the model, if any, is loaded now."""
-    from transforms.verify.model.cascade import DEFAULT_MODEL_BAND, CascadeStages, StageGate, load_calibration
-    from transforms.verify.model.verifier import model_stage_from
-
     calibration = load_calibration(calibration)
     model_stage = model_stage_from(model_path, model_top_k, model_max_length, model_batch_size)
     fallback = DEFAULT_MODEL_BAND if model_band is None else parse_band(model_band, "--model-band")

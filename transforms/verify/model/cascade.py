@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from schemas import EvidencePassage, SentenceVerdict
 from transforms.verify.calibration import Calibration, StageCalibration, calibrated_verdict
-from transforms.verify.model.scorer import PairScorer
+from transforms.verify.model.scorer import PairScorer, load_scorer
 from transforms.verify.model.stage import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_CONTRADICTION_THRESHOLD,
@@ -86,8 +86,6 @@ class ModelStage:
             raise ValueError(f"--model-max-length must be >= 8, got {self.max_length}")
 
     def scorer(self) -> PairScorer:
-        from transforms.verify.model.scorer import load_scorer
-
         return load_scorer(self.model_path, max_length=self.max_length)
 
     def verdicts(

@@ -1,0 +1,150 @@
+"""The audit graph: raw messages -> parsed, windowed, sampled, verified, audited, scored -> the audit lake.
+
+    with beam.Pipeline(options=options) as p:
+        outputs = build_pipeline(p, options)                 # reads --input
+        outputs = build_pipeline(p, options, source=messages)  # or raw `(bytes, Origin)` messages, e.g. Kafka's
+
+Stages (each a labelled composite in `transforms/`):
+ReadJsonl -> ParseResponses -> WindowByEventTime -> SampleResponses -> VerifySentences -> [audit steps]
+-> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops duplicate
+response ids while parsing; a stream (`groundwatch monitor`) drops them per window just before ScoreAndFlag.
+A message any stage fails on, for any reason, becomes a dead letter `stage_failed: <stage>: ...` with its
+original bytes, and the run goes on. `groundwatch audit` and `groundwatch monitor` both build this graph.
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Mapping
+from datetime import datetime
+from operator import attrgetter
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from pipelines.options.audit import AuditOptions, load_calibration, validate_options
+from pipelines.options.judge import apply_judge_reports, judge_verifier_config
+from pipelines.options.model import model_verifier_config
+from pipelines.runner.worker_pool import separate_environment
+from schemas.base import utc_now
+from transforms.audit.stages import AUDITED, ApplyAuditStep, ScoreAndFlag, ToLakeRows, VerifySentences
+from transforms.audit.steps import audit_steps
+from transforms.ingest.parse import DEAD_LETTERS, PARSED, DropDuplicateResponses, ParseResponses
+from transforms.ingest.sample import SampleResponses
+from transforms.ingest.windows import LatePanesJoinOpenWindows, WindowByEventTime
+from transforms.io.jsonl import ReadJsonlMessages
+from transforms.io.lake.rows import lake_rows, row_dict
+from transforms.io.lake.writer import WriteAuditLake
+from transforms.monitoring.window_metrics import WindowMetrics
+
+__all__ = ["build_pipeline", "lane_of"]
+
+
+def build_pipeline(
+    p: beam.Pipeline,
+    options: PipelineOptions,
+    *,
+    source=None,
+    dead_letters=(),
+    audit_lanes: int = 0,
+    first_copies: Mapping[str, tuple[tuple, str]] | None = None,
+) -> dict[str, beam.PCollection]:
+    """Build the audit graph on `p`; `source` (raw `(bytes, Origin)` messages) replaces reading `--input`,
+    and `dead_letters` (DeadLetterRows the source set aside, already counted) join the run's own.
+    `audit_lanes` > 0 splits the responses by id over that many lanes, each running verification and the
+    audit steps in an environment of its own (`pipelines.runner.worker_pool`: on local Prism, a worker process
+    each). `first_copies` are the repeated response ids of a whole input this run audits part of
+    (`pipelines.runner.passes`).
+
+    Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
+    and `lake_files` (paths written).
+    """
+    opts = options.view_as(AuditOptions)
+    validate_options(opts, need_input=source is None)
+    threshold = opts.confidence_threshold
+    streaming = bool(options.view_as(StandardOptions).streaming)
+    messages = source if source is not None else p | "ReadJsonl" >> ReadJsonlMessages(opts.input)
+
+    # A bounded run has all its input: duplicates are dropped across the whole run while parsing (no shuffle
+    # of responses, and a repeat hours later is still caught); a stream drops them per window.
+    parsed = messages | "ParseResponses" >> ParseResponses(drop_duplicates=not streaming, first_copies=first_copies)
+    window = WindowByEventTime(opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds)
+    windowed = parsed[PARSED] | "WindowByEventTime" >> window
+    dead = [parsed[DEAD_LETTERS], *dead_letters]
+    sampled = windowed | "SampleResponses" >> SampleResponses(opts.sample_rate)
+    if audit_lanes:
+        parts = sampled | "SplitAuditLanes" >> beam.Partition(lane_of, audit_lanes)
+        lanes = [
+            _verify_and_audit(part, opts, label=f" (lane {i})", place=functools.partial(separate_environment, lane=i))
+            for i, part in enumerate(parts)
+        ]
+        audited = [lane_audited for lane_audited, _ in lanes] | "JoinAuditLanes" >> beam.Flatten()
+        dead = [*dead, *(d for _, lane_dead in lanes for d in lane_dead)]
+    else:
+        audited, stage_dead = _verify_and_audit(sampled, opts)
+        dead = [*dead, *stage_dead]
+    audited = apply_judge_reports(opts, audited)  # the judge's citation / claim audit, if --judge-tasks asks
+    if streaming:
+        # A stream drops repeated copies per window, which it can only do once the window closes: after the
+        # audit, so that verifying goes on while the window is open and only scoring and writing wait for it.
+        unique = audited | "DropDuplicateResponses" >> DropDuplicateResponses(parsed_of=attrgetter("parsed"))
+        audited, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]
+    routed = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold)
+    scored, dead = routed[AUDITED], [*dead, routed[DEAD_LETTERS]]
+    lake_bound = scored
+    if streaming:
+        # A response arriving after its window closed comes out of the dedupe in a late pane, and would be
+        # written in files of its own (one per table); it is written with the window open when it was audited.
+        lake_bound = scored | "LateToOpenWindow" >> LatePanesJoinOpenWindows(
+            opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds, time_of=_audit_time
+        )
+    response_rows = lake_bound | "ToLakeRows" >> ToLakeRows(lake_rows(redact=bool(getattr(opts, "redact", False))))
+    dead.append(response_rows[DEAD_LETTERS])
+
+    # Dead letters are windowed by when they were received, so they flatten with the audited rows
+    # and reach the lake in bounded and streaming runs alike.
+    windowed_dead = [
+        d
+        | f"WindowDeadLetters{i}"
+        >> WindowByEventTime(
+            opts.window_seconds,
+            allowed_lateness_seconds=opts.allowed_lateness_seconds,  # same windowing as the rows it joins
+            time_of=lambda row: row.received_at,
+        )
+        for i, d in enumerate(dead)
+    ]
+    dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()
+    rows = (
+        response_rows[AUDITED],
+        scored | "WindowMetrics" >> WindowMetrics(per_window=streaming),
+        dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
+    )
+    # Streaming writes each window as it closes; a bounded run writes one file per table and hour.
+    lake_files = rows | "WriteAuditLake" >> WriteAuditLake(opts.lake, per_window=streaming)
+    return {"audited": scored, "dead_letters": dead_letters, "lake_files": lake_files}
+
+
+def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform):
+    """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`.
+    Returns the audited responses and the dead letters of each stage."""
+    config = {**judge_verifier_config(opts), **model_verifier_config(opts)}
+    if opts.calibration:
+        config["calibration"] = load_calibration(opts)
+    verified = parsed | f"VerifySentences{label}" >> place(
+        VerifySentences(opts.verifier, threshold=opts.confidence_threshold, verifier_config=config)
+    )
+    audited, dead = verified[AUDITED], [verified[DEAD_LETTERS]]
+    for step_label, stage, step in audit_steps(opts.confidence_threshold):
+        result = audited | f"{step_label}{label}" >> place(ApplyAuditStep(step, stage=stage))
+        audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
+    return audited, dead
+
+
+def lane_of(parsed, lanes: int) -> int:
+    """The audit lane of a response: by a stable hash of its id, so every copy of a response takes the same lane."""
+    return zlib.crc32(parsed.response.response_id.encode("utf-8")) % lanes
+
+
+def _audit_time(audited) -> datetime:
+    return audited.audited_at or utc_now()

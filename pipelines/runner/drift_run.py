@@ -1,0 +1,236 @@
+"""A drift run: check each new window of the lake against its reference and record checks, alerts and incidents.
+
+    outcome = run_drift("./groundwatch-lake", DriftConfig(min_responses=20))
+    outcome.fired, outcome.firing         # alerts fired in this run, alerts still firing
+
+It reads the lake's `window_metrics`, `responses` and `sentences`, checks every window not checked
+before (see `transforms.monitoring.drift`), and writes what it found back to the lake: one `drift_checks` row
+per check, slice and window, and one `alerts` row per alert episode (rewritten when it clears).
+Alerts also go to the log and, when Kafka is configured, to the alerts topic. Each checked window adds one
+snapshot to the Evidently workspace in `<lake>/evidently`; a lake in object storage keeps its workspace under
+the same prefix, `s3://bucket/lake/evidently/` (`dashboards.workspace_sync`: Evidently works on a local copy,
+and the snapshots added are uploaded at the end of the run). `groundwatch drift` runs it once, the streaming
+monitor after each window (`pipelines.runner.drift_stage`), the demo on its regression.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from dashboards.workspace import GroundwatchWorkspace
+from pipelines.runner.progress import Progress
+from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
+from transforms.io.kafka.client import producer as kafka_producer
+from transforms.io.kafka.sink import ensure_topics
+from transforms.io.lake import filesystem as lakefs
+from transforms.io.lake.manifest import record_removal
+from transforms.io.lake.writer import write_table
+from transforms.monitoring.alerts import AlertTracker, format_alert
+from transforms.monitoring.drift import (
+    DRIFT_CHECKS,
+    DriftConfig,
+    History,
+    eligible_history,
+    evaluate_window,
+    record_baseline,
+)
+from transforms.monitoring.incident_messages import slice_label
+from transforms.monitoring.incidents import IncidentTracker, format_incident
+from transforms.monitoring.lake_frames import load_lake_frames
+
+__all__ = [
+    "DEFAULT_ALERTS_TOPIC",
+    "DriftOutcome",
+    "log_alerts_to_stderr",
+    "run_drift",
+    "send_alerts_to_kafka",
+]
+
+DEFAULT_ALERTS_TOPIC = "rag.alerts"
+log = logging.getLogger("groundwatch.drift")
+
+
+@dataclass
+class DriftOutcome:
+    """What one drift run did: windows checked, check rows, alert changes, alerts still firing."""
+
+    windows: list[datetime] = field(default_factory=list)
+    checks: list[DriftCheckRow] = field(default_factory=list)
+    changes: list[AlertRow] = field(default_factory=list)
+    firing: list[AlertRow] = field(default_factory=list)
+    incident_changes: list[IncidentRow] = field(default_factory=list)
+    open_incidents: list[IncidentRow] = field(default_factory=list)
+
+    @property
+    def fired(self) -> list[AlertRow]:
+        return [a for a in self.changes if a.status == AlertStatus.firing]
+
+
+def send_alerts_to_kafka(
+    rows: list[AlertRow | IncidentRow], connection: str | Mapping[str, Any], topic: str = DEFAULT_ALERTS_TOPIC
+) -> int:
+    """Publish alert (and incident) rows as JSON to a Kafka topic, keyed by alert_id or incident_id (the firing
+    and the cleared row alike); an incident's JSON has `incident_id`, an alert's `alert_id`.
+
+    `connection` is a bootstrap string or a connection dict as `transforms.io.kafka.client.client_config` takes
+    (security settings included); the topic is created if the cluster does not auto-create it.
+    Alerts come from a run outside Beam, so this uses a plain producer, configured like the pipeline's sink.
+    """
+    if not rows:
+        return 0
+
+    settings = {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
+    ensure_topics(settings, [topic])
+    producer = kafka_producer(settings)
+    try:
+        for row in rows:
+            key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
+            producer.send(topic, key=key.encode(), value=row.model_dump_json().encode())
+        producer.flush(timeout=30)  # raises if a send failed: an alert is never dropped silently
+    finally:
+        producer.close(timeout=10)
+    return len(rows)
+
+
+def run_drift(
+    lake_dir: str,
+    config: DriftConfig,
+    *,
+    workspace: bool = True,
+    recompute: bool = False,
+    kafka_bootstrap: str | Mapping[str, Any] | None = None,
+    alerts_topic: str = DEFAULT_ALERTS_TOPIC,
+    now: datetime | None = None,
+    out: Callable[[str], None] = print,
+    workspace_dir: str | None = None,
+    project_name: str | None = None,
+    progress: str | None = None,
+) -> DriftOutcome:
+    """Check every window of the lake not checked yet (all of them with `recompute`) and record the outcome.
+
+    Snapshots go to the `groundwatch` project of `<lake>/evidently` unless `workspace_dir`/`project_name` say otherwise.
+    With `progress` (the command's name) the windows checked are shown as they go (`pipelines.runner.progress`).
+    """
+    now = now or datetime.now(UTC)
+    if recompute:
+        # Start over: earlier conclusions (and their snapshots) would otherwise sit beside the new ones.
+        for folder in ("drift_checks", "alerts", "incidents", "evidently"):
+            record_removal(lake_dir, lakefs.list_files(lakefs.join(lake_dir, folder)))  # in the manifest first
+            lakefs.remove_tree(lakefs.join(lake_dir, folder))
+    frames = load_lake_frames(lake_dir)
+    checked = set() if recompute or not len(frames.drift_checks) else set(frames.drift_checks["window_start"])
+    history = History() if recompute else eligible_history(frames, config)
+    if recompute:
+        tracker = AlertTracker(clear_after=config.clear_after)
+    else:
+        tracker = AlertTracker.from_lake_rows(frames.alerts, config.clear_after)
+    limits = (config.drift_p_value, config.max_confidence_drop)  # an incident's residual tests, as the checks'
+    incidents = IncidentTracker(examples=config.examples, p_value=limits[0], min_drop=limits[1])
+    if not recompute:
+        incidents = IncidentTracker.from_lake_rows(
+            frames.incidents, config.examples, p_value=limits[0], min_drop=limits[1]
+        )
+    with contextlib.ExitStack() as stack:
+        board, copy = None, None
+        if workspace and workspace_dir is None and lakefs.is_remote(lake_dir):
+            # Evidently's workspace is a local folder: work on a copy of the bucket's, then upload what changed.
+            from dashboards.workspace_sync import local_copy  # kept lazy: start-up (boto3, only for object storage)
+
+            copy = stack.enter_context(local_copy(lake_dir, snapshots=False))
+            workspace_dir = copy.folder
+        if workspace:
+            board = GroundwatchWorkspace.open(
+                lake_dir, path=workspace_dir, **({"project_name": project_name} if project_name else {})
+            )
+        shown = None
+        if progress:
+            todo = sum(1 for window in frames.windows if window[0] not in checked)
+            shown = stack.enter_context(Progress(progress, total=todo, unit="windows"))
+        try:
+            outcome = _check_windows(frames, checked, history, tracker, incidents, board, config, now, lake_dir, shown)
+        finally:
+            if copy is not None:  # even after a failure: the windows checked so far keep their snapshots
+                copy.push()
+    if kafka_bootstrap and (outcome.changes or outcome.incident_changes):
+        sent = send_alerts_to_kafka([*outcome.incident_changes, *outcome.changes], kafka_bootstrap, alerts_topic)
+        out(f"sent {sent} alert updates to Kafka topic {alerts_topic}")
+    outcome.firing = list(tracker.open.values())
+    outcome.open_incidents = list(incidents.open.values())
+    out(summary(outcome, lake_dir))
+    return outcome
+
+
+def _check_windows(
+    frames, checked, history, tracker, incidents, board, config, now, lake_dir, shown: Progress | None
+) -> DriftOutcome:
+    """Check every window not `checked` yet; write the checks, alerts and incidents; add the snapshots."""
+    outcome = DriftOutcome()
+    for window in frames.windows:
+        if window[0] in checked:
+            continue
+        evaluation = evaluate_window(frames, window, history, config, now)
+        changes = tracker.update(evaluation, now, config.examples)
+        drifting = {(d, v) for check, d, v in tracker.open if check in DRIFT_CHECKS}
+        record_baseline(evaluation, history, drifting)
+        write_table(lake_dir, "drift_checks", evaluation.checks, name=f"checks-{window[0]:%Y%m%dT%H%M%S}")
+        for row in changes:
+            # One file per alert, named by its id: the cleared row replaces the firing one.
+            write_table(lake_dir, "alerts", [row], name=row.alert_id)
+            (log.warning if row.status == AlertStatus.firing else log.info)(format_alert(row))
+        incident_changes = incidents.update(frames, window, changes, list(tracker.open.values()), now)
+        for incident in incident_changes:
+            write_table(lake_dir, "incidents", [incident], name=incident.incident_id)
+            (log.warning if incident.status == AlertStatus.firing else log.info)(format_incident(incident))
+        outcome.incident_changes.extend(incident_changes)
+        if board is not None:
+            board.add_window(
+                frames, evaluation, list(tracker.open.values()), changes, config, open_incidents=len(incidents.open)
+            )
+        outcome.windows.append(window[0])
+        outcome.checks.extend(evaluation.checks)
+        outcome.changes.extend(changes)
+        if shown is not None:
+            shown.advance()
+    return outcome
+
+
+def summary(outcome: DriftOutcome, lake_dir: str) -> str:
+    """The run in a few lines: windows, check outcomes, alerts fired, cleared and still firing."""
+    statuses = Counter(c.status.value for c in outcome.checks)
+    lines = [
+        f"windows checked  {len(outcome.windows)}"
+        + (f"   ({outcome.windows[0]:%Y-%m-%d %H:%M} .. {outcome.windows[-1]:%H:%M})" if outcome.windows else ""),
+        "checks           " + (", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "none"),
+        f"open incidents   {len(outcome.open_incidents)}"
+        + "".join(f"\n  - {i.message}" for i in outcome.open_incidents),
+        f"alerts fired     {len(outcome.fired)}",
+        f"alerts cleared   {sum(1 for a in outcome.changes if a.status == AlertStatus.cleared)}",
+        f"still firing     {len(outcome.firing)}"
+        + "".join(f"\n  - {a.check} [{_where(a)}] since {a.started_at:%H:%M}" for a in outcome.firing),
+        f"lake             {lake_dir} (drift_checks, alerts, incidents; {_workspace_note(lake_dir)})",
+    ]
+    return "\n".join(lines)
+
+
+def _workspace_note(lake_dir: str) -> str:
+    return f"Evidently {lakefs.join(lake_dir, 'evidently')}"
+
+
+def _where(alert: AlertRow) -> str:
+    return slice_label(alert.slice_dimension, alert.slice_value)
+
+
+def log_alerts_to_stderr() -> None:
+    """On the command line the log is stderr: alerts and clears, one line each."""
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)

@@ -1,0 +1,74 @@
+"""Window metrics computed again from the lake's own rows, for windows whose responses reached it in parts.
+
+    recompute_window_metrics("./groundwatch-lake", "window_start >= ?", [since])   # -> windows computed
+
+The audit pipeline writes a window's `window_metrics` rows when the window closes, from the responses it
+audited by then. Some responses reach the lake after that: a response later than its window (written
+with the window open when it was audited), records read again after a crash, a catch-up whose passes
+split a window. They are in `responses` and `sentences`, but not in the window's metrics. This computes
+the metrics of every window with responses in a range again, from those two tables, with the pipeline's
+own functions (`stats_from_rows`, `compute_window_metrics`), and writes them. The lake views keep the row
+of each window and slice that holds the most responses, the newest among equals (by `computed_at`): a row
+computed from the lake holds every response of its window there, so it is never fewer than a pipeline's
+row, and a row of part of a window (a stream reading part of it again after a restart) never hides a
+fuller one. `groundwatch metrics` runs it on demand; an audit or catch-up in passes, by itself.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from dashboards.views import connect_lake
+from transforms.io.lake.writer import write_table
+from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
+
+__all__ = ["WINDOWS_PER_BATCH", "claims_only", "recompute_window_metrics"]
+
+WINDOWS_PER_BATCH = 500
+"""Windows computed together: their rows are read and held at once (at 60 s windows, 500 is about 8 hours)."""
+
+
+def claims_only(con: duckdb.DuckDBPyConnection) -> str:
+    """A SQL condition on `sentences` keeping claims: non-claims (lead-ins, greetings, headers) state nothing.
+    Lakes written before the `claim_kind` column hold claims only as far as anyone knew then."""
+    columns = {row[0] for row in con.execute("DESCRIBE sentences").fetchall()}
+    return "coalesce(claim_kind, 'claim') = 'claim'" if "claim_kind" in columns else "TRUE"
+
+
+def recompute_window_metrics(
+    lake_dir: str, where: str = "true", params: Sequence[Any] = (), *, now: datetime | None = None
+) -> int:
+    """Compute again the metrics of every window holding a response that matches `where` (SQL over the
+    `responses` view, with `?` placeholders for `params`), write them, and return how many windows.
+    Windows are read `WINDOWS_PER_BATCH` at a time, so a whole lake fits in memory."""
+    con = connect_lake(lake_dir)
+    try:
+        sql = f"SELECT DISTINCT window_start FROM responses WHERE {where} ORDER BY 1"
+        windows = [row[0] for row in con.execute(sql, list(params)).fetchall()]
+        for i in range(0, len(windows), WINDOWS_PER_BATCH):
+            _recompute(lake_dir, con, windows[i : i + WINDOWS_PER_BATCH], now)
+    finally:
+        con.close()
+    return len(windows)
+
+
+def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[datetime], now: datetime | None) -> None:
+    in_batch = f"window_start IN ({', '.join('?' * len(windows))})"
+    responses = con.execute(f"SELECT * FROM responses WHERE {in_batch}", windows).fetchall()
+    columns = [d[0] for d in con.description]
+    sentences = con.execute(
+        f"SELECT response_id, attribution_verdict, confidence FROM sentences WHERE {in_batch} "
+        f"AND {claims_only(con)} ORDER BY response_id, sentence_index",
+        windows,
+    ).fetchall()
+    verdicts = defaultdict(list)
+    for response_id, verdict, confidence in sentences:
+        verdicts[response_id].append((verdict, confidence))
+    rows = (dict(zip(columns, values, strict=True)) for values in responses)
+    stats = [stats_from_rows(row, verdicts[row["response_id"]]) for row in rows]
+    write_table(lake_dir, "window_metrics", compute_window_metrics(stats, now))
