@@ -16,12 +16,14 @@ import pandas as pd
 
 from schemas import LIMIT_FLAG_PREFIX
 
-__all__ = ["REASON_KINDS", "reason_kind", "review_queue"]
+__all__ = ["REASON_KINDS", "KIND_PATTERNS", "reason_kind", "review_queue"]
 
 _PATTERNS = (
     (r"^sentence \d+ contradicted", "contradicted sentence"),
     (r"^sentence \d+ ungrounded", "ungrounded sentence"),
     (r"^sentence \d+ confidence", "low-confidence sentence"),
+    (r"^sentence \d+ uncertain", "uncertain sentence"),
+    (r"^checks_disagree", "checks disagree"),
     (r"^judge_", "judge unusable"),
     (r"no usable evidence|INSUFFICIENT_EVIDENCE", "no usable evidence"),
     (r"^citation critical failure", "fabricated citation"),
@@ -29,8 +31,11 @@ _PATTERNS = (
     (r"^high-risk claim", "high-risk claim"),
     (r"^high-risk critical flag", "high-risk flag"),
     ("^" + re.escape(LIMIT_FLAG_PREFIX), "audit limit"),
+    (r"^sample:", "random sample"),
 )
 REASON_KINDS = tuple(dict.fromkeys(kind for _, kind in _PATTERNS)) + ("other",)
+KIND_PATTERNS = {kind: pattern for pattern, kind in _PATTERNS}
+"""Each kind's regular expression (simple enough for DuckDB's RE2 too: the review app filters with them)."""
 _COMPILED = [(re.compile(pattern), kind) for pattern, kind in _PATTERNS]
 
 

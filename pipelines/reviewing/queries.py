@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from dashboards.review_reasons import REASON_KINDS
+from dashboards.review_reasons import KIND_PATTERNS, REASON_KINDS
 from dashboards.views import connect_lake, create_views
 from pipelines.reviewing.store import create_latest_view
 
@@ -42,24 +42,10 @@ _REASONS_TEXT = "array_to_string(review_reasons, chr(10))"
 """A response's reasons as one text, one a line: a reason kind's pattern (`^...`, multi-line) finds its lines."""
 _RISK_RANK = "CASE risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END"
 
-# The same wording `dashboards.review_reasons` classifies, as SQL regular expressions per kind.
-_KIND_REGEX = {
-    "contradicted sentence": r"^sentence \d+ contradicted",
-    "ungrounded sentence": r"^sentence \d+ ungrounded",
-    "low-confidence sentence": r"^sentence \d+ confidence",
-    "judge unusable": r"^judge_",
-    "no usable evidence": r"no usable evidence|INSUFFICIENT_EVIDENCE",
-    "fabricated citation": r"^citation critical failure",
-    "high-risk citation failed": r"^high-risk citation",
-    "high-risk claim": r"^high-risk claim",
-    "high-risk flag": r"^high-risk critical flag",
-    "audit limit": r"^LIMIT_EXCEEDED_",
-}
-
 
 def reason_patterns() -> dict[str, str]:
     """Each reason kind a reviewer can filter by and its pattern (every kind of `REASON_KINDS` but `other`)."""
-    return {kind: _KIND_REGEX[kind] for kind in REASON_KINDS if kind in _KIND_REGEX}
+    return {kind: KIND_PATTERNS[kind] for kind in REASON_KINDS if kind in KIND_PATTERNS}
 
 
 class LakeSession:
@@ -136,7 +122,7 @@ def _where(f: QueueFilters) -> tuple[str, dict[str, Any]]:
             params[name] = getattr(f, name)
     if f.reason:
         clauses.append(f"regexp_matches({_REASONS_TEXT}, $reason)")
-        params["reason"] = "(?m)" + _KIND_REGEX.get(f.reason, "^$")
+        params["reason"] = "(?m)" + KIND_PATTERNS.get(f.reason, "^$")
     if f.since:
         clauses.append("event_time >= $since")
         params["since"] = f.since
