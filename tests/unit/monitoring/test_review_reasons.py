@@ -87,10 +87,15 @@ def _uncertainty_reasons() -> list[str]:
     banded = decide_review(sure.model_copy(update={"escalation_band": (0.7, 0.9)}), 0.7).reasons
     sampled = decide_review(sure, 0.7, review_sample=1.0).reasons
     cited = CitationAuditResult(
-        citation_id="[1]", doc_id="1", sentence_index=0, source_exists=True,
-        claim_support_level=ClaimSupportLevel.CONTRADICTS, overall_verdict=OverallVerdict.FAIL, verification_status=VerificationStatus.misattributed,
+        citation_id="[1]",
+        doc_id="1",
+        sentence_index=0,
+        source_exists=True,
+        claim_support_level=ClaimSupportLevel.CONTRADICTS,
+        overall_verdict=OverallVerdict.FAIL,
+        verification_status=VerificationStatus.misattributed,
         auditor_notes="says otherwise",
-    )  # fmt: skip
+    )
     summary = CitationAuditSummary(total_citations=1, passed=0, failed=1, critical_failures=[])
     citations = CitationAuditReport(audit_results=[cited], summary=summary)
     disagree = decide_review(sure.model_copy(update={"citations": citations}), 0.7).reasons
