@@ -234,10 +234,12 @@ def _in_hour(when: datetime) -> tuple[str, dict[str, Any]]:
 def load_response(con: duckdb.DuckDBPyConnection, response_id: str, when: datetime | None) -> dict[str, Any] | None:
     """Everything the response page shows: the response, its sentences, passages, citations, claims and
     latest labels; None when the lake has no such response. `when`: its event time, to read one hour only."""
-    at, params = "", {"id": response_id}
+    at = ""
+    params: dict[str, Any] = {"id": response_id}
     if when is not None:
         hour, hour_params = _in_hour(when)
-        at, params = f" AND event_time = $when{hour}", {**params, **hour_params, "when": when}
+        at = f" AND event_time = $when{hour}"
+        params = {**params, **hour_params, "when": when}
     found = _rows(con, f"SELECT *, {RISK_RANK_SQL} AS risk_rank FROM responses WHERE response_id = $id{at}", params)
     if not found:
         return None

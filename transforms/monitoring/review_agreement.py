@@ -78,7 +78,6 @@ def agreement_check(plan: SlicePlan, base: dict, config: DriftConfig, p_threshol
         f"(and binomial p_value < {p_threshold:.2g} to alert; {config.min_reviews} reviewed sentences at least)"
     )
     rate = agreed / reviewed
-    reference_rate = reference_agreed / reference_reviewed if reference_reviewed else None
     if min(reviewed, reference_reviewed) < config.min_reviews:
         return DriftCheckRow(
             **base,
@@ -86,8 +85,9 @@ def agreement_check(plan: SlicePlan, base: dict, config: DriftConfig, p_threshol
             status=CheckStatus.insufficient_data,
             test=test,
             current_value=rate,
-            reference_value=reference_rate,
+            reference_value=reference_agreed / reference_reviewed if reference_reviewed else None,
         )
+    reference_rate = reference_agreed / reference_reviewed
     p_value = agreement_p_value(agreed, reviewed, reference_agreed, reference_reviewed)
     fallen = rate < reference_rate - config.max_agreement_drop
     if fallen and p_value < p_threshold:

@@ -224,10 +224,9 @@ class Calibration:
     def section(self, tenant: str | None) -> tuple[str, Calibration]:
         """The section that decides `tenant`'s responses, by name: its own if the file has one, else the default.
         A section carries the whole file's digest, the one the lake records."""
-        own = self.tenants.get(tenant) if tenant is not None else None
-        if own is None:
+        if tenant is None or tenant not in self.tenants:
             return DEFAULT_SECTION, replace(self, tenants={}) if self.tenants else self
-        return tenant, replace(own, digest=self.digest)
+        return tenant, replace(self.tenants[tenant], digest=self.digest)
 
     def with_section(self, tenant: str | None, section: Calibration) -> Calibration:
         """This file with `section` as `tenant`'s section (None: as the default stages, keeping the tenants)."""

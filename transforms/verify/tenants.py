@@ -31,8 +31,9 @@ class TenantVerifier(Verifier):
 
     def for_tenant(self, tenant: str | None) -> tuple[Verifier, str]:
         """The verifier that decides `tenant`'s responses, and the name of its section."""
-        own = self._tenants.get(tenant) if tenant is not None else None
-        return (self._default, DEFAULT_SECTION) if own is None else (own, tenant)
+        if tenant is None or tenant not in self._tenants:
+            return self._default, DEFAULT_SECTION
+        return self._tenants[tenant], tenant
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         return self._default.verify(sentences, evidence)
