@@ -103,3 +103,11 @@ def test_a_response_page_reads_its_hour_and_finds_the_response_with_or_without_i
     assert with_time["sentences"] and with_time["passages"] and with_time["citations"]
     assert json.dumps(with_time, default=str) == json.dumps(without, default=str)
     assert load_response(con, "r-high", when.replace(year=2020)) is None
+
+
+def test_the_app_can_say_how_many_hours_are_not_compacted(lakes):
+    from pipelines.reviewing.serve import uncompacted_hours
+
+    raw, compacted = lakes
+    assert uncompacted_hours(raw) == (2, 2)
+    assert uncompacted_hours(compacted) == (0, 2)
