@@ -77,6 +77,10 @@ class WindowMetricsRow(StrictModel):
     review_agreement: float | None = None
     """Share of those whose reviewer's label is the verifier's verdict; None without reviews. A fall is the
     verifier drifting from its reviewers (`groundwatch drift`, check `review_agreement_drop`)."""
+    sample_reviewed_sentences: int = Field(default=0, ge=0)
+    """Of `reviewed_sentences`, those of responses in the random review sample (`--review-sample`)."""
+    sample_review_agreement: float | None = None
+    """Agreement on the random sample alone: the unbiased estimate (routed responses are the hard cases)."""
     computed_at: datetime
 
 

@@ -8,7 +8,8 @@ citation failure rate (when citations are audited), and the abstention rate (the
 sentence that declines or says the evidence does not tell). Where reviewers labelled sentences, the metrics
 computed from the lake (`stats_from_rows` with the response's review counts, `groundwatch metrics`) also hold
 how many sentences were reviewed and the share whose label agreed with the verifier's verdict
-(`transforms.monitoring.review_agreement`); the pipeline's own rows, written before anyone reviewed, hold 0.
+(`transforms.monitoring.review_agreement`), and the same for the random review sample alone (responses routed
+`sample`: the unbiased estimate); the pipeline's own rows, written before anyone reviewed, hold 0.
 The rows go to the lake's `window_metrics` table, which `groundwatch drift` reads::
 
     metrics = audited | "WindowMetrics" >> WindowMetrics()          # ("window_metrics", row) pairs
@@ -97,6 +98,8 @@ class ResponseStats:
     """Sentences a reviewer labelled (the latest label of each)."""
     agreed: int = 0
     """Of those, the sentences whose label is the verdict the verifier gave."""
+    sampled: bool = False
+    """The response is in the random review sample (route `sample`)."""
 
 
 def slices_of(stats: ResponseStats) -> list[tuple[str, str]]:
@@ -188,6 +191,7 @@ def stats_from_rows(
         failed_citations=response.get("citation_failed"),
         reviewed=reviews[0],
         agreed=reviews[1],
+        sampled="sample" in (response.get("review_routes") or ()),
     )
 
 
@@ -210,6 +214,8 @@ class MetricsAccumulator:
     failed_citations: int = 0
     reviewed: int = 0
     agreed: int = 0
+    sample_reviewed: int = 0
+    sample_agreed: int = 0
 
     def add(self, stats: ResponseStats) -> MetricsAccumulator:
         self.responses += 1
@@ -222,6 +228,9 @@ class MetricsAccumulator:
         self.abstained += int(stats.abstained)
         self.reviewed += stats.reviewed
         self.agreed += stats.agreed
+        if stats.sampled:
+            self.sample_reviewed += stats.reviewed
+            self.sample_agreed += stats.agreed
         if stats.claims is not None:
             self.claims = (self.claims or 0) + stats.claims
             self.covered_claims += stats.covered_claims or 0.0
@@ -242,6 +251,8 @@ class MetricsAccumulator:
         self.abstained += other.abstained
         self.reviewed += other.reviewed
         self.agreed += other.agreed
+        self.sample_reviewed += other.sample_reviewed
+        self.sample_agreed += other.sample_agreed
         if other.claims is not None:
             self.claims = (self.claims or 0) + other.claims
             self.covered_claims += other.covered_claims
@@ -291,6 +302,8 @@ def window_metrics_row(
         abstention_rate=acc.abstained / acc.responses if acc.responses else None,
         reviewed_sentences=acc.reviewed,
         review_agreement=acc.agreed / acc.reviewed if acc.reviewed else None,
+        sample_reviewed_sentences=acc.sample_reviewed,
+        sample_review_agreement=acc.sample_agreed / acc.sample_reviewed if acc.sample_reviewed else None,
         computed_at=computed_at,
     )
 
