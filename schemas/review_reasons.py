@@ -37,9 +37,10 @@ REASON_KINDS: tuple[str, ...] = (*KIND_PATTERNS, "other")
 
 def reason_kinds_sql(reasons: str) -> str:
     """SQL of an integer with bit i set when one of the reasons (`reasons`: SQL of a list of strings) is of
-    the i-th kind of `KIND_PATTERNS` (`other` has no bit)."""
-    text = f"array_to_string({reasons}, chr(10))"
+    the i-th kind of `KIND_PATTERNS` (`other` has no bit). Each reason is matched on its own: an anchored
+    pattern gives up at a reason's first characters, where over the reasons joined one a line it had to look
+    for every line start (3.5 times slower)."""
     return " + ".join(
-        f"CASE WHEN regexp_matches({text}, '(?m){pattern}') THEN {1 << i} ELSE 0 END"
+        f"CASE WHEN len(list_filter({reasons}, lambda r: regexp_matches(r, '{pattern}'))) > 0 THEN {1 << i} ELSE 0 END"
         for i, pattern in enumerate(KIND_PATTERNS.values())
     )
