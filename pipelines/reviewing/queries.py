@@ -4,10 +4,11 @@
     page = queue(con.cursor(), QueueFilters(tenant="acme"))   # items, total, counts per facet
     response = load_response(con.cursor(), "r-1", event_time)
 
-The queue is the responses routed to review (`needs_review`), filtered by tenant, risk, reason kind
-(`dashboards.review_reasons`), verifier version and event time, ordered by risk (high first), then by event
-time (oldest first: a queue is served in arrival order), then by id. A response link carries its `event_time`
-so that loading it reads only its hour's files (the lake prunes partitions on the time column).
+The queue is the responses routed to review (`needs_review`), read from their rollup
+(`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`), filtered by tenant, risk, reason kind
+(`schemas.review_reasons`, as bits), verifier version and event time, ordered by risk (high first), then by
+event time (oldest first: a queue is served in arrival order), then by id. A response link carries its
+`event_time` so that loading it reads only its hour's files (a filter on the `date` and `hour` partitions).
 """
 
 from __future__ import annotations
