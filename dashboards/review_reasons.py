@@ -4,8 +4,8 @@
     review_queue(responses)   # one row per (tenant, kind): responses in review for that reason
 
 `transforms.audit.routing.decide_review` writes reasons as sentences naming the sentence and the evidence
-ids, which a reviewer needs but a count cannot group: the patterns here follow its wording, in its order.
-A reason that matches none counts as `other`, so a new rule shows up instead of vanishing.
+ids, which a reviewer needs but a count cannot group: the patterns of `schemas.review_reasons` follow its
+wording, in its order. A reason that matches none counts as `other`, so a new rule shows up instead of vanishing.
 """
 
 from __future__ import annotations
@@ -14,24 +14,11 @@ import re
 
 import pandas as pd
 
-from schemas import LIMIT_FLAG_PREFIX
+from schemas.review_reasons import KIND_PATTERNS, REASON_KINDS
 
-__all__ = ["REASON_KINDS", "reason_kind", "review_queue"]
+__all__ = ["REASON_KINDS", "KIND_PATTERNS", "reason_kind", "review_queue"]
 
-_PATTERNS = (
-    (r"^sentence \d+ contradicted", "contradicted sentence"),
-    (r"^sentence \d+ ungrounded", "ungrounded sentence"),
-    (r"^sentence \d+ confidence", "low-confidence sentence"),
-    (r"^judge_", "judge unusable"),
-    (r"no usable evidence|INSUFFICIENT_EVIDENCE", "no usable evidence"),
-    (r"^citation critical failure", "fabricated citation"),
-    (r"^high-risk citation", "high-risk citation failed"),
-    (r"^high-risk claim", "high-risk claim"),
-    (r"^high-risk critical flag", "high-risk flag"),
-    ("^" + re.escape(LIMIT_FLAG_PREFIX), "audit limit"),
-)
-REASON_KINDS = tuple(dict.fromkeys(kind for _, kind in _PATTERNS)) + ("other",)
-_COMPILED = [(re.compile(pattern), kind) for pattern, kind in _PATTERNS]
+_COMPILED = [(re.compile(pattern), kind) for kind, pattern in KIND_PATTERNS.items()]
 
 
 def reason_kind(reason: str) -> str:

@@ -2,7 +2,7 @@
 
     groundwatch audit --input traffic.jsonl --lake ./groundwatch-lake \\
         [--sample-rate 1.0] [--window-seconds 60] [--confidence-threshold 0.7] [--verifier heuristic] \\
-        [--calibration cal.json] \\
+        [--calibration cal.json] [--review-sample 0.02] \\
         [any Beam option, e.g. --runner=PrismRunner --direct_num_workers=2]
 
 Each flag also takes its underscored spelling (`--sample_rate`, as Beam's options are spelled); a flag neither

@@ -9,7 +9,7 @@ from schemas.base import Confidence, NonEmptyStr, StrictModel
 from schemas.lake import TABLES, DeadLetterRow, ResponseRow, SentenceRow, TableSpec, arrow_schema, register_table
 from schemas.lake_audits import CitationRow, ClaimRow  # registers the citations and claims tables
 from schemas.monitoring import AlertRow, DriftCheckRow, WindowMetricsRow  # registers the monitoring tables
-from schemas.records import AuditedResponse, Origin, ParsedResponse, ReviewDecision
+from schemas.records import AuditedResponse, Origin, ParsedResponse, ReviewDecision, ReviewRoute
 from schemas.reports import (
     INSUFFICIENT_EVIDENCE,
     LIMIT_FLAG_PREFIX,
@@ -73,6 +73,7 @@ __all__ = [
     "ResponseMetadata",
     "ResponseRow",
     "ReviewDecision",
+    "ReviewRoute",
     "ReviewRow",
     "RiskLevel",
     "SentenceAuditReport",

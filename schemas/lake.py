@@ -162,9 +162,14 @@ class ResponseRow(StrictModel):
     verifier: str
     verifier_version: str
     calibration_sha256: str | None = None
+    calibration_section: str | None = None
+    """The calibration file's section that decided this response: its tenant's own, or `default`; null when
+    uncalibrated (and in rows written before the column)."""
     decided_by: list[str] = Field(default_factory=list)
     needs_review: bool
     review_reasons: list[str] = Field(default_factory=list)
+    review_routes: list[str] = Field(default_factory=list)
+    """Why it was sent to review, as kinds: `uncertain`, `disagreement`, `risk`, `flagged` or `sample`."""
     input_flags: list[str] = Field(default_factory=list)
     query_text: str | None = None
     """The user's query as logged (masked when the audit ran with `--redact`); null in rows written before."""

@@ -72,6 +72,15 @@ class WindowMetricsRow(StrictModel):
     abstention_rate: float | None = None
     """Share of responses with a sentence that declines or says the evidence does not tell; None without
     responses. A jump is a sign of a retriever regression (`groundwatch drift`, check `abstention_rise`)."""
+    reviewed_sentences: int = Field(default=0, ge=0)
+    """Sentences of the slice's responses a reviewer labelled (0 in rows computed before any review)."""
+    review_agreement: float | None = None
+    """Share of those whose reviewer's label is the verifier's verdict; None without reviews. A fall is the
+    verifier drifting from its reviewers (`groundwatch drift`, check `review_agreement_drop`)."""
+    sample_reviewed_sentences: int = Field(default=0, ge=0)
+    """Of `reviewed_sentences`, those of responses in the random review sample (`--review-sample`)."""
+    sample_review_agreement: float | None = None
+    """Agreement on the random sample alone: the unbiased estimate (routed responses are the hard cases)."""
     computed_at: datetime
 
 

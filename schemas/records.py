@@ -9,6 +9,7 @@ citation audit, the claim checks and the routing decision of one response.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 
 from pydantic import Field
 
@@ -24,6 +25,7 @@ __all__ = [
     "Origin",
     "ParsedResponse",
     "ReviewDecision",
+    "ReviewRoute",
 ]
 
 METRICS_NAMESPACE = "groundwatch"
@@ -52,11 +54,29 @@ class ParsedResponse(StrictModel):
     response some later stage fails on, holds the message as it was read."""
 
 
+class ReviewRoute(StrEnum):
+    """Why a response was sent to review, as a kind (`transforms.audit.routing` gives each reason's)."""
+
+    uncertain = "uncertain"
+    """A sentence's confidence is under the threshold, or its calibrated probability inside the escalation band."""
+    disagreement = "disagreement"
+    """Two checks of one sentence disagree (`checks_disagree`)."""
+    risk = "risk"
+    """High-risk traffic with a failure or critical flag."""
+    flagged = "flagged"
+    """A confident finding: a contradicted or ungrounded sentence, a fabricated citation, no usable evidence,
+    part of the response past the audit's limits, or a judge that failed."""
+    sample = "sample"
+    """A confident response drawn at random (`--review-sample`): the unbiased measure of agreement."""
+
+
 class ReviewDecision(StrictModel):
     """Whether a human must look at a response, and why (sentence indexes and evidence ids in the reasons)."""
 
     needs_review: bool
     reasons: list[str] = Field(default_factory=list)
+    routes: list[ReviewRoute] = Field(default_factory=list)
+    """Why it was sent, in kinds (`uncertain`, `disagreement`, `risk`, `flagged`, `sample`), each once."""
 
 
 class AuditedResponse(StrictModel):
@@ -69,6 +89,10 @@ class AuditedResponse(StrictModel):
     verifier_version: str
     calibration_sha256: str | None = None
     """SHA-256 of the calibration file that mapped the verdicts' confidence; None: uncalibrated."""
+    calibration_section: str | None = None
+    """The file's section that decided: the tenant's own, or `default`; None: uncalibrated."""
+    escalation_band: tuple[float, float] | None = None
+    """The calibrated probabilities of "fully grounded" the deciding verifier is not sure of (routing: uncertain)."""
     report: SentenceAuditReport
     decided_by: list[str] = Field(default_factory=list)
     """The name of the verifier that decided each sentence, parallel to `report.sentences`."""

@@ -3,6 +3,7 @@
 
     python scripts/bench_review.py --responses 1000000 --lake /tmp/review-1m
     python scripts/bench_review.py --lake /tmp/review-1m --reuse        # the lake is already built
+    python scripts/bench_review.py --lake /tmp/review-1m --reuse --compact   # compacted first
 
 Builds the lake from `--base` synthetic responses (`pipelines.traffic.synthetic`, flawed traffic so that
 many go to review) audited in this process (`pipelines.runner.InlineAuditor`, the pipeline's stage
@@ -10,6 +11,10 @@ functions) into lake rows (`to_lake_rows`), then tiles those rows with pyarrow i
 `--per-hour` an hour, each copy with its own response id and event time, written through the lake's
 writer (`write_rows_file`): one file per table and hour, not compacted (every view ranks its rows). Passages
 are stored once per hour, as the audit stores them.
+
+With `--compact` it then runs `groundwatch compact` over the lake, as a deployment does on a schedule: every
+hour becomes one file per table, read without ranking, with its rollups beside it, the review queue's among
+them (`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`); without it every hour is read raw and ranked.
 
 Then times, through Starlette's TestClient (routing, DuckDB, template rendering; no network), each page
 `--repeat` times after one warm-up: the queue (no filter; a tenant filter; a reason filter; page 20) and
@@ -126,11 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=int, default=400, help="Distinct audited responses tiled. Default 400.")
     parser.add_argument("--repeat", type=int, default=5, help="Timed runs per page. Default 5.")
     parser.add_argument("--reuse", action="store_true", help="Use the lake as it is.")
+    parser.add_argument("--compact", action="store_true", help="Run `groundwatch compact` on the lake first.")
     args = parser.parse_args(argv)
     if not args.reuse:
         t0 = time.perf_counter()
         build(args.lake, args.responses, args.per_hour, args.base)
         print(f"built in {time.perf_counter() - t0:.0f} s")
+    if args.compact:
+        from pipelines.cli import main as groundwatch
+
+        t0 = time.perf_counter()
+        groundwatch(["compact", "--lake", args.lake])
+        print(f"compacted in {time.perf_counter() - t0:.0f} s")
     from starlette.testclient import TestClient
 
     from pipelines.reviewing.app import ReviewConfig, review_app

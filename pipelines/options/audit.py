@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 DEFAULT_VERIFIER = "heuristic"
+DEFAULT_REVIEW_SAMPLE = 0.02
 
 AUDIT_FLAGS: list[Flag] = [
     Flag(
@@ -64,6 +65,13 @@ AUDIT_FLAGS: list[Flag] = [
         "Sentences with a lower confidence are flagged and reviewed; in [0, 1].",
         float,
         DEFAULT_CONFIDENCE_THRESHOLD,
+    ),
+    Flag(
+        "review-sample",
+        "Fraction in [0, 1] of confident responses (those nothing else sends to review) sent to review at random, "
+        "by a hash of response_id: the unbiased measure of agreement between verifier and reviewers.",
+        float,
+        DEFAULT_REVIEW_SAMPLE,
     ),
     Flag("verifier", f"Sentence verifier: one of {', '.join(available_verifiers())}.", default=DEFAULT_VERIFIER),
     Flag(
@@ -110,6 +118,8 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
     check_lake(opts.lake)
     if not 0.0 <= opts.sample_rate <= 1.0:
         raise ValueError(f"--sample-rate must be in [0, 1], got {opts.sample_rate}")
+    if not 0.0 <= opts.review_sample <= 1.0:
+        raise ValueError(f"--review-sample must be in [0, 1], got {opts.review_sample}")
     if opts.window_seconds <= 0:
         raise ValueError(f"--window-seconds must be a positive integer, got {opts.window_seconds}")
     if not 0.0 <= opts.confidence_threshold <= 1.0:
@@ -119,8 +129,12 @@ def validate_options(opts: AuditOptions, *, need_input: bool = True) -> None:
     if opts.verifier not in available_verifiers():
         raise ValueError(f"--verifier {opts.verifier!r} is unknown; choose one of: {', '.join(available_verifiers())}")
     validate_model_options(opts)
-    if opts.calibration:
-        load_calibration(opts)
+    if opts.calibration and load_calibration(opts).tenants and opts.verifier != "heuristic":
+        # The model and judge stages run batched across responses (RunInference), one calibration for all.
+        raise ValueError(
+            f"--calibration {opts.calibration} has tenant sections: audit and monitor apply them with "
+            "--verifier heuristic only (serve and gate with any verifier)"
+        )
 
 
 def add_calibration_argument(parser) -> None:

@@ -4,6 +4,9 @@
     agreement_rows(rows)                                 # per verifier version and per tenant: n, kappa, bal. acc.
     fit_from_reviews(rows, target=0.9, folds=5)          # (Calibration, report), folds grouped by response
 
+Agreement is reported for all reviews, per verifier version, per tenant, and apart for the random review sample
+(`route=sample`: responses nothing but `--review-sample` sent, the one unbiased estimate; reviewers otherwise
+see only the cases routing thought hard) and for the routed rest (`route=routed`).
 Agreement is Cohen's kappa over the four verdicts (the reviewer's label against the verifier's verdict at the
 time) and binary balanced accuracy of `fully_grounded` against the rest. The fit maps the verifier's score for
 `fully_grounded` (its confidence when it said so, else the complement, as stored in the review row) to the
@@ -26,21 +29,30 @@ from transforms.evaluation.fit_calibration import STAGES_OF, fit_calibration
 from transforms.evaluation.metrics import balanced_accuracy, cohen_kappa, positive_score
 from transforms.verify.calibration import Calibration
 
-__all__ = ["agreement", "agreement_rows", "fit_from_reviews", "reviewed_sentences"]
+__all__ = ["SAMPLED_SQL", "agreement", "agreement_rows", "fit_from_reviews", "has_column", "reviewed_sentences"]
 
-_REVIEWED_SQL = f"""
-WITH latest AS ({LATEST_REVIEWS_SQL})
+_REVIEWED_SQL = """
+WITH latest AS ({latest})
 SELECT l.response_id, l.sentence_index, l.tenant, l.verifier_version, l.verifier_verdict, l.verifier_confidence,
-       l.label, l.source, coalesce(r.verifier, '') AS verifier
+       l.label, l.source, coalesce(r.verifier, '') AS verifier, {sampled} AS sampled
 FROM latest l LEFT JOIN responses r USING (response_id)
 WHERE $tenant IS NULL OR l.tenant = $tenant
 ORDER BY l.response_id, l.sentence_index
 """
+SAMPLED_SQL = "coalesce(list_contains(r.review_routes, 'sample'), false)"
+"""Whether the response `r` is in the random review sample (lakes written before the column have none)."""
+
+
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether a lake view has a column (lakes written before it was added do not)."""
+    return any(row[0] == column for row in con.execute(f"DESCRIBE {table}").fetchall())
 
 
 def reviewed_sentences(con: duckdb.DuckDBPyConnection, *, tenant: str | None = None) -> list[dict[str, Any]]:
-    """The latest label of each reviewed sentence with the verifier's verdict at the time (one tenant's, or all)."""
-    cursor = con.execute(_REVIEWED_SQL, {"tenant": tenant})
+    """The latest label of each reviewed sentence with the verifier's verdict at the time (one tenant's, or all),
+    and whether its response is in the random review sample."""
+    sampled = SAMPLED_SQL if has_column(con, "responses", "review_routes") else "false"
+    cursor = con.execute(_REVIEWED_SQL.format(latest=LATEST_REVIEWS_SQL, sampled=sampled), {"tenant": tenant})
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
@@ -60,13 +72,18 @@ def agreement(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def agreement_rows(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
-    """`(dimension, value, figures)`: all rows, then per verifier version, then per tenant."""
+    """`(dimension, value, figures)`: all rows, then per verifier version, per tenant, and per route (`sample`:
+    the random review sample, `routed`: the rest; only when the sample has reviews)."""
     out: list[tuple[str, str, dict[str, Any]]] = [("all", "", agreement(rows))]
     for dimension, column in (("verifier_version", "verifier_version"), ("tenant", "tenant")):
         groups: dict[str, list] = defaultdict(list)
         for r in rows:
             groups[str(r[column])].append(r)
         out.extend((dimension, value, agreement(members)) for value, members in sorted(groups.items()))
+    sample = [r for r in rows if r.get("sampled")]
+    if sample:
+        out.append(("route", "sample", agreement(sample)))
+        out.append(("route", "routed", agreement([r for r in rows if not r.get("sampled")])))
     return out
 
 

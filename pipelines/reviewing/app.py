@@ -31,7 +31,6 @@ from starlette.templating import Jinja2Templates
 
 from pipelines.reviewing.page import VERDICT_KEYS, response_view
 from pipelines.reviewing.queries import (
-    REASON_COUNT_HEAD,
     LakeSession,
     QueueFilters,
     load_response,
@@ -121,7 +120,6 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
             "kept": kept,
             "query": urlencode(kept),
             "reasons": list(reason_patterns()),
-            "reason_head": REASON_COUNT_HEAD,
             "saved": request.query_params.get("saved", ""),
         }
         return templates.TemplateResponse(request, "queue.html", context)

@@ -2,19 +2,24 @@
 calibration file fitted on them.
 
 Prints one table: reviewed sentences, Cohen's kappa and binary balanced accuracy, for all reviews, per verifier
-version and per tenant. With `--fit`, writes the calibration file (cross-validated, grouped by response) and
-prints its cross-validated figures. Exit 2 with one line when the lake has no reviews or cannot carry a fit.
+version and per tenant. With `--fit`, fits a calibration (cross-validated, grouped by response), prints its
+cross-validated figures and writes it into OUT: with `--tenant T` as T's section of the existing file OUT (its
+other sections kept), without as the default section (a new file, or OUT's default replaced, its tenants
+kept). Exit 2 with one line, before anything is written, when the lake has no reviews or cannot carry a fit,
+or when `--tenant` names a file that does not exist yet (fit its default first) or is no calibration file.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from dashboards.views import connect_lake
 from pipelines.reviewing.actions import check_lake
 from pipelines.reviewing.agreement import agreement_rows, fit_from_reviews, reviewed_sentences
 from pipelines.reviewing.store import ReviewInputError
+from transforms.verify.calibration import Calibration
 
 __all__ = ["calibrate_from_lake", "format_agreement"]
 
@@ -42,6 +47,11 @@ def calibrate_from_lake(args: argparse.Namespace) -> int:
     except ReviewInputError as e:
         print(f"groundwatch calibrate: --from-lake: {str(e).removeprefix('--lake: ')}", file=sys.stderr)
         return 2
+    try:
+        existing = _existing_file(args.fit, args.tenant) if args.fit else None
+    except ValueError as e:
+        print(f"groundwatch calibrate: --fit: {e}", file=sys.stderr)
+        return 2
     rows = reviewed_sentences(connect_lake(args.from_lake), tenant=args.tenant)
     if not rows:
         where = f" of tenant {args.tenant!r}" if args.tenant else ""
@@ -67,6 +77,25 @@ def calibrate_from_lake(args: argparse.Namespace) -> int:
             f"ECE {_figure(overall.get('ece_raw'))} -> {_figure(overall.get('ece_calibrated'))}, "
             f"escalated {_figure(overall.get('escalated_share'))}, decided balanced accuracy {_figure(decided)}"
         )
+    try:
+        if existing is not None:
+            calibration = existing.with_section(args.tenant, calibration)
+    except ValueError as e:
+        print(f"groundwatch calibrate: --tenant: {e}", file=sys.stderr)
+        return 2
     digest = calibration.save(args.fit)
-    print(f"calibration file written to {args.fit} (sha256 {digest})")
+    section = f"tenant {args.tenant!r}'s section" if args.tenant else "default section"
+    print(f"calibration file written to {args.fit}, {section} (sha256 {digest})")
     return 0
+
+
+def _existing_file(path: str, tenant: str | None) -> Calibration | None:
+    """The calibration file the fit goes into, when there is one; ValueError when a tenant's fit has none."""
+    if not os.path.exists(path):
+        if tenant is not None:
+            raise ValueError(
+                f"{path} does not exist: a tenant's section goes into a file with a default section "
+                "(fit it first, without --tenant)"
+            )
+        return None
+    return Calibration.load(path)

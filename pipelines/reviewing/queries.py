@@ -4,10 +4,11 @@
     page = queue(con.cursor(), QueueFilters(tenant="acme"))   # items, total, counts per facet
     response = load_response(con.cursor(), "r-1", event_time)
 
-The queue is the responses routed to review (`needs_review`), filtered by tenant, risk, reason kind
-(`dashboards.review_reasons`), verifier version and event time, ordered by risk (high first), then by event
-time (oldest first: a queue is served in arrival order), then by id. A response link carries its `event_time`
-so that loading it reads only its hour's files (the lake prunes partitions on the time column).
+The queue is the responses routed to review (`needs_review`), read from their rollup
+(`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`), filtered by tenant, risk, reason kind
+(`schemas.review_reasons`, as bits), verifier version and event time, ordered by risk (high first), then by
+event time (oldest first: a queue is served in arrival order), then by id. A response link carries its
+`event_time` so that loading it reads only its hour's files (a filter on the `date` and `hour` partitions).
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-from dashboards.review_reasons import REASON_KINDS
+from dashboards.review_reasons import KIND_PATTERNS, REASON_KINDS
 from dashboards.views import connect_lake, create_views
 from pipelines.reviewing.store import create_latest_view
+from transforms.io.lake.rollups import REVIEW_QUEUE_ITEMS, RISK_RANK_SQL
 
 __all__ = [
     "PAGE_SIZE",
-    "REASON_COUNT_HEAD",
     "LakeSession",
     "QueueFilters",
     "QueuePage",
@@ -38,28 +39,11 @@ __all__ = [
 
 PAGE_SIZE = 50
 _REFRESH_SECONDS = 30.0
-_REASONS_TEXT = "array_to_string(review_reasons, chr(10))"
-"""A response's reasons as one text, one a line: a reason kind's pattern (`^...`, multi-line) finds its lines."""
-_RISK_RANK = "CASE risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END"
-
-# The same wording `dashboards.review_reasons` classifies, as SQL regular expressions per kind.
-_KIND_REGEX = {
-    "contradicted sentence": r"^sentence \d+ contradicted",
-    "ungrounded sentence": r"^sentence \d+ ungrounded",
-    "low-confidence sentence": r"^sentence \d+ confidence",
-    "judge unusable": r"^judge_",
-    "no usable evidence": r"no usable evidence|INSUFFICIENT_EVIDENCE",
-    "fabricated citation": r"^citation critical failure",
-    "high-risk citation failed": r"^high-risk citation",
-    "high-risk claim": r"^high-risk claim",
-    "high-risk flag": r"^high-risk critical flag",
-    "audit limit": r"^LIMIT_EXCEEDED_",
-}
 
 
 def reason_patterns() -> dict[str, str]:
     """Each reason kind a reviewer can filter by and its pattern (every kind of `REASON_KINDS` but `other`)."""
-    return {kind: _KIND_REGEX[kind] for kind in REASON_KINDS if kind in _KIND_REGEX}
+    return {kind: KIND_PATTERNS[kind] for kind in REASON_KINDS if kind in KIND_PATTERNS}
 
 
 class LakeSession:
@@ -116,15 +100,21 @@ class QueuePage:
 _BASE = f"""
 WITH labelled AS (SELECT response_id, count(*) AS labelled FROM reviews_latest GROUP BY 1),
 q AS (
-    SELECT r.response_id, r.event_time, r.tenant, r.risk_level, r.verifier_version, r.review_reasons,
-           r.overall_faithfulness_score, r.sentence_count, r.critical_flag_count, {_RISK_RANK} AS risk_rank,
+    SELECT r.response_id, r.event_time, r.tenant, r.risk_level, r.verifier_version, r.overall_faithfulness_score,
+           r.sentence_count, r.critical_flag_count, r.risk_rank, r.reason_kinds,
            coalesce(l.labelled, 0) AS labelled, l.labelled IS NOT NULL AS reviewed
-    FROM responses r LEFT JOIN labelled l USING (response_id)
-    WHERE r.needs_review
+    FROM {REVIEW_QUEUE_ITEMS} r LEFT JOIN labelled l USING (response_id)
 )
 """
-"""The responses in review, each with how many of its sentences carry a label; `reviewed` once any does (the
-app labels every claim sentence of a response in one submission)."""
+"""The responses in review (the queue's rollup, `transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`: short columns
+and the reason kinds as bits), each with how many of its sentences carry a label; `reviewed` once any does
+(the app labels every claim sentence of a response in one submission)."""
+
+
+def _kind_bit(kind: str) -> int:
+    """The bit of a reason kind in `reason_kinds` (0, matching nothing, for an unknown kind)."""
+    kinds = list(KIND_PATTERNS)
+    return 1 << kinds.index(kind) if kind in kinds else 0
 
 
 def _where(f: QueueFilters) -> tuple[str, dict[str, Any]]:
@@ -135,8 +125,8 @@ def _where(f: QueueFilters) -> tuple[str, dict[str, Any]]:
             clauses.append(f"{column} = ${name}")
             params[name] = getattr(f, name)
     if f.reason:
-        clauses.append(f"regexp_matches({_REASONS_TEXT}, $reason)")
-        params["reason"] = "(?m)" + _KIND_REGEX.get(f.reason, "^$")
+        clauses.append("reason_kinds & $reason <> 0")
+        params["reason"] = _kind_bit(f.reason)
     if f.since:
         clauses.append("event_time >= $since")
         params["since"] = f.since
@@ -151,40 +141,60 @@ def _where(f: QueueFilters) -> tuple[str, dict[str, Any]]:
 def queue(con: duckdb.DuckDBPyConnection, f: QueueFilters, *, page_size: int = PAGE_SIZE) -> QueuePage:
     """The page `f.page` of the queue under `f`, its total, and the counts per facet (`_facets`).
 
-    The page is found on short columns first (the order's and the filters'), and only its rows' long ones
-    (the review reasons) are read after: sorting the reasons of the whole queue along cost more than all else."""
+    The page is found in the queue's rollup (short columns), and only its rows' long ones (the review reasons)
+    are read after, from their hours of `responses`: sorting the reasons of the whole queue along cost more
+    than all else."""
     where, params = _where(f)
-    order = "ORDER BY risk_rank, event_time, response_id"
-    picked = f"""{_BASE} SELECT response_id, event_time FROM q {where}
-        {order} LIMIT {int(page_size)} OFFSET {int(f.page) * int(page_size)}"""
-    keys = con.execute(picked, params).fetchall()
-    items: list[dict[str, Any]] = []
-    if keys:
-        times = [t for _, t in keys]
-        rows = f"""{_BASE} SELECT * FROM q WHERE response_id IN (SELECT unnest($ids))
-            AND event_time BETWEEN $first AND $last {order}"""
-        cursor = con.execute(rows, {"ids": [k for k, _ in keys], "first": min(times), "last": max(times)})
-        names = [d[0] for d in cursor.description]
-        items = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     total, counts = _facets(con, f)
+    items: list[dict[str, Any]] = []
+    for rank, offset, limit in _page_ranks(dict(counts["risk"]), int(f.page) * page_size, page_size):
+        # One risk level at a time: the top of 120,000 rows, not of 780,000 (a fifth of the time).
+        clause = f"{where} {'AND' if where else 'WHERE'} risk_rank = {rank}"
+        page = f"{_BASE} SELECT * FROM q {clause} ORDER BY event_time, response_id LIMIT {limit} OFFSET {offset}"
+        items += _rows(con, page, params)
+    if items:
+        times = [item["event_time"] for item in items]
+        reasons = dict(
+            con.execute(
+                "SELECT response_id, review_reasons FROM responses WHERE response_id IN (SELECT unnest($ids))"
+                " AND event_time BETWEEN $first AND $last",
+                {"ids": [item["response_id"] for item in items], "first": min(times), "last": max(times)},
+            ).fetchall()
+        )
+        for item in items:
+            item["review_reasons"] = reasons.get(item["response_id"]) or []
     return QueuePage(items, total, counts)
 
 
-REASON_COUNT_HEAD = 5_000
-"""Reason counts are taken over at most this many responses at the head of the queue: reasons are long text,
-and classifying every one of a queue of hundreds of thousands would take the page seconds."""
+_RANK_OF = {"high": 0, "medium": 1, "low": 2}
+"""`RISK_RANK_SQL` in Python: the queue's order of risk levels."""
+
+
+def _page_ranks(per_level: dict[str, int], offset: int, size: int) -> list[tuple[int, int, int]]:
+    """The (risk rank, offset, limit) slices that make the queue's rows `offset` to `offset + size`, from how
+    many responses each risk level holds: the queue is ordered by rank first."""
+    slices, start = [], 0
+    for level, rank in _RANK_OF.items():
+        n = per_level.get(level, 0)
+        if offset < start + n and offset + size > start:
+            first = max(offset - start, 0)
+            slices.append((rank, first, min(n - first, offset + size - start - first)))
+        start += n
+    return slices
 
 
 def _facets(con: duckdb.DuckDBPyConnection, f: QueueFilters) -> tuple[int, dict[str, list[tuple[str, int]]]]:
-    """How many responses the queue holds under `f`, and per facet (tenant, risk, verifier version) each value
-    and how many of them have it, in one scan of short columns; and per reason kind, how many of the first
-    `REASON_COUNT_HEAD` have a reason of that kind (a response in review for two reasons counts for both)."""
+    """How many responses the queue holds under `f`, and per facet (tenant, risk, verifier version, reason kind)
+    each value and how many of them have it (a response in review for two reasons counts for both), in one
+    scan of short columns."""
     where, params = _where(f)
+    kinds = reason_patterns()
+    by_kind = ", ".join(f"count_if(reason_kinds & {_kind_bit(kind)} <> 0)" for kind in kinds)
     sql = f"""{_BASE} SELECT grouping(tenant, risk_level, verifier_version), tenant, risk_level, verifier_version,
-        count(*) FROM q {where} GROUP BY GROUPING SETS ((tenant), (risk_level), (verifier_version), ())"""
+        count(*), {by_kind} FROM q {where} GROUP BY GROUPING SETS ((tenant), (risk_level), (verifier_version), ())"""
     counts: dict[str, list[tuple[str, int]]] = {"tenant": [], "risk": [], "verifier_version": [], "reason": []}
     total = 0
-    for grouping, tenant, risk, version, n in con.execute(sql, params).fetchall():
+    for grouping, tenant, risk, version, n, *found in con.execute(sql, params).fetchall():
         if grouping == 0b011:
             counts["tenant"].append((tenant, n))
         elif grouping == 0b101:
@@ -193,12 +203,7 @@ def _facets(con: duckdb.DuckDBPyConnection, f: QueueFilters) -> tuple[int, dict[
             counts["verifier_version"].append((version, n))
         else:
             total = n
-    kinds = reason_patterns()
-    by_kind = ", ".join(f"count_if(regexp_matches(reasons, '(?m){p}'))" for p in kinds.values())
-    head = f"""{_BASE}, head AS (SELECT {_REASONS_TEXT} AS reasons FROM q {where}
-        ORDER BY risk_rank, event_time, response_id LIMIT {REASON_COUNT_HEAD}) SELECT {by_kind} FROM head"""
-    found = con.execute(head, params).fetchall()[0]
-    counts["reason"] = [(kind, n) for kind, n in zip(kinds, found, strict=True) if n]
+            counts["reason"] = [(kind, k) for kind, k in zip(kinds, found, strict=True) if k]
     for values in counts.values():
         values.sort(key=lambda item: (-item[1], str(item[0])))
     return total, counts
@@ -220,23 +225,35 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict) -> list[dict[s
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _in_hour(when: datetime) -> tuple[str, dict[str, Any]]:
+    """A filter on the lake's partition columns to the hour holding `when`, so a query reads that hour's files
+    only: DuckDB prunes hive partitions by `date` and `hour`, not by the time column (8x on a million)."""
+    utc = when.astimezone(UTC)
+    return " AND date = $date AND hour = $hour", {"date": utc.date(), "hour": utc.hour}
+
+
 def load_response(con: duckdb.DuckDBPyConnection, response_id: str, when: datetime | None) -> dict[str, Any] | None:
     """Everything the response page shows: the response, its sentences, passages, citations, claims and
     latest labels; None when the lake has no such response. `when`: its event time, to read one hour only."""
-    at = " AND event_time = $when" if when is not None else ""
-    params: dict[str, Any] = {"id": response_id, **({"when": when} if when is not None else {})}
-    found = _rows(con, f"SELECT *, {_RISK_RANK} AS risk_rank FROM responses WHERE response_id = $id{at}", params)
+    at = ""
+    params: dict[str, Any] = {"id": response_id}
+    if when is not None:
+        hour, hour_params = _in_hour(when)
+        at = f" AND event_time = $when{hour}"
+        params = {**params, **hour_params, "when": when}
+    found = _rows(con, f"SELECT *, {RISK_RANK_SQL} AS risk_rank FROM responses WHERE response_id = $id{at}", params)
     if not found:
         return None
     response = found[0]
-    params = {"id": response_id, "when": response["event_time"]}
-    one = " WHERE response_id = $id AND event_time = $when"
-    hour = "date_trunc('hour', CAST($when AS TIMESTAMPTZ))"
+    hour, hour_params = _in_hour(response["event_time"])
+    params = {**hour_params, "id": response_id, "when": response["event_time"]}
+    one = f" WHERE response_id = $id AND event_time = $when{hour}"
     passages = _rows(
         con,
-        f"SELECT passage_sha256, any_value(content) AS content FROM passages WHERE partition_hour = {hour}"
-        " AND passage_sha256 IN (SELECT unnest($hashes)) GROUP BY 1",
-        {"when": response["event_time"], "hashes": list(response.get("evidence_sha256") or [])},
+        "SELECT passage_sha256, any_value(content) AS content FROM passages"
+        " WHERE partition_hour = date_trunc('hour', CAST($when AS TIMESTAMPTZ))"
+        f" AND passage_sha256 IN (SELECT unnest($hashes)){hour} GROUP BY 1",
+        {**hour_params, "when": response["event_time"], "hashes": list(response.get("evidence_sha256") or [])},
     )
     return {
         "response": response,

@@ -90,7 +90,7 @@ def build_pipeline(
         # audit, so that verifying goes on while the window is open and only scoring and writing wait for it.
         unique = audited | "DropDuplicateResponses" >> DropDuplicateResponses(parsed_of=attrgetter("parsed"))
         audited, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]
-    routed = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold)
+    routed = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold, review_sample=opts.review_sample)
     scored, dead = routed[AUDITED], [*dead, routed[DEAD_LETTERS]]
     lake_bound = scored
     if streaming:

@@ -25,6 +25,7 @@ import duckdb
 
 from dashboards.views import connect_lake
 from transforms.io.lake.writer import write_table
+from transforms.monitoring.review_agreement import review_counts
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 
 __all__ = ["WINDOWS_PER_BATCH", "claims_only", "recompute_window_metrics"]
@@ -69,6 +70,9 @@ def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[date
     verdicts = defaultdict(list)
     for response_id, verdict, confidence in sentences:
         verdicts[response_id].append((verdict, confidence))
+    reviews = review_counts(con, in_batch, windows)
     rows = (dict(zip(columns, values, strict=True)) for values in responses)
-    stats = [stats_from_rows(row, verdicts[row["response_id"]]) for row in rows]
+    stats = [
+        stats_from_rows(row, verdicts[row["response_id"]], reviews.get(row["response_id"], (0, 0))) for row in rows
+    ]
     write_table(lake_dir, "window_metrics", compute_window_metrics(stats, now))

@@ -36,6 +36,7 @@ from transforms.ingest.parse import DEAD_LETTERS, METRICS_NAMESPACE, stage_faile
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD, Verifier, audit_sentences
 from transforms.verify.registry import VERIFIERS, available_verifiers, make_verifier
+from transforms.verify.tenants import verifier_for
 
 __all__ = [
     "AUDITED",
@@ -92,6 +93,8 @@ def verify_response(
     response, exceeded = bound_response(parsed.response)
     if exceeded:
         parsed = parsed.model_copy(update={"response": response})
+    # A calibration file with tenant sections calibrates each tenant's verdicts by its own section.
+    verifier, section = verifier_for(verifier, response.metadata.tenant)
     report, result = audit_sentences(
         response.response_id,
         response.answer,
@@ -109,6 +112,8 @@ def verify_response(
         verifier=verifier.name,
         verifier_version=verifier.version,
         calibration_sha256=getattr(verifier, "calibration_sha256", None) or None,
+        calibration_section=section,
+        escalation_band=getattr(verifier, "escalation_band", None),
         report=report,
         decided_by=list(result.decided_by),
         audited_at=now,
@@ -117,9 +122,9 @@ def verify_response(
     )
 
 
-def score_and_flag(audited: AuditedResponse, threshold: float) -> AuditedResponse:
-    """The audited response with its routing decision."""
-    return audited.model_copy(update={"review": decide_review(audited, threshold)})
+def score_and_flag(audited: AuditedResponse, threshold: float, review_sample: float = 0.0) -> AuditedResponse:
+    """The audited response with its routing decision (`review_sample`: the random share of confident ones)."""
+    return audited.model_copy(update={"review": decide_review(audited, threshold, review_sample)})
 
 
 def audit_response(
@@ -131,6 +136,7 @@ def audit_response(
     window_end: datetime,
     now: datetime,
     steps: Iterable[AuditStep] = (),
+    review_sample: float = 0.0,
 ) -> AuditedResponse:
     """Verify, run each audit step in order, then score and route: the whole audit of one response."""
     audited = verify_response(
@@ -138,7 +144,7 @@ def audit_response(
     )
     for step in steps:
         audited = step(audited)
-    return score_and_flag(audited, threshold)
+    return score_and_flag(audited, threshold, review_sample)
 
 
 class _VerifyDoFn(beam.DoFn):
@@ -232,14 +238,14 @@ class ApplyAuditStep(beam.PTransform):
 
 
 class _ScoreDoFn(beam.DoFn):
-    def __init__(self, threshold: float, clock):
-        self._threshold, self._clock = threshold, clock
+    def __init__(self, threshold: float, review_sample: float, clock):
+        self._threshold, self._review_sample, self._clock = threshold, review_sample, clock
         self._audited = Metrics.counter(METRICS_NAMESPACE, "audited")
         self._review = Metrics.counter(METRICS_NAMESPACE, "needs_review")
 
     def process(self, audited: AuditedResponse):
         try:
-            scored = score_and_flag(audited, self._threshold)
+            scored = score_and_flag(audited, self._threshold, self._review_sample)
         except Exception as e:  # one response that routing cannot decide must not stop the run
             yield beam.pvalue.TaggedOutput(
                 DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, "score", e, self._clock())
@@ -255,16 +261,25 @@ class ScoreAndFlag(beam.PTransform):
     """Decide, for each audited response, whether it goes to human review; counts audited and needs_review.
 
     Returns a tagged result: `[AUDITED]` scored responses and `[DEAD_LETTERS]` (responses scoring failed on).
+    `review_sample`: the share of confident responses sent to review at random (`transforms.audit.routing`).
     """
 
-    def __init__(self, threshold: float = DEFAULT_CONFIDENCE_THRESHOLD, *, clock: Callable[[], datetime] = utc_now):
+    def __init__(
+        self,
+        threshold: float = DEFAULT_CONFIDENCE_THRESHOLD,
+        *,
+        review_sample: float = 0.0,
+        clock: Callable[[], datetime] = utc_now,
+    ):
         super().__init__()
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"confidence threshold must be in [0, 1], got {threshold}")
-        self._threshold, self._clock = threshold, clock
+        if not 0.0 <= review_sample <= 1.0:
+            raise ValueError(f"review sample must be in [0, 1], got {review_sample}")
+        self._threshold, self._review_sample, self._clock = threshold, review_sample, clock
 
     def expand(self, audited):
-        fn = _ScoreDoFn(self._threshold, self._clock)
+        fn = _ScoreDoFn(self._threshold, self._review_sample, self._clock)
         return audited | "Route" >> beam.ParDo(fn).with_outputs(DEAD_LETTERS, main=AUDITED)
 
 

@@ -21,9 +21,10 @@ __all__ = ["SampleResponses", "is_sampled", "sample_point"]
 _SCALE = float(2**64)
 
 
-def sample_point(response_id: str) -> float:
-    """Where a response id falls in [0, 1): the first 8 bytes of its SHA-256, as a fraction."""
-    digest = hashlib.sha256(response_id.encode("utf-8")).digest()
+def sample_point(response_id: str, salt: str = "") -> float:
+    """Where a response id falls in [0, 1): the first 8 bytes of its SHA-256, as a fraction. Another `salt`
+    gives a sample independent of this one (the review sample of audited responses is not the audit's)."""
+    digest = hashlib.sha256((salt + response_id).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / _SCALE
 
 

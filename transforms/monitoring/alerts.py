@@ -31,6 +31,7 @@ _METRIC_OF = {
     "attribution_coverage": "attribution_coverage_rate",
     "low_confidence_claims": "low_confidence_claim_rate",
     "abstention_rise": "abstention_rate",
+    "review_agreement_drop": "review_agreement",
 }
 _WARNING_ONLY = {"confidence_drift", "faithfulness_drift"}
 

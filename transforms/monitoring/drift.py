@@ -17,7 +17,9 @@ at least `min_responses` responses, one Evidently `Report` with tests checks:
 - `abstention_rise`: the share of responses with an abstaining sentence at most `max_abstention_rise` (10
   points) over the reference's, unless a binomial test finds the rise insignificant
   (`transforms.monitoring.abstention`),
-- `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged.
+- `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged,
+- `review_agreement_drop`: the share of reviewed sentences whose reviewer agreed with the verifier, where
+  reviews exist (`transforms.monitoring.review_agreement`).
 
 The reference of a slice is its last `baseline_windows` windows that had enough responses and raised
 no drift alert, or the fixed period the user names; a slice without enough history of its own (a new
@@ -52,6 +54,7 @@ from transforms.monitoring.evidently_report import (
 )
 from transforms.monitoring.lake_frames import LakeFrames
 from transforms.monitoring.plans import DriftConfig, SlicePlan
+from transforms.monitoring.review_agreement import agreement_check
 
 __all__ = [
     "DRIFT_CHECKS",
@@ -276,9 +279,8 @@ def _check_rows(
             threshold=reference_mean * (1 - config.max_confidence_drop),
         )
     )
-    abstained = abstention_check(plan, base, config, p_threshold)
-    if abstained is not None:
-        rows.append(abstained)
+    rows += [row for row in (abstention_check(plan, base, config, p_threshold),) if row is not None]
+    rows += [row for row in (agreement_check(plan, base, config, p_threshold),) if row is not None]
     for check, metric, test, threshold in (
         ("attribution_coverage", "attribution_coverage_rate", "attribution coverage rate >=", config.min_coverage),
         (

@@ -6,6 +6,7 @@ in-memory DuckDB connection, so it never locks a database file another process u
 - `window_metrics`: the windows and slices to check, with their rates;
 - `responses`: one faithfulness score and mean confidence per response, with its slices and review decision;
 - `sentences`: one confidence per sentence, joined to its response's slices;
+- `reviews`: per response, its reviewed sentences and those the reviewer agreed with (`review_counts`);
 - `drift_checks` and `alerts`: what earlier `groundwatch drift` runs concluded (their memory).
 
 Which row of a key is kept is the reader's rule, the same as the DuckDB views': for `window_metrics`, the
@@ -22,7 +23,9 @@ from functools import cached_property
 import duckdb
 import pandas as pd
 
-from transforms.io.lake.reader import read_table
+from schemas import TABLES
+from transforms.io.lake.reader import read_table, table_sql
+from transforms.monitoring.review_agreement import REVIEW_COLUMNS, review_counts
 from transforms.monitoring.window_metrics import UNKNOWN_SLICE, attribution_confidence
 
 __all__ = ["LakeFrames", "load_lake_frames"]
@@ -132,8 +135,27 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
     keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
     keep += [c for c in ("needs_review", "review_reasons") if c in responses]  # the review queue of the report
     keep += [c for c in ("abstention",) if c in responses]  # lakes written before the column have none
+    responses = _with_reviews(responses, lake_dir)
+    keep += list(REVIEW_COLUMNS)
     problems = _problems(citations, claims)
     return LakeFrames(wm, responses[keep], sentences, checks, alerts, incidents, problems)
+
+
+def _with_reviews(responses: pd.DataFrame, lake_dir: str) -> pd.DataFrame:
+    """`responses` with each one's reviewed and agreed sentence counts (0 where nothing was reviewed)."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"CREATE VIEW reviews AS {table_sql(con, TABLES['reviews'], lake_dir)}")
+        counts = review_counts(con)
+    finally:
+        con.close()
+    frame = pd.DataFrame([(k, *v) for k, v in counts.items()], columns=["response_id", *REVIEW_COLUMNS]).astype(
+        {c: "int64" for c in REVIEW_COLUMNS}
+    )
+    responses = responses.merge(frame, on="response_id", how="left")
+    for column in REVIEW_COLUMNS:
+        responses[column] = responses[column].fillna(0).astype("int64")
+    return responses
 
 
 def _problems(citations: pd.DataFrame, claims: pd.DataFrame) -> pd.DataFrame:

@@ -41,6 +41,10 @@ class DriftConfig:
     """Highest tolerated low-confidence claim rate (spec 004)."""
     max_abstention_rise: float = 0.10
     """Largest tolerated rise of the share of abstaining responses over the reference (absolute)."""
+    min_reviews: int = 20
+    """A slice's window (or reference) with fewer reviewed sentences does not judge reviewer agreement."""
+    max_agreement_drop: float = 0.15
+    """Largest tolerated fall of the share of reviewed sentences the reviewer agreed with (absolute)."""
     examples: int = 5
     """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
     clear_after: int = 2
@@ -61,6 +65,8 @@ class DriftConfig:
             raise ValueError(f"--max-confidence-drop must be in (0, 1), got {self.max_confidence_drop}")
         if not 0 < self.max_abstention_rise < 1:
             raise ValueError(f"max_abstention_rise must be in (0, 1), got {self.max_abstention_rise}")
+        if self.min_reviews < 1 or not 0 < self.max_agreement_drop < 1:
+            raise ValueError("min_reviews must be >= 1 and max_agreement_drop in (0, 1)")
         if (self.reference_from is None) != (self.reference_to is None):
             raise ValueError("--reference-from and --reference-to go together")
         if self.reference_from is not None and self.reference_from >= self.reference_to:

@@ -5,7 +5,11 @@ For each window and each slice (all traffic, each retriever_version, generator_m
 and median attribution confidence (below), mean overall faithfulness, the shares of each sentence
 verdict, attribution coverage and low-confidence claim rates (when claims are logged) and the
 citation failure rate (when citations are audited), and the abstention rate (the share of responses with a
-sentence that declines or says the evidence does not tell).
+sentence that declines or says the evidence does not tell). Where reviewers labelled sentences, the metrics
+computed from the lake (`stats_from_rows` with the response's review counts, `groundwatch metrics`) also hold
+how many sentences were reviewed and the share whose label agreed with the verifier's verdict
+(`transforms.monitoring.review_agreement`), and the same for the random review sample alone (responses routed
+`sample`: the unbiased estimate); the pipeline's own rows, written before anyone reviewed, hold 0.
 The rows go to the lake's `window_metrics` table, which `groundwatch drift` reads::
 
     metrics = audited | "WindowMetrics" >> WindowMetrics()          # ("window_metrics", row) pairs
@@ -90,6 +94,12 @@ class ResponseStats:
     low_confidence_claims: float | None = None
     citations: int | None = None
     failed_citations: int | None = None
+    reviewed: int = 0
+    """Sentences a reviewer labelled (the latest label of each)."""
+    agreed: int = 0
+    """Of those, the sentences whose label is the verdict the verifier gave."""
+    sampled: bool = False
+    """The response is in the random review sample (route `sample`)."""
 
 
 def slices_of(stats: ResponseStats) -> list[tuple[str, str]]:
@@ -147,8 +157,11 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
     )
 
 
-def stats_from_rows(response: Mapping[str, Any], sentences: Sequence[tuple[str, float]]) -> ResponseStats:
-    """The same contribution rebuilt from a `responses` lake row and its claims' (verdict, confidence).
+def stats_from_rows(
+    response: Mapping[str, Any], sentences: Sequence[tuple[str, float]], reviews: tuple[int, int] = (0, 0)
+) -> ResponseStats:
+    """The same contribution rebuilt from a `responses` lake row and its claims' (verdict, confidence), with its
+    `(reviewed, agreed)` sentence counts (`review_agreement.review_counts`).
 
     Give the claims only (`claim_kind = 'claim'`, or null in a lake written before the column): the verdict
     counts come from them, since the responses row counts every sentence."""
@@ -176,6 +189,9 @@ def stats_from_rows(response: Mapping[str, Any], sentences: Sequence[tuple[str, 
         low_confidence_claims=low,
         citations=response.get("citation_total"),
         failed_citations=response.get("citation_failed"),
+        reviewed=reviews[0],
+        agreed=reviews[1],
+        sampled="sample" in (response.get("review_routes") or ()),
     )
 
 
@@ -196,6 +212,10 @@ class MetricsAccumulator:
     low_confidence_claims: float = 0.0
     citations: int | None = None
     failed_citations: int = 0
+    reviewed: int = 0
+    agreed: int = 0
+    sample_reviewed: int = 0
+    sample_agreed: int = 0
 
     def add(self, stats: ResponseStats) -> MetricsAccumulator:
         self.responses += 1
@@ -206,6 +226,11 @@ class MetricsAccumulator:
         self.insufficient_evidence += int(stats.insufficient_evidence)
         self.needs_review += int(stats.needs_review)
         self.abstained += int(stats.abstained)
+        self.reviewed += stats.reviewed
+        self.agreed += stats.agreed
+        if stats.sampled:
+            self.sample_reviewed += stats.reviewed
+            self.sample_agreed += stats.agreed
         if stats.claims is not None:
             self.claims = (self.claims or 0) + stats.claims
             self.covered_claims += stats.covered_claims or 0.0
@@ -224,6 +249,10 @@ class MetricsAccumulator:
         self.insufficient_evidence += other.insufficient_evidence
         self.needs_review += other.needs_review
         self.abstained += other.abstained
+        self.reviewed += other.reviewed
+        self.agreed += other.agreed
+        self.sample_reviewed += other.sample_reviewed
+        self.sample_agreed += other.sample_agreed
         if other.claims is not None:
             self.claims = (self.claims or 0) + other.claims
             self.covered_claims += other.covered_claims
@@ -271,6 +300,10 @@ def window_metrics_row(
         citations=acc.citations,
         citation_failure_rate=acc.failed_citations / acc.citations if acc.citations else None,
         abstention_rate=acc.abstained / acc.responses if acc.responses else None,
+        reviewed_sentences=acc.reviewed,
+        review_agreement=acc.agreed / acc.reviewed if acc.reviewed else None,
+        sample_reviewed_sentences=acc.sample_reviewed,
+        sample_review_agreement=acc.sample_agreed / acc.sample_reviewed if acc.sample_reviewed else None,
         computed_at=computed_at,
     )
 

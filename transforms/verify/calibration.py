@@ -18,6 +18,11 @@ and `serve` take it with `--calibration FILE`. It holds, per stage of the cascad
 
 The file's SHA-256 (`Calibration.digest`) is written to the lake beside the verifier version, so every verdict
 says which calibration produced its confidence.
+
+A file may also hold a section per tenant (`tenants`), each a calibration of its own fitted on that tenant's
+reviews (`groundwatch calibrate --from-lake L --tenant T --fit FILE`); the stages at the top are the default
+section, for every other tenant. `calibration.section("acme")` names the section that decides a tenant's
+responses and gives it; the lake's `responses.calibration_section` records that name.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
@@ -37,6 +42,7 @@ __all__ = [
     "FORMAT",
     "Calibration",
     "CalibratedVerifier",
+    "DEFAULT_SECTION",
     "StageCalibration",
     "VERDICT_FEATURES",
     "VerdictModel",
@@ -48,6 +54,8 @@ __all__ = [
 ]
 
 FORMAT = "groundwatch-calibration/1"
+DEFAULT_SECTION = "default"
+"""The name of a file's top-level stages, the section of every tenant without one of its own."""
 
 VERDICT_FEATURES = (
     "logit_if_grounded",
@@ -198,7 +206,7 @@ class StageCalibration:
 
 @dataclass(frozen=True)
 class Calibration:
-    """A whole calibration file: the stages it calibrates and what it was fitted for."""
+    """A whole calibration file: the stages it calibrates, what it was fitted for, and its tenants' sections."""
 
     stages: dict[str, StageCalibration]
     target_accuracy: float
@@ -207,17 +215,38 @@ class Calibration:
     """What it was fitted on (records, sources, folds, the verifier version): information only."""
     digest: str = ""
     """SHA-256 of the file's bytes (empty for a calibration not read from a file)."""
+    tenants: dict[str, Calibration] = field(default_factory=dict)
+    """Per tenant, a section of its own (a calibration without sections); the top-level stages are the default."""
 
     def stage(self, name: str) -> StageCalibration | None:
         return self.stages.get(name)
 
-    def to_json(self) -> dict[str, Any]:
+    def section(self, tenant: str | None) -> tuple[str, Calibration]:
+        """The section that decides `tenant`'s responses, by name: its own if the file has one, else the default.
+        A section carries the whole file's digest, the one the lake records."""
+        if tenant is None or tenant not in self.tenants:
+            return DEFAULT_SECTION, replace(self, tenants={}) if self.tenants else self
+        return tenant, replace(self.tenants[tenant], digest=self.digest)
+
+    def with_section(self, tenant: str | None, section: Calibration) -> Calibration:
+        """This file with `section` as `tenant`'s section (None: as the default stages, keeping the tenants)."""
+        if tenant is None:
+            return replace(section, tenants=dict(self.tenants), digest="")
+        if tenant == DEFAULT_SECTION:
+            raise ValueError(f"a tenant cannot be called {DEFAULT_SECTION!r}: that is the default section's name")
+        return replace(self, tenants={**self.tenants, tenant: replace(section, tenants={}, digest="")}, digest="")
+
+    def _body(self) -> dict[str, Any]:
         return {
-            "format": FORMAT,
             "target_accuracy": self.target_accuracy,
             "fitted_on": self.fitted_on,
             "stages": {name: stage.to_json() for name, stage in self.stages.items()},
         }
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"format": FORMAT, **self._body()}
+        # A file without sections keeps the bytes it always had, so its digest does not change.
+        return {**out, "tenants": {t: c._body() for t, c in self.tenants.items()}} if self.tenants else out
 
     def save(self, path: str) -> str:
         """Write the file; returns its digest."""
@@ -225,6 +254,11 @@ class Calibration:
         with open(path, "wb") as f:
             f.write(data)
         return hashlib.sha256(data).hexdigest()
+
+    @classmethod
+    def _from_body(cls, data: dict[str, Any], digest: str = "") -> Calibration:
+        stages = {name: StageCalibration.from_json(s) for name, s in data["stages"].items()}
+        return cls(stages, float(data["target_accuracy"]), data.get("fitted_on", {}), digest)
 
     @classmethod
     def load(cls, path: str) -> Calibration:
@@ -238,10 +272,10 @@ class Calibration:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f"{path} is not a calibration file (format {FORMAT!r} expected)")
         try:
-            stages = {name: StageCalibration.from_json(s) for name, s in data["stages"].items()}
-            return cls(
-                stages, float(data["target_accuracy"]), data.get("fitted_on", {}), hashlib.sha256(raw).hexdigest()
-            )
+            tenants = {str(t): cls._from_body(body) for t, body in data.get("tenants", {}).items()}
+            if DEFAULT_SECTION in tenants:
+                raise ValueError(f"a tenant section cannot be called {DEFAULT_SECTION!r}")
+            return replace(cls._from_body(data, hashlib.sha256(raw).hexdigest()), tenants=tenants)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"calibration file {path} is invalid: {e}") from None
 
@@ -257,6 +291,11 @@ class CalibratedVerifier(Verifier):
         self._inner, self._stage = inner, stage
         self.name, self.version = inner.name, inner.version
         self.calibration_sha256 = calibration_sha256
+
+    @property
+    def escalation_band(self) -> tuple[float, float] | None:
+        """The calibrated probabilities its stage is not sure of: the sentences routing calls uncertain."""
+        return self._stage.escalate
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         result = self._inner.verify(sentences, evidence)

@@ -3,6 +3,9 @@
     verifier = make_verifier("heuristic", threshold=0.7)
     verifier = make_verifier("heuristic", calibration=Calibration.load("cal.json"))  # calibrated confidence
 
+A calibration file with tenant sections gives a `transforms.verify.tenants.TenantVerifier`: one verifier per
+section, which the audit picks by the response's tenant.
+
 Each entry names a factory as `"module:attribute"` and is imported only when
 used, so the offline default never imports an HTTP client. A module that adds
 a verifier registers it here with one line (or calls `register_verifier`).
@@ -56,7 +59,14 @@ def make_verifier(name: str, *, calibration: Calibration | None = None, **config
     `calibration` (a calibration file): a factory that takes a `calibration` parameter gets it (a cascade
     calibrates each of its stages); the heuristic is wrapped so its confidence is mapped by the file's
     "heuristic" stage; any other verifier cannot use one, which is an error rather than a silent no-op.
+    A file with tenant sections gives one verifier per section (`transforms.verify.tenants`).
     """
+    if calibration is not None and calibration.tenants:
+        from transforms.verify.tenants import TenantVerifier
+
+        default = make_verifier(name, calibration=calibration.section(None)[1], **config)
+        own = {t: make_verifier(name, calibration=calibration.section(t)[1], **config) for t in calibration.tenants}
+        return TenantVerifier(default, own)
     if name not in VERIFIERS:
         raise ValueError(f"unknown verifier {name!r}; choose one of: {', '.join(available_verifiers())}")
     factory = _resolve(VERIFIERS[name])

@@ -73,6 +73,7 @@ def test_review_topic_gets_exactly_the_responses_needing_review(kafka_bootstrap,
     assert len(bodies) == len(found["review_ids"]) == counts.needs_review > 0
     for record, body in zip(reviews, bodies, strict=True):
         assert record.key.decode() == body["response_id"] and body["reasons"]
+        assert body["routes"] and set(body["routes"]) <= {"uncertain", "disagreement", "risk", "flagged", "sample"}
         for sentence in body["flagged_sentences"]:
             assert any(f"sentence {sentence['sentence_index']}" in reason for reason in body["reasons"])
 

@@ -78,6 +78,30 @@ def _routed_reasons() -> list[str]:
     return decide_review(audited, threshold=0.7).reasons
 
 
+def _uncertainty_reasons() -> list[str]:
+    """The router's reasons for a sentence inside the escalation band, the random sample, and two checks that
+    disagree (a citation that contradicts a sentence called fully grounded)."""
+    from tests.unit.audit.test_audit_routing import audited_with
+
+    sure = audited_with([{"attribution_verdict": "fully_grounded", "confidence": 0.8}])
+    banded = decide_review(sure.model_copy(update={"escalation_band": (0.7, 0.9)}), 0.7).reasons
+    sampled = decide_review(sure, 0.7, review_sample=1.0).reasons
+    cited = CitationAuditResult(
+        citation_id="[1]",
+        doc_id="1",
+        sentence_index=0,
+        source_exists=True,
+        claim_support_level=ClaimSupportLevel.CONTRADICTS,
+        overall_verdict=OverallVerdict.FAIL,
+        verification_status=VerificationStatus.misattributed,
+        auditor_notes="says otherwise",
+    )
+    summary = CitationAuditSummary(total_citations=1, passed=0, failed=1, critical_failures=[])
+    citations = CitationAuditReport(audit_results=[cited], summary=summary)
+    disagree = decide_review(sure.model_copy(update={"citations": citations}), 0.7).reasons
+    return [*banded, *sampled, disagree[-1]]
+
+
 def test_each_reason_the_router_writes_has_its_kind():
     # The reasons come from the router itself, so a change of its wording that the patterns miss fails here.
     kinds = [reason_kind(r) for r in _routed_reasons()]
@@ -93,6 +117,8 @@ def test_each_reason_the_router_writes_has_its_kind():
         "high-risk claim",
         "high-risk flag",
     ]
+    kinds += [reason_kind(r) for r in _uncertainty_reasons()]
+    assert kinds[-3:] == ["uncertain sentence", "random sample", "checks disagree"]
     assert set(REASON_KINDS) - set(kinds) == {"other"}  # every kind but `other` is one the router writes
     assert reason_kind(describe_limit(limit_flag("PASSAGE_CHARS"))) == "audit limit"
     assert reason_kind("something new") == "other"

@@ -69,12 +69,14 @@ def test_from_lake_reports_agreement_per_version_and_tenant(reviewed, capsys):
 
 def test_from_lake_for_one_tenant_and_with_a_fit(reviewed, tmp_path, capsys):
     out = tmp_path / "cal.json"
+    assert main(["calibrate", "--from-lake", reviewed, "--fit", str(out), "--folds", "3"]) == 0
+    capsys.readouterr()
     assert main(["calibrate", "--from-lake", reviewed, "--tenant", "legal", "--fit", str(out), "--folds", "3"]) == 0
     text = capsys.readouterr().out
     assert "6 reviewed sentences" in text and "tenant=clinic" not in text
-    assert "grouped by response" in text
-    calibration = Calibration.load(str(out))
-    assert calibration.fitted_on["tenant"] == "legal" and calibration.stage("heuristic") is not None
+    assert "grouped by response" in text and "tenant 'legal'" in text
+    _, legal = Calibration.load(str(out)).section("legal")
+    assert legal.fitted_on["tenant"] == "legal" and legal.stage("heuristic") is not None
 
 
 def test_from_lake_without_reviews_or_with_both_sources_is_exit_2(tmp_path, capsys):

@@ -63,6 +63,7 @@ def review_message(audited: AuditedResponse, threshold: float) -> KafkaMessage |
         "risk_level": response.metadata.risk_level.value,
         "overall_faithfulness_score": audited.report.overall_faithfulness_score,
         "reasons": audited.review.reasons,
+        "routes": [route.value for route in audited.review.routes],
         "critical_flags": audited.report.critical_flags,
         "flagged_sentences": flagged,
         "origin": origin.model_dump(),

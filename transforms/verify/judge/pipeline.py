@@ -43,7 +43,7 @@ from schemas.judge import JudgeCallRow
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import AnswerSentences, build_report, prepare_sentences
-from transforms.verify.calibration import calibration_sha256
+from transforms.verify.calibration import DEFAULT_SECTION, calibration_sha256
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.handler import JudgeModelHandler
@@ -239,6 +239,7 @@ class _MergeDoFn(beam.DoFn):
                 verifier=self._name,
                 verifier_version=self._version,
                 calibration_sha256=self._calibration_sha256,
+                calibration_section=DEFAULT_SECTION if self._calibration_sha256 else None,
                 report=report,
                 decided_by=list(result.decided_by) if plan.has_evidence else [],
                 audited_at=plan.now,
