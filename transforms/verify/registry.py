@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from transforms.verify.base import Verifier
 from transforms.verify.calibration import CalibratedVerifier, Calibration
+from transforms.verify.tenants import TenantVerifier
 
 __all__ = ["VERIFIERS", "available_verifiers", "make_verifier", "register_verifier", "verifier_versions"]
 
@@ -62,8 +63,6 @@ def make_verifier(name: str, *, calibration: Calibration | None = None, **config
     A file with tenant sections gives one verifier per section (`transforms.verify.tenants`).
     """
     if calibration is not None and calibration.tenants:
-        from transforms.verify.tenants import TenantVerifier
-
         default = make_verifier(name, calibration=calibration.section(None)[1], **config)
         own = {t: make_verifier(name, calibration=calibration.section(t)[1], **config) for t in calibration.tenants}
         return TenantVerifier(default, own)
