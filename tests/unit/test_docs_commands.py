@@ -92,6 +92,7 @@ def test_every_documented_command_is_run_or_named():
     assert ["groundwatch", "gate", "--input", "answers.jsonl"] in run  # a comment and an [option] are dropped
 
 
+@pytest.mark.scenario  # a Beam audit or two per page: not fast, so it runs with the integration tier
 @pytest.mark.parametrize("commands", _runnable())
 def test_the_documented_commands_run_as_written(commands, tmp_path, monkeypatch):
     with open(sample_traffic_path(), encoding="utf-8") as sample:
