@@ -2,7 +2,7 @@
 """Re-derive the heuristic verifier's labelled-data settings with cross-validation grouped by source document.
 
     python scripts/fit_heuristic.py --golden FILE [--group-by source|document] [--folds 5] [--floor 0.6]
-        [--out cues.json] [--no-search]
+        [--out cues.json] [--no-search] [--cues-only]
 
 Every setting of `HeuristicConfig` that was chosen by looking at labelled data is searched again here, and every
 figure is given twice: cross-validated (the choice made on k-1 folds, applied to the held-out fold, pooled over
@@ -252,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--min-gain", type=float, default=0.005, help="objective gain a search step needs")
     parser.add_argument("--no-search", action="store_true", help="skip the nested coordinate search (part 4)")
+    parser.add_argument(
+        "--cues-only", action="store_true", help="stop after the per-cue table and the floor rule (parts 1-2)"
+    )
     parser.add_argument("--out", help="write the config with the floor rule's cue modes (all records) here")
     args = parser.parse_args(argv)
 
@@ -314,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         {"given": base, "floor, cross-validated": cv_floor, "floor, in-sample": runner.run(in_sample_cfg)},
     )
 
+    if args.cues_only:
+        return _finish(runner, in_sample_cfg, args.out)
+
     print("\n3. PER SETTING: one-dimensional search from the config given (CV: value chosen on each training part)")
     print(
         f"{'setting':28} {'given':>7} {'in-sample':>9} {'per fold':24} {'obj CV':>7} {'obj in':>7} "
@@ -349,12 +355,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             moved = {n: get_value(c, n) for n in names if get_value(c, n) != get_value(start, n)}
             print(f"fold {f} choice: {moved or 'no change'}")
 
+    return _finish(runner, in_sample_cfg, args.out)
+
+
+def _finish(runner: Runner, floor_config: HeuristicConfig, out: str | None) -> int:
+    """Print the cost and write the floor rule's config to `out` when asked."""
     print(f"\n{runner.configs} configs scored, {runner.seconds:.1f} CPU s")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(json.loads(in_sample_cfg.model_dump_json()), handle, indent=2)
+    if out:
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump(json.loads(floor_config.model_dump_json()), handle, indent=2)
             handle.write("\n")
-        print(f"wrote {args.out}: cue modes {in_sample_cfg.cues.model_dump()}")
+        print(f"wrote {out}: cue modes {floor_config.cues.model_dump()}")
     return 0
 
 

@@ -238,10 +238,12 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
         found.append(Quantity(kind, value * scale, unit, start, end, text[start:end]))
         insort(spans, (start, end))
     for m in _number_words(text):
-        if _taken(spans, m.start(), m.end()) or m.group("num").lower() == "one":
+        if _taken(spans, m.start(), m.end()):
             continue
         value = float(_NUMBER_WORDS[m.group("num").lower()])
         unit, scale = _unit(m.group("unit"))
+        if value == 1 and unit in ("", "?"):  # "one" alone is mostly a pronoun; "one year", "one mg" are amounts
+            continue
         end = m.end("unit") if m.group("unit") and unit != "?" else m.end("num")
         unit = "" if unit == "?" else unit
         if unit.startswith("dur:") and _AGE.match(text, end):

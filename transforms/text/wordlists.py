@@ -107,6 +107,20 @@ IRREGULAR_FORMS = {
 }
 
 
+# Frequency words keep a stem of their own: "-ly" stripping would make "monthly" the unit "month", so "measured
+# monthly during the first month" would find its "monthly" in the evidence's "weekly during the first month".
+# Words of one meaning share a stem ("annually" / "yearly").
+FREQUENCY_STEMS = {
+    form: base
+    for base, forms in (
+        line.split(":")
+        for line in """hourly:hourly daily:daily nightly:nightly weekly:weekly biweekly:biweekly,fortnightly
+        monthly:monthly quarterly:quarterly annual:annually,yearly""".split()
+    )
+    for form in forms.split(",")
+}
+
+
 # Sentence connectives that generated answers open with ("However, ...", "Additionally, ..."): they link claims but
 # state nothing the evidence could support, so they weigh nothing (an evidence passage rarely repeats them).
 CONNECTIVES = frozenset(
