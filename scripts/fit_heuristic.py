@@ -79,6 +79,8 @@ class Outcome:
     score: float
     cue: str
     """The cue that made it contradicted ('' when it is not)."""
+    fired: tuple[str, ...] = ()
+    """Every cue that fired, asserting or doubting."""
 
 
 class Runner:
@@ -99,7 +101,8 @@ class Runner:
                 verdict, a = analysed_verdict(0, r.answer, ev, config)
                 label = verdict.attribution_verdict.value
                 cue = a.contradictions[0].cue if label == "contradicted" and a.contradictions else ""
-                out.append(Outcome(label, grounded_score(verdict), cue))
+                fired = tuple(dict.fromkeys(x.cue for x in a.contradictions + a.doubts))
+                out.append(Outcome(label, grounded_score(verdict), cue, fired))
             self._cache[key] = out
             self.seconds += time.process_time() - started
         return self._cache[key]
@@ -164,6 +167,39 @@ def cue_precision(records, outcomes, idx, sources=None) -> dict[str, tuple[int, 
             row[2] += "contradicted" in records[i].acceptable
             row[3] += records[i].label != "fully_grounded"
     return {cue: tuple(row) for cue, row in out.items()}
+
+
+def cue_firings(records, outcomes, idx) -> dict[str, tuple[int, int, int]]:
+    """Per cue, whatever its mode: sentences it fired on, of them not labelled fully grounded, and of them with
+    `contradicted` among their acceptable labels. A doubting cue is judged here as if it asserted."""
+    out: dict[str, list[int]] = {}
+    for i in idx:
+        for cue in outcomes[i].fired:
+            row = out.setdefault(cue, [0, 0, 0])
+            row[0] += 1
+            row[1] += records[i].label != "fully_grounded"
+            row[2] += "contradicted" in records[i].acceptable
+    return {cue: tuple(row) for cue, row in out.items()}
+
+
+def print_firings(records, outcomes, fold, k: int, config: HeuristicConfig) -> None:
+    """Every cue that fired, asserting or doubting, on all records: how often it was right, per held-out fold."""
+    every = range(len(records))
+    print("\nevery cue that fired (asserting or doubting), all sources: share not fully grounded / compatible")
+    print(f"{'cue':20} {'mode':>6} {'n':>4} {'not fg':>7} {'compat':>7}   not fg per held-out fold")
+    table = cue_firings(records, outcomes, every)
+    for cue in sorted(table, key=lambda c: -table[c][0]):
+        n, not_grounded, compatible = table[cue]
+        per_fold = []
+        for f in range(k):
+            row = cue_firings(records, outcomes, [i for i in every if fold[i] == f]).get(cue)
+            per_fold.append(f"{row[1] / row[0]:.2f}/{row[0]}" if row else "   -")
+        print(
+            f"{cue:20} {config.cues.of(cue):>6} {n:>4} {not_grounded / n:>7.3f} {compatible / n:>7.3f}   "
+            f"{' '.join(per_fold)}"
+        )
+    silent = [cue for cue in CUES if cue not in table and config.cues.of(cue) != "off"]
+    print(f"never fired: {', '.join(silent) or '-'}")
 
 
 def floor_rule(runner, config, idx, floor: float, all_sources: bool = False) -> HeuristicConfig:
@@ -307,6 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{cue or '(none)':20} {n:>4} {strict / n:>7.3f} {compatible / n:>7.3f} {not_grounded / n:>7.3f}   "
             f"{' '.join(per_fold):26} {verdict:>7} ({held} doubt)"
         )
+    print_firings(records, base, fold, k, start)
     in_sample_cfg = floor_rule(runner, start, every, args.floor, args.all_sources)
     cv_floor, _ = cross_validated(
         runner, fold, lambda train: floor_rule(runner, start, train, args.floor, args.all_sources)

@@ -62,3 +62,21 @@ def test_the_same_schedule_or_amount_in_other_words_is_fully_grounded(claim, evi
 def test_one_is_an_amount_only_with_a_unit():
     assert [q.kind for q in extract_quantities("The warranty lasts one year.")] == ["duration"]
     assert extract_quantities("One of the nurses signed the chart.") == ()
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("Overtime is paid to salaried staff only.", "Overtime is paid to all staff."),  # narrowed
+        ("Only the landlord may end the tenancy with notice.", "Either party may end the tenancy with notice."),
+        ("The discount applies to all orders.", "The discount applies to online orders only."),  # widened
+    ],
+)
+def test_a_changed_scope_is_not_fully_grounded(claim, evidence):
+    assert _verdict(claim, evidence) != "fully_grounded"
+
+
+def test_the_same_scope_in_another_place_is_fully_grounded():
+    assert _verdict("The discount applies only to online orders.", "The discount applies to online orders only.") == (
+        "fully_grounded"
+    )
