@@ -52,7 +52,7 @@ def _changed_scope(tokens, ev, gain_of: dict) -> str:
     other end ("only" against "all" or "either", "all" against "only"); '' when there is none."""
     if not gain_of:
         return ""
-    stems = ev.sentences[max(gain_of, key=gain_of.get)].stems
+    stems = ev.sentences[max(gain_of, key=lambda sid: gain_of[sid])].stems
     for t in tokens:
         word = t.text.lower()
         if word in SCOPE_WORDS and t.stem not in ev.postings:
