@@ -80,3 +80,24 @@ def test_the_same_scope_in_another_place_is_fully_grounded():
     assert _verdict("The discount applies only to online orders.", "The discount applies to online orders only.") == (
         "fully_grounded"
     )
+
+
+@pytest.mark.parametrize(
+    ("words", "value", "unit"),
+    [
+        ("twenty-five cents", 0.25, "$"),
+        ("forty two", 42.0, ""),
+        ("ninety-nine percent", 99.0, "%"),
+        ("40 pence", 0.4, "£"),
+    ],
+)
+def test_compound_number_words_and_currency_hundredths_are_one_amount(words, value, unit):
+    (quantity,) = extract_quantities(words)
+    assert (quantity.value, quantity.unit) == (pytest.approx(value), unit)
+
+
+def test_an_amount_in_cents_or_compound_words_matches_its_digits():
+    evidence = "Members pay a late fee of $0.25 per day and may borrow 25 items at once."
+    assert _verdict("Members pay a late fee of 25 cents per day.", evidence) == "fully_grounded"
+    assert _verdict("Members may borrow twenty-five items at once.", evidence) == "fully_grounded"
+    assert _verdict("Members may borrow twenty-four items at once.", evidence) != "fully_grounded"
