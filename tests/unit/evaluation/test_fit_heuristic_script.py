@@ -80,8 +80,12 @@ def test_floor_rule_switches_a_cue_that_is_wrong_too_often():
     ]
     runner = fit.Runner(records)
     start = fit.DEFAULT_CONFIG.with_cue_mode("quantity", "assert")
-    assert fit.floor_rule(runner, start, [0, 1, 2], 0.6).cues.quantity == "doubt"  # 1 of 3 right
+    floored = fit.floor_rule(runner, start, [0, 1, 2], 0.6)
+    assert floored.cues.quantity == "doubt"  # 1 of 3 right
     assert fit.floor_rule(runner, start, [2], 0.6).cues.quantity == "assert"
+    # Under the floor, the cue alone no longer makes the sentence contradicted; it only lowers the confidence.
+    assert {o.label for o in runner.run(start)} == {"contradicted"}
+    assert all(o.label != "contradicted" and "quantity" in o.fired for o in runner.run(floored))
 
 
 def test_script_runs_on_the_fixture_and_writes_a_config(tmp_path):
