@@ -125,6 +125,7 @@ red orange yellow green blue purple violet pink brown black white grey gray
 | hourly daily nightly weekly biweekly monthly quarterly annually
 | buyer seller | tenant landlord | lessee lessor | plaintiff defendant | employer employee | lender borrower
 | licensor licensee | nurse physician surgeon pharmacist | administrator admin viewer editor
+| board shareholders auditors | employee contractor intern | patient caregiver
 | windows macos linux ios android
 | json xml csv parquet yaml html pdf
 """

@@ -101,3 +101,14 @@ def test_an_amount_in_cents_or_compound_words_matches_its_digits():
     assert _verdict("Members pay a late fee of 25 cents per day.", evidence) == "fully_grounded"
     assert _verdict("Members may borrow twenty-five items at once.", evidence) == "fully_grounded"
     assert _verdict("Members may borrow twenty-four items at once.", evidence) != "fully_grounded"
+
+
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        ("The auditors approved the annual budget in March.", "The board approved the annual budget in March."),
+        ("Contractors must complete the security training.", "Employees must complete the security training."),
+    ],
+)
+def test_another_role_in_the_same_slot_is_not_fully_grounded(claim, evidence):
+    assert _verdict(claim, evidence) != "fully_grounded"
