@@ -304,6 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     groups, implied = record_groups(records, args.group_by)
     k = min(implied or args.folds, len(set(groups)))
     fold = grouped_folds(groups, k)
+    if args.group_by == "source":
+        held_out = {fold[i]: groups[i] for i in range(len(records))}
+        print("held-out folds, in the order of the per-fold columns: " + ", ".join(held_out[f] for f in range(k)))
     runner = Runner(records)
     every = list(range(len(records)))
     print(
