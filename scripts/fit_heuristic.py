@@ -2,7 +2,7 @@
 """Re-derive the heuristic verifier's labelled-data settings with cross-validation grouped by source document.
 
     python scripts/fit_heuristic.py --golden FILE [--group-by source|document] [--folds 5] [--floor 0.6]
-        [--out cues.json] [--no-search]
+        [--out cues.json] [--no-search] [--cues-only]
 
 Every setting of `HeuristicConfig` that was chosen by looking at labelled data is searched again here, and every
 figure is given twice: cross-validated (the choice made on k-1 folds, applied to the held-out fold, pooled over
@@ -79,6 +79,8 @@ class Outcome:
     score: float
     cue: str
     """The cue that made it contradicted ('' when it is not)."""
+    fired: tuple[str, ...] = ()
+    """Every cue that fired, asserting or doubting."""
 
 
 class Runner:
@@ -99,7 +101,8 @@ class Runner:
                 verdict, a = analysed_verdict(0, r.answer, ev, config)
                 label = verdict.attribution_verdict.value
                 cue = a.contradictions[0].cue if label == "contradicted" and a.contradictions else ""
-                out.append(Outcome(label, grounded_score(verdict), cue))
+                fired = tuple(dict.fromkeys(x.cue for x in a.contradictions + a.doubts))
+                out.append(Outcome(label, grounded_score(verdict), cue, fired))
             self._cache[key] = out
             self.seconds += time.process_time() - started
         return self._cache[key]
@@ -164,6 +167,39 @@ def cue_precision(records, outcomes, idx, sources=None) -> dict[str, tuple[int, 
             row[2] += "contradicted" in records[i].acceptable
             row[3] += records[i].label != "fully_grounded"
     return {cue: tuple(row) for cue, row in out.items()}
+
+
+def cue_firings(records, outcomes, idx) -> dict[str, tuple[int, int, int]]:
+    """Per cue, whatever its mode: sentences it fired on, of them not labelled fully grounded, and of them with
+    `contradicted` among their acceptable labels. A doubting cue is judged here as if it asserted."""
+    out: dict[str, list[int]] = {}
+    for i in idx:
+        for cue in outcomes[i].fired:
+            row = out.setdefault(cue, [0, 0, 0])
+            row[0] += 1
+            row[1] += records[i].label != "fully_grounded"
+            row[2] += "contradicted" in records[i].acceptable
+    return {cue: tuple(row) for cue, row in out.items()}
+
+
+def print_firings(records, outcomes, fold, k: int, config: HeuristicConfig) -> None:
+    """Every cue that fired, asserting or doubting, on all records: how often it was right, per held-out fold."""
+    every = range(len(records))
+    print("\nevery cue that fired (asserting or doubting), all sources: share not fully grounded / compatible")
+    print(f"{'cue':20} {'mode':>6} {'n':>4} {'not fg':>7} {'compat':>7}   not fg per held-out fold")
+    table = cue_firings(records, outcomes, every)
+    for cue in sorted(table, key=lambda c: -table[c][0]):
+        n, not_grounded, compatible = table[cue]
+        per_fold = []
+        for f in range(k):
+            row = cue_firings(records, outcomes, [i for i in every if fold[i] == f]).get(cue)
+            per_fold.append(f"{row[1] / row[0]:.2f}/{row[0]}" if row else "   -")
+        print(
+            f"{cue:20} {config.cues.of(cue):>6} {n:>4} {not_grounded / n:>7.3f} {compatible / n:>7.3f}   "
+            f"{' '.join(per_fold)}"
+        )
+    silent = [cue for cue in CUES if cue not in table and config.cues.of(cue) != "off"]
+    print(f"never fired: {', '.join(silent) or '-'}")
 
 
 def floor_rule(runner, config, idx, floor: float, all_sources: bool = False) -> HeuristicConfig:
@@ -252,6 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--min-gain", type=float, default=0.005, help="objective gain a search step needs")
     parser.add_argument("--no-search", action="store_true", help="skip the nested coordinate search (part 4)")
+    parser.add_argument(
+        "--cues-only", action="store_true", help="stop after the per-cue table and the floor rule (parts 1-2)"
+    )
     parser.add_argument("--out", help="write the config with the floor rule's cue modes (all records) here")
     args = parser.parse_args(argv)
 
@@ -265,6 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     groups, implied = record_groups(records, args.group_by)
     k = min(implied or args.folds, len(set(groups)))
     fold = grouped_folds(groups, k)
+    if args.group_by == "source":
+        held_out = {fold[i]: groups[i] for i in range(len(records))}
+        print("held-out folds, in the order of the per-fold columns: " + ", ".join(held_out[f] for f in range(k)))
     runner = Runner(records)
     every = list(range(len(records)))
     print(
@@ -304,6 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{cue or '(none)':20} {n:>4} {strict / n:>7.3f} {compatible / n:>7.3f} {not_grounded / n:>7.3f}   "
             f"{' '.join(per_fold):26} {verdict:>7} ({held} doubt)"
         )
+    print_firings(records, base, fold, k, start)
     in_sample_cfg = floor_rule(runner, start, every, args.floor, args.all_sources)
     cv_floor, _ = cross_validated(
         runner, fold, lambda train: floor_rule(runner, start, train, args.floor, args.all_sources)
@@ -313,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         records,
         {"given": base, "floor, cross-validated": cv_floor, "floor, in-sample": runner.run(in_sample_cfg)},
     )
+
+    if args.cues_only:
+        return _finish(runner, in_sample_cfg, args.out)
 
     print("\n3. PER SETTING: one-dimensional search from the config given (CV: value chosen on each training part)")
     print(
@@ -349,12 +395,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             moved = {n: get_value(c, n) for n in names if get_value(c, n) != get_value(start, n)}
             print(f"fold {f} choice: {moved or 'no change'}")
 
+    return _finish(runner, in_sample_cfg, args.out)
+
+
+def _finish(runner: Runner, floor_config: HeuristicConfig, out: str | None) -> int:
+    """Print the cost and write the floor rule's config to `out` when asked."""
     print(f"\n{runner.configs} configs scored, {runner.seconds:.1f} CPU s")
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(json.loads(in_sample_cfg.model_dump_json()), handle, indent=2)
+    if out:
+        with open(out, "w", encoding="utf-8") as handle:
+            json.dump(json.loads(floor_config.model_dump_json()), handle, indent=2)
             handle.write("\n")
-        print(f"wrote {args.out}: cue modes {in_sample_cfg.cues.model_dump()}")
+        print(f"wrote {out}: cue modes {floor_config.cues.model_dump()}")
     return 0
 
 

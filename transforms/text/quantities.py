@@ -81,6 +81,8 @@ _UNIT_ALIASES = _table("""
     kilometre=km kilometer=km metres=m meters=m metre=m meter=m miles=mile feet=ft foot=ft pounds=lb lbs=lb
     dollars=$ dollar=$ usd=$ euros=€ euro=€
 """)
+# Hundredths of a currency, stated in the currency's unit: "25 cents" is "$0.25".
+_SUBUNITS = {"cent": ("$", 0.01), "cents": ("$", 0.01), "penny": ("£", 0.01), "pence": ("£", 0.01)}
 _KNOWN_UNITS = frozenset(
     "% mg g kg mcg ml l dl mmol/l mmol mg/dl mg/kg mmhg bpm iu km m cm mm mi mile ft lb oz kb mb gb tb mph kph km/h "
     "hz khz mhz ghz kw mw gw w kwh v °c °f c f ha acre sq".split()
@@ -103,8 +105,10 @@ _NUM = re.compile(
 _DIGITS = re.compile(r"\d+")
 _MARGIN = 24  # characters around digits that a date, time or unit can reach ("September 30", "12 milligrams")
 _CURRENCY_BEFORE = re.compile(r"([$€£¥])\s?$")
-_WORDNUM = re.compile(
-    r"\b(?P<num>" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b"
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_WORDNUM = re.compile(  # "twenty-five" and "twenty five" are one number, 25
+    rf"\b(?:(?P<tens>{_TENS})[\s-](?=(?:one|two|three|four|five|six|seven|eight|nine)\b))?"
+    r"(?P<num>" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b"
     r"(?:[\s-](?P<unit>[a-zA-Z]+))?",
     re.IGNORECASE,
 )
@@ -130,6 +134,8 @@ def _unit(raw: str | None) -> tuple[str, float]:
         return "", _SCALE[low]
     if low in _UNIT_ALIASES:
         return _UNIT_ALIASES[low], 1.0
+    if low in _SUBUNITS:
+        return _SUBUNITS[low]
     if low.rstrip("s") in _DURATION:
         return "dur:" + low.rstrip("s"), 1.0
     if low.rstrip("s") in _UNIT_ALIASES:
@@ -238,10 +244,12 @@ def extract_quantities(text: str) -> tuple[Quantity, ...]:
         found.append(Quantity(kind, value * scale, unit, start, end, text[start:end]))
         insort(spans, (start, end))
     for m in _number_words(text):
-        if _taken(spans, m.start(), m.end()) or m.group("num").lower() == "one":
+        if _taken(spans, m.start(), m.end()):
             continue
-        value = float(_NUMBER_WORDS[m.group("num").lower()])
+        value = float(_NUMBER_WORDS[m.group("num").lower()] + _NUMBER_WORDS.get((m.group("tens") or "").lower(), 0))
         unit, scale = _unit(m.group("unit"))
+        if value == 1 and unit in ("", "?"):  # "one" alone is mostly a pronoun; "one year", "one mg" are amounts
+            continue
         end = m.end("unit") if m.group("unit") and unit != "?" else m.end("num")
         unit = "" if unit == "?" else unit
         if unit.startswith("dur:") and _AGE.match(text, end):

@@ -64,6 +64,7 @@ website site | phone telephone | computer pc | software program programme | data
 | cancel scrap | postpone delay defer | emphasize emphasise stress highlight | happen occur | finish complete
 | resident inhabitant | career profession | participate partake | expand extend broaden | remove delete erase
 | mandate require oblige | reporter journalist | lawsuit litigation | estimate approximate | various different diverse
+| hourly hour | daily day | weekly week | monthly month | quarterly quarter | annually annual year
 """
 
 # A country and the adjective of its people name the same place ("a Chinese mine" / "a mine in China"); the ones
@@ -121,9 +122,10 @@ red orange yellow green blue purple violet pink brown black white grey gray
 | car bus truck bicycle motorcycle
 | cat dog horse cow pig sheep goat chicken rabbit
 | minute minutes hour hours day days week weeks month months year years decade decades century centuries
-| hourly daily nightly weekly biweekly fortnightly monthly quarterly annually annual yearly
+| hourly daily nightly weekly biweekly monthly quarterly annually
 | buyer seller | tenant landlord | lessee lessor | plaintiff defendant | employer employee | lender borrower
 | licensor licensee | nurse physician surgeon pharmacist | administrator admin viewer editor
+| board shareholders auditors | employee contractor intern | patient caregiver
 | windows macos linux ios android
 | json xml csv parquet yaml html pdf
 """
@@ -137,8 +139,8 @@ def _build_incompatible() -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
     for group in _INCOMPATIBLE_GROUPS.split("|"):
         stems = {stem(w) for w in group.split()}
-        for s in stems:
-            out[s] = frozenset(stems - {s} - SYNONYMS.get(s, frozenset()))
+        for s in stems:  # a stem in two groups excludes the members of both
+            out[s] = out.get(s, frozenset()) | (stems - {s} - SYNONYMS.get(s, frozenset()))
     return out
 
 

@@ -22,6 +22,7 @@ from transforms.text.wordlists import ANTONYM_PAIRS as _ANTONYM_PAIRS
 from transforms.text.wordlists import COMMON_WORDS as _COMMON
 from transforms.text.wordlists import CONNECTIVES as _CONNECTIVES
 from transforms.text.wordlists import CONVERSE_PAIRS as _CONVERSE_PAIRS
+from transforms.text.wordlists import FREQUENCY_STEMS as _FREQUENCY
 from transforms.text.wordlists import IRREGULAR_FORMS as _IRREGULAR
 from transforms.text.wordlists import NEGATION_CUES, STOPWORDS
 
@@ -54,6 +55,8 @@ def _stem_raw(word: str) -> str:
     w = word.lower().replace("\u2019", "'")
     if w.endswith("'s"):
         w = w[:-2]
+    if w in _FREQUENCY:
+        return _FREQUENCY[w]
     w = _IRREGULAR.get(w, w)
     if len(w) <= 3 or w.isdigit():
         return w

@@ -9,9 +9,13 @@ __all__ = [
     "COMMON_WORDS",
     "CONNECTIVES",
     "CONVERSE_PAIRS",
+    "EXCLUSIVE_WORDS",
+    "FREQUENCY_STEMS",
     "IRREGULAR_FORMS",
     "NEGATION_CUES",
+    "SCOPE_WORDS",
     "STOPWORDS",
+    "UNIVERSAL_WORDS",
 ]
 
 STOPWORDS = frozenset(
@@ -104,6 +108,34 @@ IRREGULAR_FORMS = {
     )
     for form in forms.split(",")
     if form != "finding"
+}
+
+
+# Superlatives and exclusives are claims of their own ("the largest", "the only", "all"): one the evidence never uses
+# counts against the sentence even where the words are function words that otherwise weigh nothing.
+SCOPE_WORDS = frozenset(
+    """only sole solely exclusively unique all every always never entire first most least best worst largest biggest
+    smallest highest lowest greatest oldest youngest longest shortest fastest earliest latest newest strongest
+    richest""".split()
+)
+
+# The two ends of a scope: a claim that narrows what its evidence sentence states for everyone ("full-time employees
+# only" / "all employees", "only the buyer" / "either party"), or widens what it restricts, changes the scope slot.
+EXCLUSIVE_WORDS = frozenset("only sole solely exclusively".split())
+UNIVERSAL_WORDS = frozenset("all every each any either both always".split())
+
+
+# Frequency words keep a stem of their own: "-ly" stripping would make "monthly" the unit "month", so "measured
+# monthly during the first month" would find its "monthly" in the evidence's "weekly during the first month".
+# Words of one meaning share a stem ("annually" / "yearly").
+FREQUENCY_STEMS = {
+    form: base
+    for base, forms in (
+        line.split(":")
+        for line in """hourly:hourly daily:daily nightly:nightly weekly:weekly biweekly:biweekly,fortnightly
+        monthly:monthly quarterly:quarterly annual:annually,yearly""".split()
+    )
+    for form in forms.split(",")
 }
 
 

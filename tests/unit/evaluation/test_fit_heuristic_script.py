@@ -80,8 +80,12 @@ def test_floor_rule_switches_a_cue_that_is_wrong_too_often():
     ]
     runner = fit.Runner(records)
     start = fit.DEFAULT_CONFIG.with_cue_mode("quantity", "assert")
-    assert fit.floor_rule(runner, start, [0, 1, 2], 0.6).cues.quantity == "doubt"  # 1 of 3 right
+    floored = fit.floor_rule(runner, start, [0, 1, 2], 0.6)
+    assert floored.cues.quantity == "doubt"  # 1 of 3 right
     assert fit.floor_rule(runner, start, [2], 0.6).cues.quantity == "assert"
+    # Under the floor, the cue alone no longer makes the sentence contradicted; it only lowers the confidence.
+    assert {o.label for o in runner.run(start)} == {"contradicted"}
+    assert all(o.label != "contradicted" and "quantity" in o.fired for o in runner.run(floored))
 
 
 def test_script_runs_on_the_fixture_and_writes_a_config(tmp_path):
@@ -132,3 +136,28 @@ def test_script_groups_by_source_when_asked():
     )
     assert done.returncode == 0, done.stderr
     assert "8 records (2 rejected lines), 2 source groups, 2 folds" in done.stdout  # sources A and B
+
+
+def test_cues_only_prints_every_cue_that_fired_doubting_ones_too(capsys):
+    fit = _script()
+    assert fit.main(["--golden", str(FIXTURE), "--group-by", "source", "--cues-only"]) == 0
+    out = capsys.readouterr().out
+    assert "2. CUES" in out and "every cue that fired" in out and "never fired:" in out
+    assert "3. PER SETTING" not in out
+
+
+def test_a_doubting_cue_is_judged_as_if_it_asserted():
+    fit = _script()
+    records = [
+        GoldenRecord(
+            "r0",
+            "S",
+            "The API supports both JSON and XML.",
+            (EvidencePassage(doc_id="e1", content=("The API supports JSON only; XML is not supported.")),),
+            "contradicted",
+            ("contradicted",),
+        )
+    ]
+    outcome = fit.Runner(records).run(fit.DEFAULT_CONFIG)[0]
+    assert outcome.label != "contradicted" and outcome.cue == ""  # the cue doubts: it cannot assert alone
+    assert fit.cue_firings(records, [outcome], [0]) == {"denied_clause": (1, 1, 1)}

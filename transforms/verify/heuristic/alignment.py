@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from transforms.text.quantities import Quantity, extract_quantities, same_value
 from transforms.text.synonyms import SYNONYMS
 from transforms.text.tokens import Token, citation_marker_spans, tokenize
+from transforms.text.wordlists import EXCLUSIVE_WORDS, SCOPE_WORDS, UNIVERSAL_WORDS
 from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 from transforms.verify.heuristic.contradiction import (
     Contradiction,
@@ -43,14 +44,22 @@ __all__ = [
     "index_evidence",
 ]
 
-# Superlatives and exclusives are claims of their own ("the largest", "the only", "all"): one the evidence never uses
-# counts against the sentence even where the words are function words that otherwise weigh nothing.
-SCOPE_WORDS = frozenset(
-    """only sole solely exclusively unique all every always never entire first most least best worst largest biggest
-    smallest highest lowest greatest oldest youngest longest shortest fastest earliest latest newest strongest
-    richest""".split()
-)
 _SCALE_WORDS = frozenset({"million", "billion", "trillion", "thousand", "hundred"})
+
+
+def _changed_scope(tokens, ev, gain_of: dict) -> str:
+    """A scope word of the claim the evidence never uses, where its best-aligned evidence sentence has one of the
+    other end ("only" against "all" or "either", "all" against "only"); '' when there is none."""
+    if not gain_of:
+        return ""
+    stems = ev.sentences[max(gain_of, key=lambda sid: gain_of[sid])].stems
+    for t in tokens:
+        word = t.text.lower()
+        if word in SCOPE_WORDS and t.stem not in ev.postings:
+            other = UNIVERSAL_WORDS if word in EXCLUSIVE_WORDS else EXCLUSIVE_WORDS if word in UNIVERSAL_WORDS else ()
+            if not stems.isdisjoint(other):
+                return t.text
+    return ""
 
 
 @dataclass
@@ -394,6 +403,10 @@ def analyse_sentence(sentence: str, ev: EvidenceIndex, config: HeuristicConfig =
         # A whole unsupported clause ("unless the landlord waives it") is a claim of its own: not fully grounded.
         out.grounded_probability = c.clause_cap
         out.notes.append("an unsupported clause keeps the sentence from being fully grounded")
+    if out.grounded_probability >= c.support_threshold and (changed := _changed_scope(tokens, ev, gain_of)):
+        # Like an unsupported clause, a scope the evidence does not state is a claim of its own.
+        out.grounded_probability = c.clause_cap
+        out.notes.append(f"{changed!r} changes the scope its evidence sentence states")
     if (
         out.grounded_probability < c.support_threshold
         and not out.contradictions

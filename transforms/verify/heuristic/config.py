@@ -54,10 +54,10 @@ CUES = (
 class CueModes(BaseModel):
     """What each contradiction cue does when it fires: assert contradicted, only lower confidence, or nothing.
 
-    `replaced_words` doubts: `scripts/fit_heuristic.py --floor 0.6` found that 0.41 of the sentences it made
-    contradicted may be labelled contradicted (on the sources whose labels have that class; under the floor in
-    every training part of a 5-fold grouped split), though 0.76 of them are not fully grounded. Every other cue
-    that fired there is at 0.62 or more.
+    `replaced_words` and `denied_clause` doubt: `scripts/fit_heuristic.py --group-by source --cues-only` (floor
+    0.6) finds 0.36 and 0.38 of the sentences they fire on compatible with `contradicted`, though 0.71 and 0.62
+    of them are not fully grounded. Every asserting cue that fired is at 0.62 or more on the sources whose labels
+    have a contradicted class.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
