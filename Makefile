@@ -24,7 +24,7 @@ test-fast:
 	$(PYTHON) -m pytest -q --tier fast -n 2 --dist loadgroup
 
 test-integration:
-	scripts/test.sh --tier integration
+	scripts/test.sh --tier integration -n 2 --dist loadgroup
 
 test:
 	scripts/test.sh
