@@ -115,3 +115,15 @@ def test_the_app_can_say_how_many_hours_are_not_compacted(lakes):
     raw, compacted = lakes
     assert uncompacted_hours(raw) == (2, 2)
     assert uncompacted_hours(compacted) == (0, 2)
+
+
+def test_an_hour_not_compacted_reads_no_reason_text(lakes):
+    """The raw path computes the queue from stored short columns: matching every reason's text against
+    patterns made a lake never compacted take a minute a page at a million responses."""
+    import duckdb
+
+    from transforms.io.lake.rollups import ROLLUPS, rollup_sql
+
+    raw, _ = lakes
+    sql = rollup_sql(duckdb.connect(), ROLLUPS[REVIEW_QUEUE_ITEMS], raw)
+    assert "list_contains(review_routes" in sql and "regexp" not in sql
