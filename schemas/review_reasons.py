@@ -3,8 +3,8 @@
 The router writes reasons as sentences naming the sentence and the evidence ids, which a reviewer needs but a
 count cannot group. Each pattern here follows its wording, in its order; a reason that matches none is of
 kind `other`, so a new rule shows up instead of vanishing. The patterns are simple enough for Python's `re`
-and DuckDB's RE2 alike: the dashboards classify with the first, the review queue's rollup with the second
-(`reason_kinds_sql`, a bit per kind).
+and DuckDB's RE2 alike. The review queue does not use them: it filters and counts by the routes the audit
+stores (`responses.review_routes`), as matching every reason's text made an uncompacted lake's queue slow.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 
 from schemas.reports import LIMIT_FLAG_PREFIX
 
-__all__ = ["KIND_PATTERNS", "REASON_KINDS", "reason_kinds_sql"]
+__all__ = ["KIND_PATTERNS", "REASON_KINDS"]
 
 _PATTERNS = (
     (r"^sentence \d+ contradicted", "contradicted sentence"),
@@ -33,14 +33,3 @@ _PATTERNS = (
 KIND_PATTERNS: dict[str, str] = {kind: pattern for pattern, kind in _PATTERNS}
 """Each kind's regular expression, in the router's order."""
 REASON_KINDS: tuple[str, ...] = (*KIND_PATTERNS, "other")
-
-
-def reason_kinds_sql(reasons: str) -> str:
-    """SQL of an integer with bit i set when one of the reasons (`reasons`: SQL of a list of strings) is of
-    the i-th kind of `KIND_PATTERNS` (`other` has no bit). Each reason is matched on its own: an anchored
-    pattern gives up at a reason's first characters, where over the reasons joined one a line it had to look
-    for every line start (3.5 times slower)."""
-    return " + ".join(
-        f"CASE WHEN len(list_filter({reasons}, lambda r: regexp_matches(r, '{pattern}'))) > 0 THEN {1 << i} ELSE 0 END"
-        for i, pattern in enumerate(KIND_PATTERNS.values())
-    )

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     pages = [
         ("queue", "/queue"),
         ("queue, tenant filter", f"/queue?tenant={quote(tenant)}"),
-        ("queue, reason filter", "/queue?reason=contradicted+sentence"),
+        ("queue, reason filter", "/queue?reason=flagged"),
         ("queue, page 20", "/queue?page=20"),
         ("response page (first in queue)", f"/response/{first[0]}?t={quote(first[1].isoformat())}"),
         ("response page (middle of the lake)", f"/response/{middle[0]}?t={quote(middle[1].isoformat())}"),

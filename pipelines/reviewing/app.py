@@ -36,7 +36,7 @@ from pipelines.reviewing.queries import (
     load_response,
     next_in_queue,
     queue,
-    reason_patterns,
+    reason_choices,
 )
 from pipelines.reviewing.store import LABELS, Label, ReviewInputError, append_reviews, review_rows
 
@@ -119,7 +119,7 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
             "filters": f,
             "kept": kept,
             "query": urlencode(kept),
-            "reasons": list(reason_patterns()),
+            "reasons": reason_choices(),
             "saved": request.query_params.get("saved", ""),
         }
         return templates.TemplateResponse(request, "queue.html", context)

@@ -5,8 +5,8 @@
     response = load_response(con.cursor(), "r-1", event_time)
 
 The queue is the responses routed to review (`needs_review`), read from their rollup
-(`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`), filtered by tenant, risk, reason kind
-(`schemas.review_reasons`, as bits), verifier version and event time, ordered by risk (high first), then by
+(`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`), filtered by tenant, risk, reason (the route the audit
+stored, `schemas.ReviewRoute`, as bits), verifier version and event time, ordered by risk (high first), then by
 event time (oldest first: a queue is served in arrival order), then by id. A response link carries its
 `event_time` so that loading it reads only its hour's files (a filter on the `date` and `hour` partitions).
 """
@@ -21,10 +21,10 @@ from typing import Any
 
 import duckdb
 
-from dashboards.review_reasons import KIND_PATTERNS, REASON_KINDS
 from dashboards.views import connect_lake, create_views
 from pipelines.reviewing.store import create_latest_view
-from transforms.io.lake.rollups import REVIEW_QUEUE_ITEMS, RISK_RANK_SQL
+from schemas import ReviewRoute
+from transforms.io.lake.rollups import REVIEW_QUEUE_ITEMS, RISK_RANK_SQL, route_bit
 
 __all__ = [
     "PAGE_SIZE",
@@ -34,16 +34,16 @@ __all__ = [
     "load_response",
     "next_in_queue",
     "queue",
-    "reason_patterns",
+    "reason_choices",
 ]
 
 PAGE_SIZE = 50
 _REFRESH_SECONDS = 30.0
 
 
-def reason_patterns() -> dict[str, str]:
-    """Each reason kind a reviewer can filter by and its pattern (every kind of `REASON_KINDS` but `other`)."""
-    return {kind: KIND_PATTERNS[kind] for kind in REASON_KINDS if kind in KIND_PATTERNS}
+def reason_choices() -> list[str]:
+    """The reasons a reviewer can filter the queue by: the review routes, in the router's order."""
+    return [route.value for route in ReviewRoute]
 
 
 class LakeSession:
@@ -101,20 +101,14 @@ _BASE = f"""
 WITH labelled AS (SELECT response_id, count(*) AS labelled FROM reviews_latest GROUP BY 1),
 q AS (
     SELECT r.response_id, r.event_time, r.tenant, r.risk_level, r.verifier_version, r.overall_faithfulness_score,
-           r.sentence_count, r.critical_flag_count, r.risk_rank, r.reason_kinds,
+           r.sentence_count, r.critical_flag_count, r.risk_rank, r.route_bits,
            coalesce(l.labelled, 0) AS labelled, l.labelled IS NOT NULL AS reviewed
     FROM {REVIEW_QUEUE_ITEMS} r LEFT JOIN labelled l USING (response_id)
 )
 """
 """The responses in review (the queue's rollup, `transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`: short columns
-and the reason kinds as bits), each with how many of its sentences carry a label; `reviewed` once any does
+and the routes as bits), each with how many of its sentences carry a label; `reviewed` once any does
 (the app labels every claim sentence of a response in one submission)."""
-
-
-def _kind_bit(kind: str) -> int:
-    """The bit of a reason kind in `reason_kinds` (0, matching nothing, for an unknown kind)."""
-    kinds = list(KIND_PATTERNS)
-    return 1 << kinds.index(kind) if kind in kinds else 0
 
 
 def _where(f: QueueFilters) -> tuple[str, dict[str, Any]]:
@@ -125,8 +119,8 @@ def _where(f: QueueFilters) -> tuple[str, dict[str, Any]]:
             clauses.append(f"{column} = ${name}")
             params[name] = getattr(f, name)
     if f.reason:
-        clauses.append("reason_kinds & $reason <> 0")
-        params["reason"] = _kind_bit(f.reason)
+        clauses.append("route_bits & $reason <> 0")
+        params["reason"] = route_bit(f.reason)
     if f.since:
         clauses.append("event_time >= $since")
         params["since"] = f.since
@@ -154,15 +148,17 @@ def queue(con: duckdb.DuckDBPyConnection, f: QueueFilters, *, page_size: int = P
         items += _rows(con, page, params)
     if items:
         times = [item["event_time"] for item in items]
-        reasons = dict(
-            con.execute(
-                "SELECT response_id, review_reasons FROM responses WHERE response_id IN (SELECT unnest($ids))"
-                " AND event_time BETWEEN $first AND $last",
+        why = {
+            response_id: (reasons, routes)
+            for response_id, reasons, routes in con.execute(
+                "SELECT response_id, review_reasons, review_routes FROM responses"
+                " WHERE response_id IN (SELECT unnest($ids)) AND event_time BETWEEN $first AND $last",
                 {"ids": [item["response_id"] for item in items], "first": min(times), "last": max(times)},
             ).fetchall()
-        )
+        }
         for item in items:
-            item["review_reasons"] = reasons.get(item["response_id"]) or []
+            reasons, routes = why.get(item["response_id"], (None, None))
+            item["review_reasons"], item["review_routes"] = reasons or [], routes or []
     return QueuePage(items, total, counts)
 
 
@@ -184,12 +180,12 @@ def _page_ranks(per_level: dict[str, int], offset: int, size: int) -> list[tuple
 
 
 def _facets(con: duckdb.DuckDBPyConnection, f: QueueFilters) -> tuple[int, dict[str, list[tuple[str, int]]]]:
-    """How many responses the queue holds under `f`, and per facet (tenant, risk, verifier version, reason kind)
+    """How many responses the queue holds under `f`, and per facet (tenant, risk, verifier version, route)
     each value and how many of them have it (a response in review for two reasons counts for both), in one
     scan of short columns."""
     where, params = _where(f)
-    kinds = reason_patterns()
-    by_kind = ", ".join(f"count_if(reason_kinds & {_kind_bit(kind)} <> 0)" for kind in kinds)
+    kinds = reason_choices()
+    by_kind = ", ".join(f"count_if(route_bits & {route_bit(kind)} <> 0)" for kind in kinds)
     sql = f"""{_BASE} SELECT grouping(tenant, risk_level, verifier_version), tenant, risk_level, verifier_version,
         count(*), {by_kind} FROM q {where} GROUP BY GROUPING SETS ((tenant), (risk_level), (verifier_version), ())"""
     counts: dict[str, list[tuple[str, int]]] = {"tenant": [], "risk": [], "verifier_version": [], "reason": []}

@@ -41,13 +41,13 @@ def test_the_queue_lists_responses_in_review_high_risk_first_with_counts(client)
     ids = _queue_ids(page.text)
     assert ids[0] == "r-high" and "r-low" in ids and "r-good" not in ids
     assert "clinic (1)" in page.text and "legal (1)" in page.text
-    assert "contradicted sentence (1)" in page.text
+    assert "flagged (2)" in page.text and "risk (1)" in page.text
 
 
 def test_the_queue_filters_by_tenant_risk_reason_version_and_time(client):
     assert _queue_ids(client.get("/queue?tenant=legal").text) == ["r-low"]
     assert _queue_ids(client.get("/queue?risk=high").text) == ["r-high"]
-    assert _queue_ids(client.get("/queue?reason=contradicted+sentence").text) == ["r-high"]
+    assert _queue_ids(client.get("/queue?reason=risk").text) == ["r-high"]
     assert _queue_ids(client.get("/queue?since=2026-11-29T10:00Z").text) == ["r-low"]
     assert _queue_ids(client.get("/queue?until=2026-11-29T10:00Z").text) == ["r-high"]
     assert _queue_ids(client.get("/queue?verifier_version=nope").text) == []
