@@ -20,7 +20,7 @@ the runner holds a run's data in memory until it ends.
 
 Stages (each a labelled composite in `transforms/`):
 ReadJsonl -> ParseResponses -> WindowByEventTime -> SampleResponses -> VerifySentences -> [audit steps]
--> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops duplicate
+-> ScoreRetrieval -> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops duplicate
 response ids while parsing; a stream (`pipelines.monitor`) drops them per window just before ScoreAndFlag.
 A message any stage fails on, for any reason, becomes a dead letter `stage_failed: <stage>: ...` with its
 original bytes, and the run goes on.
@@ -54,7 +54,15 @@ from pipelines.runner.worker_pool import separate_environment
 from schemas.base import utc_now
 from transforms.attribution.citations import AuditCitationsStep
 from transforms.attribution.claims import AuditClaimsStep
-from transforms.audit.stages import AUDITED, ApplyAuditStep, AuditStep, ScoreAndFlag, ToLakeRows, VerifySentences
+from transforms.audit.stages import (
+    AUDITED,
+    ApplyAuditStep,
+    AuditStep,
+    ScoreAndFlag,
+    ScoreRetrieval,
+    ToLakeRows,
+    VerifySentences,
+)
 from transforms.ingest.parse import (
     DEAD_LETTERS,
     PARSED,
@@ -203,7 +211,9 @@ def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lamb
     for step_label, stage, step in audit_steps(opts):
         result = audited | f"{step_label}{label}" >> place(ApplyAuditStep(step, stage=stage))
         audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
-    return audited, dead
+    # Retrieval is scored where the audit's CPU work runs (in the lanes), not after a stream's dedupe waits.
+    scored = audited | f"ScoreRetrieval{label}" >> place(ScoreRetrieval())
+    return scored[AUDITED], [*dead, scored[DEAD_LETTERS]]
 
 
 def _lane_of(parsed, lanes: int) -> int:
