@@ -17,6 +17,9 @@ at least `min_responses` responses, one Evidently `Report` with tests checks:
 - `abstention_rise`: the share of responses with an abstaining sentence at most `max_abstention_rise` (10
   points) over the reference's, unless a binomial test finds the rise insignificant
   (`transforms.monitoring.abstention`),
+- `context_relevance_drop` and `empty_retrieval_rise`: the passages' relevance to the query fell, or the
+  share of responses with no relevant passage rose (`transforms.monitoring.retrieval_checks`), when the lake
+  has retrieval scores,
 - `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged.
 
 The reference of a slice is its last `baseline_windows` windows that had enough responses and raised
@@ -45,6 +48,7 @@ from transforms.monitoring.evidently_report import (
 )
 from transforms.monitoring.lake_frames import LakeFrames
 from transforms.monitoring.plans import DriftConfig, SlicePlan
+from transforms.monitoring.retrieval_checks import RETRIEVAL_CHECKS, retrieval_checks
 
 __all__ = [
     "DRIFT_CHECKS",
@@ -57,7 +61,7 @@ __all__ = [
     "record_baseline",
 ]
 
-DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop", ABSTENTION_CHECK)
+DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop", ABSTENTION_CHECK, *RETRIEVAL_CHECKS)
 """The checks comparing a window with its reference; a window failing one is kept out of later baselines."""
 _OPERATIONAL_CHECKS = ("attribution_coverage", "low_confidence_claims")
 INCONCLUSIVE_P_VALUE = 0.05
@@ -155,6 +159,19 @@ def _plans(frames: LakeFrames, window_start: datetime, history: dict, config: Dr
     return plans
 
 
+_CHECK_COLUMN = {
+    ABSTENTION_CHECK: "abstention",
+    "context_relevance_drop": "mean_context_relevance",
+    "empty_retrieval_rise": "empty_retrieval",
+}
+"""Checks that need a `responses` column lakes written by older versions lack."""
+
+
+def _has_data(check: str, responses: pd.DataFrame) -> bool:
+    column = _CHECK_COLUMN.get(check)
+    return column is None or (column in responses and bool(responses[column].notna().any()))
+
+
 def _check_rows(
     plan: SlicePlan, values: dict, passed: dict, window, config: DriftConfig, now, p_threshold: float
 ) -> list[DriftCheckRow]:
@@ -169,7 +186,7 @@ def _check_rows(
         reference_responses=0 if plan.reference_responses is None else len(plan.reference_responses),
         reference=plan.reference_label or ("not needed" if plan.status is None else plan.status.value),
     )
-    checks = [c for c in DRIFT_CHECKS if c != ABSTENTION_CHECK or "abstention" in plan.responses] + [
+    checks = [c for c in DRIFT_CHECKS if _has_data(c, plan.responses)] + [
         c
         for c, m in zip(_OPERATIONAL_CHECKS, ("attribution_coverage_rate", "low_confidence_claim_rate"), strict=True)
         if present(plan.metrics.get(m))
@@ -225,6 +242,7 @@ def _check_rows(
     abstained = abstention_check(plan, base, config, p_threshold)
     if abstained is not None:
         rows.append(abstained)
+    rows += retrieval_checks(plan, base, config, p_threshold)
     for check, metric, test, threshold in (
         ("attribution_coverage", "attribution_coverage_rate", "attribution coverage rate >=", config.min_coverage),
         (

@@ -41,6 +41,10 @@ class DriftConfig:
     """Highest tolerated low-confidence claim rate (spec 004)."""
     max_abstention_rise: float = 0.10
     """Largest tolerated rise of the share of abstaining responses over the reference (absolute)."""
+    max_relevance_drop: float = 0.10
+    """Largest tolerated fall of mean context relevance, relative to the reference."""
+    max_empty_retrieval_rise: float = 0.10
+    """Largest tolerated rise of the share of responses with no relevant passage over the reference (absolute)."""
     examples: int = 5
     """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
     clear_after: int = 2
@@ -57,6 +61,9 @@ class DriftConfig:
             raise ValueError(f"--max-confidence-drop must be in (0, 1), got {self.max_confidence_drop}")
         if not 0 < self.max_abstention_rise < 1:
             raise ValueError(f"max_abstention_rise must be in (0, 1), got {self.max_abstention_rise}")
+        for name in ("max_relevance_drop", "max_empty_retrieval_rise"):
+            if not 0 < getattr(self, name) < 1:
+                raise ValueError(f"{name} must be in (0, 1), got {getattr(self, name)}")
         if (self.reference_from is None) != (self.reference_to is None):
             raise ValueError("--reference-from and --reference-to go together")
         if self.reference_from is not None and self.reference_from >= self.reference_to:

@@ -32,7 +32,11 @@ def retrieval_report(audited: AuditedResponse, config: RelevanceConfig = DEFAULT
     response = audited.parsed.response
     claims = [v.sentence_text for v in audited.report.sentences if v.is_claim]
     scores = score_retrieval(
-        response.query, {p.doc_id: p.content for p in response.evidence}, response.answer, config, claim_sentences=claims
+        response.query,
+        {p.doc_id: p.content for p in response.evidence},
+        response.answer,
+        config,
+        claim_sentences=claims,
     )
     supports = sentence_supports(audited.report.sentences)
     used = {pid for supported, ids in supports if supported for pid in ids}

@@ -38,6 +38,5 @@ def retrieved_passage_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
         "retriever_version": r.metadata.retriever_version,
     }
     return [
-        ("retrieved_passages", RetrievedPassageRow(**p.model_dump(), **keys).model_dump())
-        for p in a.retrieval.passages
+        ("retrieved_passages", RetrievedPassageRow(**p.model_dump(), **keys).model_dump()) for p in a.retrieval.passages
     ]

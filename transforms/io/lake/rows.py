@@ -3,7 +3,8 @@
 `to_lake_rows(audited)` gives `(table, row dict)` pairs: one `responses` row, one `sentences` row per
 sentence, one `judge_calls` row per judge call, one `citations` row per audited citation, one `claims`
 row per logged claim and one `retrieved_passages` row per passage (none of the last three when their stage
-did not run), and one `passages` row per distinct evidence passage. Each row is validated by its model in `schemas` first;
+did not run), and one `passages` row per distinct evidence passage. Each row is validated by its model in
+`schemas` first;
 `transforms.io.lake.writer` writes them. A stage that adds a table adds its builder to `ROW_BUILDERS`.
 
 `responses` rows keep the query and the answer, and name the passages by content hash; `sentences` rows name
@@ -29,8 +30,8 @@ from transforms.io.lake.evidence import (
     passage_texts,
     sentence_evidence_fields,
 )
-from transforms.io.lake.retrieval_rows import retrieval_columns, retrieved_passage_rows
 from transforms.io.lake.redact import redact as mask
+from transforms.io.lake.retrieval_rows import retrieval_columns, retrieved_passage_rows
 
 __all__ = ["REDACTED_COLUMNS", "ROW_BUILDERS", "citation_rows", "claim_rows", "lake_rows", "row_dict", "to_lake_rows"]
 
