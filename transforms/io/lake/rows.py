@@ -4,8 +4,7 @@
 sentence, one `judge_calls` row per judge call, one `citations` row per audited citation, one `claims`
 row per logged claim and one `retrieved_passages` row per passage (none of the last three when their stage
 did not run), and one `passages` row per distinct evidence passage. Each row is validated by its model in
-`schemas` first;
-`transforms.io.lake.writer` writes them. A stage that adds a table adds its builder to `ROW_BUILDERS`.
+`schemas` first; `transforms.io.lake.writer` writes them. A stage that adds a table adds its builder to `ROW_BUILDERS`.
 
 `responses` rows keep the query and the answer, and name the passages by content hash; `sentences` rows name
 the passages of their evidence and the offsets of its excerpts in them (`transforms.io.lake.evidence`).
