@@ -56,7 +56,7 @@ def alert_message(check: DriftCheckRow, context: str = "") -> str:
             f"({change:+.0%}; limit -{limit:.0%})"
         )
     elif check.check == "context_relevance_drop":
-        change = (cur - ref) / ref if ref else 0.0
+        change = (cur - ref) / ref if ref and cur is not None else 0.0
         text = f"mean context relevance of {where} fell to {cur:.3f} from {ref:.3f} ({change:+.0%}; {check.test})"
     elif check.check in _WARNING_ONLY:
         name = "attribution confidence" if check.check == "confidence_drift" else "faithfulness"
