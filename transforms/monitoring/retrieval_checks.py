@@ -12,8 +12,10 @@ ScoreRetrieval step wrote, against the same reference the confidence checks use:
   `max_empty_retrieval_rise` (absolute) and a one-sided binomial test at the reference's smoothed rate agrees
   (as `abstention_rise` does).
 
-Either one moved past its limit with only p < 0.05 is `inconclusive`: it keeps an open alert open and the
-window out of baselines, as for the other checks.
+Either one worse than the reference at p < 0.05 without an alert (past its limit but not significant enough,
+or significant but within its limit) is `inconclusive`: it keeps an open alert open and the window out of
+baselines. The retriever regression's empty-retrieval rate hovers near its limit, and an alert that cleared
+after two milder windows would be raised again a window later.
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ def relevance_p_value(current: pd.Series, reference: pd.Series) -> float:
 def _status(moved: bool, p_value: float, p_threshold: float) -> CheckStatus:
     if moved and p_value < p_threshold:
         return CheckStatus.alert
-    if moved and p_value < _INCONCLUSIVE_P_VALUE:
+    if p_value < _INCONCLUSIVE_P_VALUE:
+        # Still worse than the reference, if not by the limit: a regression's milder windows keep its alert
+        # open instead of clearing it and raising it again a window later.
         return CheckStatus.inconclusive
     return CheckStatus.ok
 

@@ -65,9 +65,10 @@ def test_passages_off_the_topic_alert_on_relevance_and_empty_retrieval():
     assert statuses == {"context_relevance_drop": CheckStatus.alert, "empty_retrieval_rise": CheckStatus.alert}
 
 
-def test_a_small_fall_is_not_a_regression_even_when_certain():
-    statuses = _statuses(_responses(2000, 0.285, 0.08, seed=3), REFERENCE)  # 5% lower, 5 points more empty
-    assert statuses == {"context_relevance_drop": CheckStatus.ok, "empty_retrieval_rise": CheckStatus.ok}
+def test_a_small_fall_raises_no_alert_even_when_certain_but_keeps_one_open():
+    statuses = _statuses(_responses(2000, 0.28, 0.08, seed=3), REFERENCE)  # 7% lower, 5 points more empty
+    inconclusive = CheckStatus.inconclusive  # neither raises nor clears: a regression's milder windows
+    assert statuses == {"context_relevance_drop": inconclusive, "empty_retrieval_rise": inconclusive}
 
 
 def test_a_lake_without_retrieval_scores_gets_no_retrieval_checks():
