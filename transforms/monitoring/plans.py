@@ -41,8 +41,10 @@ class DriftConfig:
     """Highest tolerated low-confidence claim rate (spec 004)."""
     max_abstention_rise: float = 0.10
     """Largest tolerated rise of the share of abstaining responses over the reference (absolute)."""
-    max_relevance_drop: float = 0.10
-    """Largest tolerated fall of mean context relevance, relative to the reference."""
+    max_relevance_drop: float = 0.25
+    """Largest tolerated fall of mean context relevance, relative to the reference. Wider than the confidence
+    limit: a window's relevance moves with its mix of topics (at 0.10, stable scenario traffic raised three
+    alerts in 180 windows, on falls of 18-23%; an off-topic retriever falls by 35-45%)."""
     max_empty_retrieval_rise: float = 0.10
     """Largest tolerated rise of the share of responses with no relevant passage over the reference (absolute)."""
     examples: int = 5
