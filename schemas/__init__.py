@@ -37,6 +37,11 @@ from schemas.responses import (
     ResponseMetadata,
     RiskLevel,
 )
+from schemas.retrieval import (  # registers the retrieved_passages table
+    PassageRetrieval,
+    RetrievalReport,
+    RetrievedPassageRow,
+)
 from schemas.review import PassageRow, ReviewRow  # registers the passages and reviews tables
 
 __all__ = [
@@ -68,10 +73,13 @@ __all__ = [
     "Origin",
     "OverallVerdict",
     "ParsedResponse",
+    "PassageRetrieval",
     "PassageRow",
     "QuoteMatch",
     "ResponseMetadata",
     "ResponseRow",
+    "RetrievalReport",
+    "RetrievedPassageRow",
     "ReviewDecision",
     "ReviewRoute",
     "ReviewRow",

@@ -182,6 +182,19 @@ class ResponseRow(StrictModel):
     extra: str | None = None
     """The logged fields the input contract does not know, as JSON (`{"latency_ms": 12, "metadata": {"region":
     "eu"}}`; query with `json_extract(extra, '$.latency_ms')`); null when there were none."""
+    # Retrieval quality (`schemas.retrieval.RetrievalReport`; per passage in `retrieved_passages`). Null in
+    # rows written before the ScoreRetrieval step, and where there is nothing to measure.
+    mean_context_relevance: float | None = None
+    """Mean relevance of the response's passages to its query, in [0, 1]."""
+    max_context_relevance: float | None = None
+    answer_relevance: float | None = None
+    """How much the answer's claim sentences address the query, in [0, 1]."""
+    empty_retrieval: bool | None = None
+    """No passage reached the relevance threshold."""
+    passages_used_share: float | None = None
+    """Share of the retrieved passages that a supported sentence drew on."""
+    top_passage_support_share: float | None = None
+    """Share of the claim sentences supported by the top-ranked passage; null unless every passage logged a rank."""
 
 
 class SentenceRow(SentenceVerdict):

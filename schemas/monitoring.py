@@ -82,6 +82,13 @@ class WindowMetricsRow(StrictModel):
     sample_review_agreement: float | None = None
     """Agreement on the random sample alone: the unbiased estimate (routed responses are the hard cases)."""
     computed_at: datetime
+    # Retrieval quality (`transforms.retrieval`); None where no response of the slice had retrieval scored.
+    mean_context_relevance: float | None = None
+    """Mean over responses of their passages' mean relevance to the query (`context_relevance_drop` watches it)."""
+    empty_retrieval_rate: float | None = None
+    """Share of responses none of whose passages is relevant (`empty_retrieval_rise` watches it)."""
+    mean_passages_used_share: float | None = None
+    """Mean over responses of the share of their passages a supported sentence drew on."""
 
 
 class CheckStatus(StrEnum):
@@ -190,7 +197,9 @@ class IncidentRow(StrictModel):
     """Responses of the cause slice (without other open incidents' causes) over those windows."""
     example_response_ids: list[str] = Field(default_factory=list)
     cause: str
-    """The largest share of the breakdown: `retrieval`, `generation` or `citation_hygiene`."""
+    """`retrieval` when the retrieval evidence moved; otherwise the largest share of the breakdown:
+    `retrieval`, `generation` or `citation_hygiene` (ungrounded and uncited count as generation when
+    retrieval held)."""
     ungrounded_sentences: int = Field(ge=0)
     uncited_claims: int = Field(ge=0)
     contradicted_sentences: int = Field(ge=0)
@@ -203,6 +212,15 @@ class IncidentRow(StrictModel):
     """Share that points at generation (contradicted sentences, misattributed citations)."""
     citation_hygiene_share: float | None = None
     """Share that points at citation hygiene (fabricated ids, inexact quotes)."""
+    # The retrieval evidence that decides between retrieval and generation (null without retrieval scores).
+    context_relevance: float | None = None
+    """Mean context relevance of the cause slice over the incident's windows."""
+    reference_context_relevance: float | None = None
+    """The same over the windows before it (the traffic it replaced, for a new slice)."""
+    empty_retrieval_rate: float | None = None
+    reference_empty_retrieval_rate: float | None = None
+    retrieval_moved: bool | None = None
+    """Whether relevance fell or empty retrieval rose significantly: then the likely cause is retrieval."""
     message: str
     updated_at: datetime
 

@@ -17,6 +17,7 @@ from schemas.base import StrictModel
 from schemas.judge import JudgeCallRow
 from schemas.reports import CitationAuditReport, ClaimAttributionReport, SentenceAuditReport
 from schemas.responses import LoggedResponse
+from schemas.retrieval import RetrievalReport
 
 __all__ = [
     "DEAD_LETTER_NAMESPACE",
@@ -98,6 +99,8 @@ class AuditedResponse(StrictModel):
     """The name of the verifier that decided each sentence, parallel to `report.sentences`."""
     citations: CitationAuditReport | None = None
     claims: ClaimAttributionReport | None = None
+    retrieval: RetrievalReport | None = None
+    """What the ScoreRetrieval step found of the evidence; None when it did not run."""
     review: ReviewDecision | None = None
     audited_at: datetime | None = None
     """When the audit ran (processing time); the lake views keep the latest audit of a response."""

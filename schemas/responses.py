@@ -154,6 +154,11 @@ def _zoned_utc(value: Any, handler: ValidatorFunctionWrapHandler) -> datetime:
 Timestamp = Annotated[datetime, WrapValidator(_zoned_utc)]
 """An instant: ISO 8601 with a zone, or epoch milliseconds (number or digits); normalised to UTC."""
 
+RetrieverRank = Annotated[int, Field(ge=1, strict=True)]
+"""A passage's rank: a JSON integer from 1 (the best); `true`, `1.5` or `"2"` are a producer's bug, not a rank."""
+RetrieverScore = Annotated[float, Field(allow_inf_nan=False, strict=True)]
+"""A retriever's score: any finite JSON number; NaN, infinities, strings and booleans are rejected."""
+
 
 class InputModel(BaseModel):
     """Base of the input contract's models: unknown fields are kept, a null where a field may be absent is absent."""
@@ -223,6 +228,10 @@ class EvidencePassage(InputModel):
     chunk_index: Annotated[int, Field(ge=0)] | None = None
     source_uri: str | None = None
     retrieval_timestamp: Timestamp | None = None
+    rank: RetrieverRank | None = None
+    """Where the retriever ranked the passage, 1 the best; ties allowed. Used only when every passage has one."""
+    score: RetrieverScore | None = None
+    """The retriever's own score of the passage, on its own scale; stored, never compared across retrievers."""
 
 
 class LoggedClaim(InputModel):

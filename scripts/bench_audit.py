@@ -14,7 +14,7 @@ stage (CPU ms per response, each response through all stages in turn as in the
 fused pipeline, and what two busy cores would reach on them alone), then writes the responses as JSONL and times
 `groundwatch audit` with its default options (one worker process per core for
 inputs of 4 MiB or more, about 1,900 of these responses; reading, parsing,
-windowing, dedupe, verifying, citation and claim audits, scoring and writing
+windowing, dedupe, verifying, citation and claim audits, retrieval scores, scoring and writing
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
 `--max_records_per_run`, default 50,000, is audited in passes), how many responses rows the lake got, and the
@@ -49,6 +49,7 @@ from transforms.audit.stages import score_and_flag, verify_response  # noqa: E40
 from transforms.audit.steps import audit_steps  # noqa: E402
 from transforms.ingest.parse import parse_message  # noqa: E402
 from transforms.io.lake.rows import to_lake_rows  # noqa: E402
+from transforms.retrieval.report import score_retrieval_step  # noqa: E402
 from transforms.text.sentences import split_sentences  # noqa: E402
 from transforms.verify.registry import make_verifier  # noqa: E402
 
@@ -88,6 +89,7 @@ def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
             lambda p: verify_response(p, verifier=verifier, threshold=0.7, window_start=now, window_end=now, now=now),
         ),
         *((label, step) for label, _, step in audit_steps(0.7)),
+        ("ScoreRetrieval", score_retrieval_step),
         ("ScoreAndFlag", lambda a: score_and_flag(a, 0.7)),
         ("ToLakeRows", to_lake_rows),
     ]

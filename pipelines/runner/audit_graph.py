@@ -6,8 +6,8 @@
 
 Stages (each a labelled composite in `transforms/`):
 ReadJsonl -> ParseResponses -> WindowByEventTime -> SampleResponses -> VerifySentences -> [audit steps]
--> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops duplicate
-response ids while parsing; a stream (`groundwatch monitor`) drops them per window just before ScoreAndFlag.
+-> ScoreRetrieval -> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops
+duplicate response ids while parsing; a stream (`groundwatch monitor`) drops them per window just before ScoreAndFlag.
 A message any stage fails on, for any reason, becomes a dead letter `stage_failed: <stage>: ...` with its
 original bytes, and the run goes on. `groundwatch audit` and `groundwatch monitor` both build this graph.
 """
@@ -28,7 +28,14 @@ from pipelines.options.judge import apply_judge_reports, judge_verifier_config
 from pipelines.options.model import model_verifier_config
 from pipelines.runner.worker_pool import separate_environment
 from schemas.base import utc_now
-from transforms.audit.stages import AUDITED, ApplyAuditStep, ScoreAndFlag, ToLakeRows, VerifySentences
+from transforms.audit.stages import (
+    AUDITED,
+    ApplyAuditStep,
+    ScoreAndFlag,
+    ScoreRetrieval,
+    ToLakeRows,
+    VerifySentences,
+)
 from transforms.audit.steps import audit_steps
 from transforms.ingest.parse import DEAD_LETTERS, PARSED, DropDuplicateResponses, ParseResponses
 from transforms.ingest.sample import SampleResponses
@@ -138,7 +145,9 @@ def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lamb
     for step_label, stage, step in audit_steps(opts.confidence_threshold):
         result = audited | f"{step_label}{label}" >> place(ApplyAuditStep(step, stage=stage))
         audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
-    return audited, dead
+    # Retrieval is scored where the audit's CPU work runs (in the lanes), not after a stream's dedupe waits.
+    scored = audited | f"ScoreRetrieval{label}" >> place(ScoreRetrieval())
+    return scored[AUDITED], [*dead, scored[DEAD_LETTERS]]
 
 
 def lane_of(parsed, lanes: int) -> int:

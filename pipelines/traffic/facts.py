@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["DOMAINS", "Domain", "Fact"]
 
@@ -20,11 +20,13 @@ _PEOPLE = ["Maria Keller", "Daniel Osei", "Priya Raman", "Tomas Novak", "Helen P
 
 @dataclass(frozen=True)
 class Fact:
-    """One fact: in the evidence, restated faithfully, and restated wrongly."""
+    """One fact: in the evidence, restated faithfully, and restated wrongly; and a question it answers."""
 
     evidence: str
     answer: str
     contradiction: str
+    question: str = ""
+    """What a user asks to be told this fact (`TOPIC_QUESTIONS`), in the words a retriever would match."""
 
 
 def _date(rng: random.Random) -> tuple[str, str]:
@@ -234,7 +236,7 @@ class Domain:
 
     def draw_facts(self, rng: random.Random, n: int) -> list[Fact]:
         templates = rng.sample(self.facts, min(n, len(self.facts)))
-        return [t(rng) for t in templates]
+        return [replace(t(rng), question=TOPIC_QUESTIONS[t]) for t in templates]
 
     def filler(self, rng: random.Random) -> str:
         return rng.choice(self.fillers)
@@ -252,6 +254,28 @@ class Domain:
         tenant, risk = rng.choice(self.tenants)
         return tenant, risk if rng.random() < 0.8 else rng.choice(["low", "medium", "high"])
 
+
+TOPIC_QUESTIONS: dict[Callable[[random.Random], Fact], str] = {
+    _drug: "Which medication was the patient started on, and at what dose?",
+    _potassium: "What was the serum potassium on the admission panel?",
+    _blood_pressure: "What was the blood pressure at discharge?",
+    _seen_by: "Who examined the patient in the emergency department?",
+    _allergy: "Which allergy does the chart list?",
+    _stay: "How long was the hospital stay before discharge?",
+    _lease: "How long is the lease term?",
+    _signed: "Who signed the agreement, and when?",
+    _notice: "How much written notice does termination of the agreement need?",
+    _late_fee: "What penalty does a late payment incur?",
+    _venue: "Which laws govern disputes under the contract?",
+    _deposit: "How much was the security deposit?",
+    _revenue: "What was revenue for the quarter?",
+    _margin: "What was the operating margin?",
+    _expense_ratio: "What annual expense ratio does the fund charge?",
+    _cfo: "Who was appointed chief financial officer?",
+    _dividend: "What quarterly dividend did the board declare?",
+    _debt: "How much long-term debt was there at year end?",
+}
+"""The question each fact template answers: scenario traffic asks it, so that its passages are about the query."""
 
 DOMAINS = {
     d.name: d

@@ -15,6 +15,15 @@
 - `two-causes`: the retriever regression, and later (`misquote_at`, default 0.8 of the run) a second,
   independent cause: the generator model `gen-small-1` starts misquoting the numbers of its evidence
   on every retriever, so its answers are contradicted where r9's are unsupported.
+- `off-topic-retriever`: from `change_at`, `r9` serves what `r7` served and, for `off_topic_share` of its
+  responses, returns passages about another domain altogether; the generator answers anyway, from what it
+  knows. The retrieval checks should see it, and the incident name retrieval.
+- `generator-regression`: from `change_at`, a new generator model (`gen-large-3`) answers `generator_share`
+  of the traffic and ignores its good passages in `ignore_share` of its sentences (claims they do not hold).
+  Retrieval holds; the incident should name generation.
+
+Every scenario's query asks for the fact its answer opens with (`Fact.question`), as in traffic whose
+retriever works, so that ordinary traffic's passages are about its queries.
 
 Ordinary traffic logs claims as a healthy attributed-answer generator would (sourced, rarely
 low-confidence: inside spec 004's limits); the regressed retriever's answers keep the generic
@@ -52,9 +61,12 @@ __all__ = [
     "scenario_responses",
 ]
 
-SCENARIO_NAMES = ("stable", "retriever-regression", "two-causes")
+SCENARIO_NAMES = ("stable", "retriever-regression", "two-causes", "off-topic-retriever", "generator-regression")
+RETRIEVER_SCENARIOS = frozenset({"retriever-regression", "two-causes", "off-topic-retriever"})
+"""The scenarios in which r9 takes over r7's traffic at `change_at`."""
 OLD_RETRIEVER, CANARY_RETRIEVER, NEW_RETRIEVER = "r7", "r8", "r9"
 MISQUOTING_MODEL = "gen-small-1"
+NEW_GENERATOR = "gen-large-3"
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,12 @@ class ScenarioSpec:
     never otherwise)."""
     misquote_share: float = 0.6
     """Share of that model's answers with a misquoted number from then on."""
+    off_topic_share: float = 0.4
+    """Share of r9's responses whose passages are all about another domain (`off-topic-retriever`)."""
+    generator_share: float = 0.5
+    """Share of the traffic the new generator answers from `change_at` (`generator-regression`)."""
+    ignore_share: float = 0.6
+    """Share of the new generator's sentences that ignore the passages (`generator-regression`)."""
     seed: int = 7
     start: datetime = traffic.DEFAULT_START
     flaw_rate: float | None = None
@@ -89,8 +107,9 @@ class ScenarioSpec:
             raise ValueError(f"unknown scenario {self.name!r}; choose one of: {', '.join(SCENARIO_NAMES)}")
         if self.windows < 1 or self.per_window < 1 or self.window_seconds < 1:
             raise ValueError("windows, per_window and window_seconds must be positive")
-        if not 0 <= self.change_at <= 1 or not 0 <= self.damaged_share <= 1:
-            raise ValueError("change_at and damaged_share must be in [0, 1]")
+        shares = (self.change_at, self.damaged_share, self.off_topic_share, self.generator_share, self.ignore_share)
+        if not all(0 <= share <= 1 for share in shares):
+            raise ValueError("change_at and the scenario's shares must be in [0, 1]")
         if self.flaw_rate is not None and not 0 <= self.flaw_rate <= 1:
             raise ValueError(f"flaw_rate must be in [0, 1], got {self.flaw_rate}")
 
@@ -140,6 +159,24 @@ def _damage_evidence(message: dict, share: float, rng: random.Random) -> dict:
                 passage["content"] = _stale(passage["content"], rng)
         evidence.append(passage)
     return {**message, "evidence": evidence}
+
+
+def _off_topic(message: dict, rng: random.Random) -> dict:
+    """Every passage replaced by one about another domain: a fact and a filler of its own, none of the query's."""
+    own = message["response_id"][:3]  # responses are named after their domain (`synthetic._response`)
+    domain = DOMAINS[rng.choice([name for name in sorted(DOMAINS) if not name.startswith(own)])]
+    facts = domain.draw_facts(rng, len(message["evidence"]))  # a domain has more facts than a response passages
+    evidence = [
+        {**passage, "content": f"{fact.evidence} {domain.filler(rng)}"}
+        for passage, fact in zip(message["evidence"], facts, strict=True)
+    ]
+    return {**message, "evidence": evidence}
+
+
+def _ignoring(weights: dict[str, float], share: float) -> dict[str, float]:
+    """Verdict weights of a generator that ignores its passages in `share` of its sentences (ungrounded)."""
+    kept = {verdict: weight * (1 - share) for verdict, weight in weights.items()}
+    return {**kept, "ungrounded": kept["ungrounded"] + share}
 
 
 def _healthy_claims(message: dict, rng: random.Random) -> dict:
@@ -219,12 +256,21 @@ def scenario_responses(spec: ScenarioSpec) -> Iterator[dict]:
         for _ in range(_volume(spec, window, rng)):
             when = window_start + timedelta(seconds=rng.uniform(0, spec.window_seconds))
             canary = rng.random() < spec.canary_share
-            regressed = changed_at is not None and when >= changed_at and not canary
-            regressed = regressed and (recovered_at is None or when < recovered_at)
+            changed = changed_at is not None and when >= changed_at and (recovered_at is None or when < recovered_at)
+            regressed = changed and spec.name in RETRIEVER_SCENARIOS and not canary
+            new_generator = changed and spec.name == "generator-regression" and rng.random() < spec.generator_share
             version = CANARY_RETRIEVER if canary else NEW_RETRIEVER if regressed else OLD_RETRIEVER
-            profile = traffic.Profile(weights, version, *citation_flaws)
-            message = traffic._response(rng, index, when, profile, None, None)
-            if regressed:
+            verdicts = _ignoring(weights, spec.ignore_share) if new_generator else weights
+            profile = traffic.Profile(verdicts, version, *citation_flaws)
+            message = traffic._response(rng, index, when, profile, None, None, topical=True)
+            if new_generator:
+                message["metadata"]["generator_model"] = NEW_GENERATOR
+            if regressed and spec.name == "off-topic-retriever":
+                if rng.random() < spec.off_topic_share:
+                    message = _off_topic(message, rng)  # its raw claims, as below
+                else:
+                    message = _healthy_claims(message, rng)
+            elif regressed:
                 # The generator keeps its raw claims: on weak evidence it hedges and cites less.
                 message = _damage_evidence(message, spec.damaged_share, rng)
             else:

@@ -167,7 +167,10 @@ def _response(
     sentences: int | None,
     passages: int | None,
     attributed: bool = True,
+    topical: bool = False,
 ) -> dict:
+    """One logged response. `topical`: the query asks for the fact the answer opens with (`Fact.question`), as
+    in traffic whose retrieval works, instead of one of the domain's generic questions."""
     domain = DOMAINS[rng.choice(sorted(DOMAINS))]
     facts: list[Fact] = domain.draw_facts(rng, passages or rng.randint(3, 5))
     n_passages = len(facts)
@@ -235,7 +238,7 @@ def _response(
     message = {
         "response_id": f"{domain.name[:3]}-{index:06d}-{rng.getrandbits(24):06x}",
         "timestamp": _timestamp(rng, when),
-        "query": domain.query(rng),
+        "query": _query(domain.query(rng), facts[order[0]], topical),
         "answer": " ".join(answer_parts) if rng.random() < 0.9 else "\n".join(f"- {p}" for p in answer_parts),
         "evidence": evidence,
         "metadata": {
@@ -253,6 +256,11 @@ def _response(
     if citations:
         message["citations"] = citations
     return message
+
+
+def _query(generic: str, opening: Fact, topical: bool) -> str:
+    # The generic question is drawn either way, so that topical traffic draws the same random values.
+    return opening.question if topical else generic
 
 
 def generate_responses(

@@ -11,6 +11,7 @@ In the pipeline the same work is split into composites, each a thin wrapper over
                | "VerifySentences" >> VerifySentences("heuristic", threshold=0.7)   # [AUDITED], [DEAD_LETTERS]
                ...)
     audited[AUDITED] | "AuditCitations" >> ApplyAuditStep(audit_citations, stage="citations")
+                     | "ScoreRetrieval" >> ScoreRetrieval()        # relevance and evidence use
                      | "ScoreAndFlag" >> ScoreAndFlag(threshold=0.7)
 
 An audit step is any `AuditStep`: a plain function `AuditedResponse -> AuditedResponse` (citation audit,
@@ -34,6 +35,7 @@ from transforms.audit.limits import bound_response
 from transforms.audit.routing import decide_review
 from transforms.ingest.parse import DEAD_LETTERS, METRICS_NAMESPACE, stage_failed_dead_letter
 from transforms.ingest.windows import window_bounds
+from transforms.retrieval.report import score_retrieval_step
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD, Verifier, audit_sentences
 from transforms.verify.registry import VERIFIERS, available_verifiers, make_verifier
 from transforms.verify.tenants import verifier_for
@@ -43,6 +45,7 @@ __all__ = [
     "ApplyAuditStep",
     "AuditStep",
     "ScoreAndFlag",
+    "ScoreRetrieval",
     "ToLakeRows",
     "VerifySentences",
     "audit_response",
@@ -138,13 +141,14 @@ def audit_response(
     steps: Iterable[AuditStep] = (),
     review_sample: float = 0.0,
 ) -> AuditedResponse:
-    """Verify, run each audit step in order, then score and route: the whole audit of one response."""
+    """Verify, run each audit step in order, score retrieval, then score and route: the whole audit of one
+    response."""
     audited = verify_response(
         parsed, verifier=verifier, threshold=threshold, window_start=window_start, window_end=window_end, now=now
     )
     for step in steps:
         audited = step(audited)
-    return score_and_flag(audited, threshold, review_sample)
+    return score_and_flag(score_retrieval_step(audited), threshold, review_sample)
 
 
 class _VerifyDoFn(beam.DoFn):
@@ -235,6 +239,21 @@ class ApplyAuditStep(beam.PTransform):
     def expand(self, audited):
         fn = _StepDoFn(self._step, self._stage, self._clock)
         return audited | "Apply" >> beam.ParDo(fn).with_outputs(DEAD_LETTERS, main=AUDITED)
+
+
+class ScoreRetrieval(beam.PTransform):
+    """Score each audited response's retrieval: context relevance of its passages, answer relevance, the
+    empty-retrieval flag and evidence use (`transforms.retrieval.report`).
+
+    Returns a tagged result: `[AUDITED]` responses with `retrieval` filled, `[DEAD_LETTERS]` those it failed on.
+    """
+
+    def __init__(self, *, clock: Callable[[], datetime] = utc_now):
+        super().__init__()
+        self._clock = clock
+
+    def expand(self, audited):
+        return audited | "Score" >> ApplyAuditStep(score_retrieval_step, stage="retrieval", clock=self._clock)
 
 
 class _ScoreDoFn(beam.DoFn):

@@ -32,6 +32,8 @@ _METRIC_OF = {
     "low_confidence_claims": "low_confidence_claim_rate",
     "abstention_rise": "abstention_rate",
     "review_agreement_drop": "review_agreement",
+    "context_relevance_drop": "mean_context_relevance",
+    "empty_retrieval_rise": "empty_retrieval_rate",
 }
 _WARNING_ONLY = {"confidence_drift", "faithfulness_drift"}
 
@@ -54,6 +56,9 @@ def alert_message(check: DriftCheckRow, context: str = "") -> str:
             f"mean attribution confidence of {where} fell to {cur:.3f} from {ref:.3f} "
             f"({change:+.0%}; limit -{limit:.0%})"
         )
+    elif check.check == "context_relevance_drop":
+        change = (cur - ref) / ref if ref and cur is not None else 0.0
+        text = f"mean context relevance of {where} fell to {cur:.3f} from {ref:.3f} ({change:+.0%}; {check.test})"
     elif check.check in _WARNING_ONLY:
         name = "attribution confidence" if check.check == "confidence_drift" else "faithfulness"
         text = (

@@ -17,6 +17,9 @@ at least `min_responses` responses, one Evidently `Report` with tests checks:
 - `abstention_rise`: the share of responses with an abstaining sentence at most `max_abstention_rise` (10
   points) over the reference's, unless a binomial test finds the rise insignificant
   (`transforms.monitoring.abstention`),
+- `context_relevance_drop` and `empty_retrieval_rise`: the passages' relevance to the query fell, or the
+  share of responses with no relevant passage rose (`transforms.monitoring.retrieval_checks`), when the lake
+  has retrieval scores,
 - `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged,
 - `review_agreement_drop`: the share of reviewed sentences whose reviewer agreed with the verifier, where
   reviews exist (`transforms.monitoring.review_agreement`).
@@ -54,6 +57,7 @@ from transforms.monitoring.evidently_report import (
 )
 from transforms.monitoring.lake_frames import LakeFrames
 from transforms.monitoring.plans import DriftConfig, SlicePlan
+from transforms.monitoring.retrieval_checks import RETRIEVAL_CHECKS, retrieval_checks
 from transforms.monitoring.review_agreement import agreement_check
 
 __all__ = [
@@ -68,7 +72,7 @@ __all__ = [
     "record_baseline",
 ]
 
-DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop", ABSTENTION_CHECK)
+DRIFT_CHECKS = ("confidence_drift", "faithfulness_drift", "mean_confidence_drop", ABSTENTION_CHECK, *RETRIEVAL_CHECKS)
 """The checks comparing a window with its reference; a window failing one is kept out of later baselines."""
 _OPERATIONAL_CHECKS = ("attribution_coverage", "low_confidence_claims")
 INCONCLUSIVE_P_VALUE = 0.05
@@ -198,6 +202,19 @@ def _plans(frames: LakeFrames, window_start: datetime, history: History, config:
     return plans
 
 
+_CHECK_COLUMN = {
+    ABSTENTION_CHECK: "abstention",
+    "context_relevance_drop": "mean_context_relevance",
+    "empty_retrieval_rise": "empty_retrieval",
+}
+"""Checks that need a `responses` column lakes written by older versions lack."""
+
+
+def _has_data(check: str, responses: pd.DataFrame) -> bool:
+    column = _CHECK_COLUMN.get(check)
+    return column is None or (column in responses and bool(responses[column].notna().any()))
+
+
 def _grow(plan: SlicePlan, frames: LakeFrames, window_start: datetime, history: History, config: DriftConfig):
     """Pool a small slice's windows since its span began (at most `max_span_hours` back) with this one."""
     first = history.growing.get(plan.key)
@@ -226,7 +243,7 @@ def _check_rows(
         reference=plan.reference_label or ("not needed" if plan.status is None else plan.status.value),
         span_start=plan.span_start if plan.status != CheckStatus.insufficient_data else None,
     )
-    checks = [c for c in DRIFT_CHECKS if c != ABSTENTION_CHECK or "abstention" in plan.responses] + [
+    checks = [c for c in DRIFT_CHECKS if _has_data(c, plan.responses)] + [
         c
         for c, m in zip(_OPERATIONAL_CHECKS, ("attribution_coverage_rate", "low_confidence_claim_rate"), strict=True)
         if present(plan.metrics.get(m))
@@ -281,6 +298,7 @@ def _check_rows(
     )
     rows += [row for row in (abstention_check(plan, base, config, p_threshold),) if row is not None]
     rows += [row for row in (agreement_check(plan, base, config, p_threshold),) if row is not None]
+    rows += retrieval_checks(plan, base, config, p_threshold)
     for check, metric, test, threshold in (
         ("attribution_coverage", "attribution_coverage_rate", "attribution coverage rate >=", config.min_coverage),
         (

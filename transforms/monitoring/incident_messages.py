@@ -7,7 +7,7 @@ from datetime import datetime
 
 from schemas.monitoring import ALL_TRAFFIC, AlertStatus, IncidentRow
 
-__all__ = ["format_incident", "incident_id", "incident_message", "slice_label"]
+__all__ = ["format_incident", "incident_id", "incident_message", "retrieval_evidence_text", "slice_label"]
 
 
 def incident_id(dimension: str, value: str, started_at: datetime) -> str:
@@ -41,11 +41,24 @@ def incident_message(row: IncidentRow) -> str:
     affected = ", ".join(row.affected_slices) or "none"
     return (
         f"{what} since {row.started_at:%Y-%m-%d %H:%M}: {drop} over {row.responses} responses; "
-        f"likely cause {row.cause.replace('_', ' ')} ({shares or 'no problems counted'}: "
+        f"likely cause {row.cause.replace('_', ' ')}{retrieval_evidence_text(row)} "
+        f"({shares or 'no problems counted'}: "
         f"{row.ungrounded_sentences} ungrounded, {row.uncited_claims} uncited claims, "
         f"{row.contradicted_sentences} contradicted, {row.misattributed_citations} misattributed, "
         f"{row.fabricated_citations} fabricated ids, {row.inexact_quotes} inexact quotes); "
         f"{len(row.alert_ids)} alerts; also affected: {affected}"
+    )
+
+
+def retrieval_evidence_text(row: IncidentRow) -> str:
+    """Why the call between retrieval and generation was made: `: retrieval moved (context relevance 0.30 ->
+    0.17, empty retrieval 4% -> 48%)`, or `: retrieval held (...)`; empty without retrieval scores."""
+    if row.retrieval_moved is None or row.context_relevance is None or row.reference_context_relevance is None:
+        return ""
+    verb = "moved" if row.retrieval_moved else "held"
+    return (
+        f": retrieval {verb} (context relevance {row.reference_context_relevance:.2f} -> {row.context_relevance:.2f}, "
+        f"empty retrieval {row.reference_empty_retrieval_rate or 0:.0%} -> {row.empty_retrieval_rate or 0:.0%})"
     )
 
 

@@ -27,6 +27,7 @@ from schemas.monitoring import ALL_TRAFFIC
 
 __all__ = [
     "BREAKDOWN",
+    "BREAKDOWN_RETRIEVAL_HELD",
     "COUNT_COLUMNS",
     "MIN_POOLED_RESPONSES",
     "POOLED_WINDOWS",
@@ -202,9 +203,20 @@ def cause_breakdown(frames, windows, responses: pd.DataFrame, rest: pd.DataFrame
     return {k: max(0, round(v - usual[k] * scale)) for k, v in counts.items()}
 
 
-def breakdown_shares(counts: dict[str, int]) -> tuple[str, dict[str, float | None]]:
-    """The largest kind (`retrieval`, `generation`, `citation_hygiene`, or `unknown`) and each kind's share."""
+BREAKDOWN_RETRIEVAL_HELD = {
+    "retrieval": (),
+    "generation": ("ungrounded_sentences", "uncited_claims", "contradicted_sentences", "misattributed_citations"),
+    "citation_hygiene": BREAKDOWN["citation_hygiene"],
+}
+"""The breakdown when the retrieval scores show the passages as relevant as before: what the answer does not
+get from good evidence is the generator's doing (`transforms.monitoring.incident_retrieval`)."""
+
+
+def breakdown_shares(counts: dict[str, int], *, retrieval_held: bool = False) -> tuple[str, dict[str, float | None]]:
+    """The largest kind (`retrieval`, `generation`, `citation_hygiene`, or `unknown`) and each kind's share;
+    with `retrieval_held`, by `BREAKDOWN_RETRIEVAL_HELD`."""
+    kinds = BREAKDOWN_RETRIEVAL_HELD if retrieval_held else BREAKDOWN
     total = sum(counts.values())
-    shares = {k: (sum(counts[c] for c in cols) / total if total else None) for k, cols in BREAKDOWN.items()}
-    cause = max(BREAKDOWN, key=lambda k: shares[k] or 0.0) if total else "unknown"
+    shares = {k: (sum(counts[c] for c in cols) / total if total else None) for k, cols in kinds.items()}
+    cause = max(kinds, key=lambda k: shares[k] or 0.0) if total else "unknown"
     return cause, shares

@@ -23,7 +23,9 @@ Each incident carries, pooled over its windows (`started_at` to `figures_through
 changes: the drop of its cause slice against the windows before it, example responses (least supported
 first) and a breakdown of why confidence fell, counted from the lake rows of the cause slice beyond what the
 other traffic has: retrieval (ungrounded sentences, uncited claims), generation (contradicted sentences,
-misattributed citations), citation hygiene (fabricated citation ids, inexact quotes)::
+misattributed citations), citation hygiene (fabricated citation ids, inexact quotes). Where the lake has
+retrieval scores, they decide between retrieval and generation (`transforms.monitoring.incident_retrieval`):
+the cause slice's context relevance and empty-retrieval rate against the same reference::
 
     tracker = IncidentTracker.from_lake_rows(frames.incidents)
     changed = tracker.update(frames, window, alert_changes, open_alerts, now)   # IncidentRows to write
@@ -38,13 +40,13 @@ import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, AlertRow, AlertStatus, IncidentRow
 from transforms.monitoring.incident_messages import format_incident, incident_id, incident_message, slice_label
+from transforms.monitoring.incident_retrieval import RETRIEVAL_FIELDS, attribute, retrieval_evidence
 from transforms.monitoring.incident_stats import (
     COUNT_COLUMNS,
     MIN_POOLED_RESPONSES,
     POOLED_WINDOWS,
     Residual,
     best_split,
-    breakdown_shares,
     cause_breakdown,
     in_slice,
     outside,
@@ -367,7 +369,6 @@ class IncidentTracker:
         pooled = outside(pooled_responses(frames, windows), others)
         in_cause = pooled[in_slice(pooled, *cause)]
         counts = cause_breakdown(frames, windows, in_cause, pooled[~in_slice(pooled, *cause)])
-        kind, shares = breakdown_shares(counts)
         reference = reference_windows(frames, incident.started_at)
         before = outside(pooled_responses(frames, reference), others)
         mine = in_slice(before, *cause)
@@ -375,6 +376,8 @@ class IncidentTracker:
         # has no history of its own: its reference is the traffic it replaced.
         new_slice = before.loc[mine, "window_start"].nunique() < max(1, len(reference) / 2)
         before = before[~mine] if new_slice else before[mine]
+        evidence = retrieval_evidence(in_cause, before, p_value=self.p_value, min_change=self.min_drop)
+        kind, shares = attribute(evidence, counts)
         ref = before["mean_attribution_confidence"].mean() if len(before) else incident.reference_value
         cur = in_cause["mean_attribution_confidence"].mean() if len(in_cause) else None
         ref = None if ref is None or pd.isna(ref) else float(ref)
@@ -392,6 +395,7 @@ class IncidentTracker:
             retrieval_share=shares["retrieval"],
             generation_share=shares["generation"],
             citation_hygiene_share=shares["citation_hygiene"],
+            **(evidence.fields() if evidence is not None else dict.fromkeys(RETRIEVAL_FIELDS)),
         )
 
     def _with_alert(self, incident: IncidentRow, alert: AlertRow, now: datetime) -> IncidentRow:

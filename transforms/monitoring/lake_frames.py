@@ -4,7 +4,8 @@
 in-memory DuckDB connection, so it never locks a database file another process uses), one row per key of:
 
 - `window_metrics`: the windows and slices to check, with their rates;
-- `responses`: one faithfulness score and mean confidence per response, with its slices and review decision;
+- `responses`: one faithfulness score and mean confidence per response, with its slices, review decision and
+  retrieval figures (`RETRIEVAL_COLUMNS`, when the lake has them);
 - `sentences`: one confidence per sentence, joined to its response's slices;
 - `reviews`: per response, its reviewed sentences and those the reviewer agreed with (`review_counts`);
 - `drift_checks` and `alerts`: what earlier `groundwatch drift` runs concluded (their memory).
@@ -28,9 +29,11 @@ from transforms.io.lake.reader import read_table, table_sql
 from transforms.monitoring.review_agreement import REVIEW_COLUMNS, review_counts
 from transforms.monitoring.window_metrics import UNKNOWN_SLICE, attribution_confidence
 
-__all__ = ["LakeFrames", "load_lake_frames"]
+__all__ = ["RETRIEVAL_COLUMNS", "LakeFrames", "load_lake_frames"]
 
 _SLICE_COLUMNS = ("tenant", "retriever_version", "generator_model")
+RETRIEVAL_COLUMNS = ("mean_context_relevance", "empty_retrieval", "passages_used_share")
+"""The `responses` columns of retrieval quality that the drift checks and incidents read."""
 
 
 def _utc(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
@@ -135,6 +138,7 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
     keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
     keep += [c for c in ("needs_review", "review_reasons") if c in responses]  # the review queue of the report
     keep += [c for c in ("abstention",) if c in responses]  # lakes written before the column have none
+    keep += [c for c in RETRIEVAL_COLUMNS if c in responses]  # likewise, lakes written before retrieval scores
     responses = _with_reviews(responses, lake_dir)
     keep += list(REVIEW_COLUMNS)
     problems = _problems(citations, claims)

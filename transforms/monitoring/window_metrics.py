@@ -4,12 +4,14 @@ For each window and each slice (all traffic, each retriever_version, generator_m
 `WindowMetrics` computes: responses audited, sentences, mean and median sentence confidence, mean
 and median attribution confidence (below), mean overall faithfulness, the shares of each sentence
 verdict, attribution coverage and low-confidence claim rates (when claims are logged) and the
-citation failure rate (when citations are audited), and the abstention rate (the share of responses with a
-sentence that declines or says the evidence does not tell). Where reviewers labelled sentences, the metrics
-computed from the lake (`stats_from_rows` with the response's review counts, `groundwatch metrics`) also hold
-how many sentences were reviewed and the share whose label agreed with the verifier's verdict
-(`transforms.monitoring.review_agreement`), and the same for the random review sample alone (responses routed
-`sample`: the unbiased estimate); the pipeline's own rows, written before anyone reviewed, hold 0.
+citation failure rate (when citations are audited), the abstention rate (the share of responses with a
+sentence that declines or says the evidence does not tell), and the retrieval figures (when retrieval was
+scored): mean context relevance, the empty-retrieval rate and the mean share of passages used. Where reviewers
+labelled sentences, the metrics computed from the lake (`stats_from_rows` with the response's review counts,
+`groundwatch metrics`) also hold how many sentences were reviewed and the share whose label agreed with the
+verifier's verdict (`transforms.monitoring.review_agreement`), and the same for the random review sample alone
+(responses routed `sample`: the unbiased estimate); the pipeline's own rows, written before anyone reviewed,
+hold 0.
 The rows go to the lake's `window_metrics` table, which `groundwatch drift` reads::
 
     metrics = audited | "WindowMetrics" >> WindowMetrics()          # ("window_metrics", row) pairs
@@ -100,6 +102,10 @@ class ResponseStats:
     """Of those, the sentences whose label is the verdict the verifier gave."""
     sampled: bool = False
     """The response is in the random review sample (route `sample`)."""
+    context_relevance: float | None = None
+    """The response's mean context relevance; None when retrieval was not scored (or it had no passage)."""
+    empty_retrieval: bool | None = None
+    passages_used_share: float | None = None
 
 
 def slices_of(stats: ResponseStats) -> list[tuple[str, str]]:
@@ -154,7 +160,19 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
         low_confidence_claims=low,
         citations=summary.total_citations if summary is not None else None,
         failed_citations=summary.failed if summary is not None else None,
+        **_retrieval_stats(audited),
     )
+
+
+def _retrieval_stats(audited: AuditedResponse) -> dict[str, Any]:
+    retrieval = audited.retrieval
+    if retrieval is None:
+        return {}
+    return {
+        "context_relevance": retrieval.mean_context_relevance,
+        "empty_retrieval": retrieval.empty_retrieval,
+        "passages_used_share": retrieval.passages_used_share,
+    }
 
 
 def stats_from_rows(
@@ -192,7 +210,45 @@ def stats_from_rows(
         reviewed=reviews[0],
         agreed=reviews[1],
         sampled="sample" in (response.get("review_routes") or ()),
+        context_relevance=response.get("mean_context_relevance"),
+        empty_retrieval=response.get("empty_retrieval"),
+        passages_used_share=response.get("passages_used_share"),
     )
+
+
+@dataclass
+class _RetrievalTotals:
+    """Sums and counts of the retrieval figures, over the responses that have each (None is skipped, not 0)."""
+
+    relevance_sum: float = 0.0
+    relevance_n: int = 0
+    empty: int = 0
+    empty_n: int = 0
+    used_sum: float = 0.0
+    used_n: int = 0
+
+    def add(self, stats: ResponseStats) -> None:
+        if stats.context_relevance is not None:
+            self.relevance_sum += stats.context_relevance
+            self.relevance_n += 1
+        if stats.empty_retrieval is not None:
+            self.empty += int(stats.empty_retrieval)
+            self.empty_n += 1
+        if stats.passages_used_share is not None:
+            self.used_sum += stats.passages_used_share
+            self.used_n += 1
+
+    def merge(self, other: _RetrievalTotals) -> None:
+        for name in ("relevance_sum", "relevance_n", "empty", "empty_n", "used_sum", "used_n"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def figures(self) -> dict[str, float | None]:
+        """The `window_metrics` columns: means over the responses that have each figure."""
+        return {
+            "mean_context_relevance": self.relevance_sum / self.relevance_n if self.relevance_n else None,
+            "empty_retrieval_rate": self.empty / self.empty_n if self.empty_n else None,
+            "mean_passages_used_share": self.used_sum / self.used_n if self.used_n else None,
+        }
 
 
 @dataclass
@@ -216,6 +272,7 @@ class MetricsAccumulator:
     agreed: int = 0
     sample_reviewed: int = 0
     sample_agreed: int = 0
+    retrieval: _RetrievalTotals = field(default_factory=_RetrievalTotals)
 
     def add(self, stats: ResponseStats) -> MetricsAccumulator:
         self.responses += 1
@@ -238,6 +295,7 @@ class MetricsAccumulator:
         if stats.citations is not None:
             self.citations = (self.citations or 0) + stats.citations
             self.failed_citations += stats.failed_citations or 0
+        self.retrieval.add(stats)
         return self
 
     def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
@@ -260,6 +318,7 @@ class MetricsAccumulator:
         if other.citations is not None:
             self.citations = (self.citations or 0) + other.citations
             self.failed_citations += other.failed_citations
+        self.retrieval.merge(other.retrieval)
         return self
 
 
@@ -305,6 +364,7 @@ def window_metrics_row(
         sample_reviewed_sentences=acc.sample_reviewed,
         sample_review_agreement=acc.sample_agreed / acc.sample_reviewed if acc.sample_reviewed else None,
         computed_at=computed_at,
+        **acc.retrieval.figures(),
     )
 
 

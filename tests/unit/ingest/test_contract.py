@@ -51,9 +51,9 @@ def test_unknown_metadata_keys_are_kept_and_the_known_ones_still_read():
 
 
 def test_unknown_fields_of_passages_are_kept_in_a_list_parallel_to_the_evidence():
-    evidence = [{"doc_id": "1", "content": "a", "score": 0.93}, {"doc_id": "2", "content": "b"}]
+    evidence = [{"doc_id": "1", "content": "a", "reranker": "bge"}, {"doc_id": "2", "content": "b"}]
     response = parse_message(raw(message(evidence=evidence, latency_ms=12, metadata={"region": "eu"})))
-    expected = {"latency_ms": 12, "metadata": {"region": "eu"}, "evidence": [{"score": 0.93}, None]}
+    expected = {"latency_ms": 12, "metadata": {"region": "eu"}, "evidence": [{"reranker": "bge"}, None]}
     assert response.unknown_fields() == expected
     assert json.loads(response.unknown_fields_json()) == response.unknown_fields()
     assert parse_message(raw(message())).unknown_fields_json() is None

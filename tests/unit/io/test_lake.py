@@ -183,7 +183,8 @@ def test_write_audit_lake_groups_rows_and_rerun_overwrites(tmp_path):
         with BeamPipeline(runner="FnApiRunner") as p:
             _ = p | beam.Create(rows) | WriteAuditLake(lake)
     files = parquet_files(lake)
-    assert len(files) == 3  # one per table (responses, sentences, passages) for the one partition, not one per row
+    # one per table (responses, sentences, passages, retrieved_passages) for the one partition, not one per row
+    assert len(files) == 4
     assert count(lake, "passages") == 2  # the six responses share their two passages: stored once each
     assert count(lake, "responses") == 6
     assert count(lake, "sentences") == sum(1 for t, _ in rows if t == "sentences")

@@ -33,8 +33,8 @@ def test_demo_audits_the_sample_traffic_and_prints_a_summary(demo_lake):
     in_review = con.execute(f"SELECT count(*) FILTER (WHERE needs_review) FROM responses WHERE {sample}").fetchone()[0]
     assert in_review / audited < 0.5
     # ... and the demo's alerts and incident are in the same lake, naming the regressed retriever.
-    causes = con.execute("SELECT cause_value FROM incidents WHERE status = 'firing'").fetchall()
-    assert causes == [("r9",)]
+    causes = con.execute("SELECT cause_value, cause, retrieval_moved FROM incidents WHERE status = 'firing'").fetchall()
+    assert causes == [("r9", "retrieval", True)]  # the retrieval scores moved: retrieval, not generation
     assert "INCIDENT retriever_version=r9" in out
     verdicts = {v for (v,) in con.execute("SELECT DISTINCT attribution_verdict FROM sentences").fetchall()}
     assert verdicts == {"fully_grounded", "partially_grounded", "ungrounded", "contradicted"}

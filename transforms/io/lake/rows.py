@@ -1,10 +1,10 @@
 """The rows of the audit lake one audited response makes, one builder per table, and `row_dict`.
 
 `to_lake_rows(audited)` gives `(table, row dict)` pairs: one `responses` row, one `sentences` row per
-sentence, one `judge_calls` row per judge call, one `citations` row per audited citation and one `claims`
-row per logged claim (none of the last two when their stage did not run), and one `passages` row per
-distinct evidence passage. Each row is validated by its model in `schemas` first;
-`transforms.io.lake.writer` writes them. A stage that adds a table adds its builder to `ROW_BUILDERS`.
+sentence, one `judge_calls` row per judge call, one `citations` row per audited citation, one `claims`
+row per logged claim and one `retrieved_passages` row per passage (none of the last three when their stage
+did not run), and one `passages` row per distinct evidence passage. Each row is validated by its model in
+`schemas` first; `transforms.io.lake.writer` writes them. A stage that adds a table adds its builder to `ROW_BUILDERS`.
 
 `responses` rows keep the query and the answer, and name the passages by content hash; `sentences` rows name
 the passages of their evidence and the offsets of its excerpts in them (`transforms.io.lake.evidence`).
@@ -25,10 +25,12 @@ from schemas.lake_audits import CitationRow, ClaimRow
 from transforms.io.lake.evidence import (
     evidence_fields,
     passage_rows,
+    passage_sha256,
     passage_texts,
     sentence_evidence_fields,
 )
 from transforms.io.lake.redact import redact as mask
+from transforms.io.lake.retrieval_rows import retrieval_columns, retrieved_passage_rows
 
 __all__ = ["REDACTED_COLUMNS", "ROW_BUILDERS", "citation_rows", "claim_rows", "lake_rows", "row_dict", "to_lake_rows"]
 
@@ -106,6 +108,7 @@ def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
         query_text=r.query,
         answer_text=r.answer,
         extra=r.unknown_fields_json(),
+        **retrieval_columns(a.retrieval),
     )
     return [("responses", row_dict(row))]
 
@@ -188,7 +191,7 @@ def claim_rows(a: AuditedResponse) -> list[tuple[str, dict]]:
     ]
 
 
-ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows, citation_rows, claim_rows]
+ROW_BUILDERS = [_response_row, _sentence_rows, _judge_call_rows, citation_rows, claim_rows, retrieved_passage_rows]
 """Functions `AuditedResponse -> [(table, row)]`; a stage that adds a table appends its builder here."""
 
 
@@ -205,6 +208,8 @@ def to_lake_rows(audited: AuditedResponse, *, redact: bool = False) -> list[tupl
             row.update(evidence_fields(texts))
         elif table == "sentences":
             row.update(sentence_evidence_fields(sentences[row["sentence_index"]], texts, redact=redact))
+        elif table == "retrieved_passages":
+            row["passage_sha256"] = passage_sha256(texts[row["doc_id"]])
     if redact:
         for table, row in rows:
             _mask_row(row, REDACTED_COLUMNS.get(table, ()))

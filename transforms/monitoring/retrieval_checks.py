@@ -1,0 +1,122 @@
+"""The drift stage's retrieval checks: passages less about the question, or none about it at all.
+
+A retriever that starts returning passages about the wrong topic shows here in the window it starts, before
+or without any change in what the answers claim. Two checks per judged slice, on the `responses` columns the
+ScoreRetrieval step wrote, against the same reference the confidence checks use::
+
+    rows = retrieval_checks(plan, base, config, p_threshold)   # DriftCheckRows; none without the columns
+
+- `context_relevance_drop`: the responses' mean context relevance fell by more than `max_relevance_drop`
+  (relative to the reference) and a one-sided Welch t-test of the fall is under the window's p-value threshold;
+- `empty_retrieval_rise`: the share of responses with no relevant passage rose by more than
+  `max_empty_retrieval_rise` (absolute) and a one-sided binomial test at the reference's smoothed rate agrees
+  (as `abstention_rise` does).
+
+Either one worse than the reference at p < 0.05 without an alert (past its limit but not significant enough,
+or significant but within its limit) is `inconclusive`: it keeps an open alert open and the window out of
+baselines. The retriever regression's empty-retrieval rate hovers near its limit, and an alert that cleared
+after two milder windows would be raised again a window later.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from scipy import stats
+
+from schemas.monitoring import CheckStatus, DriftCheckRow
+from transforms.monitoring.abstention import abstention_p_value
+from transforms.monitoring.plans import DriftConfig, SlicePlan
+
+__all__ = [
+    "EMPTY_RETRIEVAL_CHECK",
+    "RELEVANCE_CHECK",
+    "RETRIEVAL_CHECKS",
+    "relevance_p_value",
+    "retrieval_checks",
+    "scored",
+]
+
+RELEVANCE_CHECK = "context_relevance_drop"
+EMPTY_RETRIEVAL_CHECK = "empty_retrieval_rise"
+RETRIEVAL_CHECKS = (RELEVANCE_CHECK, EMPTY_RETRIEVAL_CHECK)
+_INCONCLUSIVE_P_VALUE = 0.05
+
+
+def scored(frame: pd.DataFrame | None, column: str) -> pd.Series | None:
+    """The column's known values (None when the frame lacks the column or has no value in it)."""
+    if frame is None or column not in frame:
+        return None
+    values = frame[column].dropna()
+    return values if len(values) else None
+
+
+def relevance_p_value(current: pd.Series, reference: pd.Series) -> float:
+    """One-sided Welch t-test that the current mean is below the reference's (1.0 when it cannot be tested)."""
+    if len(current) < 2 or len(reference) < 2 or (current.std() == 0 and reference.std() == 0):
+        return 1.0 if current.mean() >= reference.mean() else 0.0
+    p = float(stats.ttest_ind(current, reference, equal_var=False, alternative="less").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _status(moved: bool, p_value: float, p_threshold: float) -> CheckStatus:
+    if moved and p_value < p_threshold:
+        return CheckStatus.alert
+    if p_value < _INCONCLUSIVE_P_VALUE:
+        # Still worse than the reference, if not by the limit: a regression's milder windows keep its alert
+        # open instead of clearing it and raising it again a window later.
+        return CheckStatus.inconclusive
+    return CheckStatus.ok
+
+
+def _relevance_row(plan: SlicePlan, base: dict, config: DriftConfig, p_threshold: float) -> DriftCheckRow | None:
+    current = scored(plan.responses, "mean_context_relevance")
+    reference = scored(plan.reference_responses, "mean_context_relevance")
+    if current is None or reference is None:
+        return None
+    mean, reference_mean = float(current.astype(float).mean()), float(reference.astype(float).mean())
+    limit = reference_mean * (1 - config.max_relevance_drop)
+    p_value = relevance_p_value(current.astype(float), reference.astype(float))
+    return DriftCheckRow(
+        **base,
+        check=RELEVANCE_CHECK,
+        status=_status(mean < limit, p_value, p_threshold),
+        test=(
+            f"mean context relevance >= reference - {config.max_relevance_drop:.0%} "
+            f"(and Welch t p_value < {p_threshold:.2g} to alert)"
+        ),
+        current_value=mean,
+        reference_value=reference_mean,
+        p_value=p_value,
+        threshold=limit,
+    )
+
+
+def _empty_row(plan: SlicePlan, base: dict, config: DriftConfig, p_threshold: float) -> DriftCheckRow | None:
+    current = scored(plan.responses, "empty_retrieval")
+    reference = scored(plan.reference_responses, "empty_retrieval")
+    if current is None or reference is None:
+        return None
+    current, reference = current.astype(bool), reference.astype(bool)
+    rate, reference_rate = float(current.mean()), float(reference.mean())
+    p_value = abstention_p_value(int(current.sum()), len(current), int(reference.sum()), len(reference))
+    return DriftCheckRow(
+        **base,
+        check=EMPTY_RETRIEVAL_CHECK,
+        status=_status(rate > reference_rate + config.max_empty_retrieval_rise, p_value, p_threshold),
+        test=(
+            f"empty-retrieval rate <= reference + {config.max_empty_retrieval_rise:.0%} "
+            f"(and binomial p_value < {p_threshold:.2g} to alert)"
+        ),
+        current_value=rate,
+        reference_value=reference_rate,
+        p_value=p_value,
+        threshold=reference_rate + config.max_empty_retrieval_rise,
+    )
+
+
+def retrieval_checks(plan: SlicePlan, base: dict, config: DriftConfig, p_threshold: float) -> list[DriftCheckRow]:
+    """The retrieval check rows of one judged slice: none for a lake (or a reference) without retrieval scores."""
+    rows = (_relevance_row(plan, base, config, p_threshold), _empty_row(plan, base, config, p_threshold))
+    return [row for row in rows if row is not None]
