@@ -18,7 +18,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from dashboards.views import connect_lake
-from pipelines.audit import build_pipeline
+from pipelines.runner.audit_graph import build_pipeline
 from schemas import LoggedResponse, Origin, ParsedResponse
 from transforms.audit.stages import AUDITED, ScoreRetrieval, audit_response, verify_response
 from transforms.io.lake.rows import to_lake_rows
