@@ -16,7 +16,8 @@ import pytest
 
 from tests.support.scripts import ROOT, load_script
 
-LocalKafka = load_script("kafka_broker").LocalKafka
+_broker_script = load_script("kafka_broker")
+LocalKafka, BrokerError = _broker_script.LocalKafka, _broker_script.BrokerError
 
 __all__ = [
     "ROOT",
@@ -51,9 +52,20 @@ def kafka_bootstrap(tmp_path_factory):
 
 @pytest.fixture
 def private_broker(tmp_path):
-    """A broker of this test's own, for tests that stop and restart it."""
-    broker = LocalKafka(tmp_path / "kafka-broker")
-    broker.start()
+    """A broker of this test's own, for tests that stop and restart it.
+
+    Its ports are free when chosen, but on two pytest workers another process can take one (as a client's
+    ephemeral port) before Java binds it: then a broker on fresh ports is started instead, up to three times.
+    """
+    for attempt in range(3):
+        broker = LocalKafka(tmp_path / f"kafka-broker-{attempt}")
+        try:
+            broker.start()
+            break
+        except BrokerError as error:
+            broker.purge()
+            if "Address already in use" not in str(error) or attempt == 2:
+                raise
     try:
         yield broker
     finally:

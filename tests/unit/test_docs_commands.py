@@ -3,7 +3,8 @@
 The fenced shell blocks of README.md and docs/*.md are read; a line starting with `groundwatch` is a
 command (continuation lines joined, `&&` chains split, `# comments` and `[optional parts]` dropped). The
 commands of one page run in its order, in a folder of their own where the files the docs name
-(`traffic.jsonl`, `answers.jsonl`, `logs/*.jsonl`) are the first lines of the shipped sample traffic and
+(`traffic.jsonl`, `answers.jsonl`, `logs/*.jsonl`) are the first lines of the shipped sample traffic, the
+labelled files (`labeled.jsonl`) are our own hand-labelled answers, and
 `dashboards/` is the package's query library. A command must not be refused (exit 2) or crash: exit 0, or 1
 for a check the docs mean to fail (`gate`'s policy, `--fail-on-alert`).
 
@@ -27,6 +28,8 @@ from pipelines.demo import sample_traffic_path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LABELLED = ROOT / "tests" / "data" / "paraphrase" / "answers.jsonl"
+"""Hand-labelled answers in the golden file's format: the documented `calibrate --golden` commands read them."""
 SAMPLE_LINES = 40
 """Lines of the sample traffic the documented files hold: enough for every command, quick to audit."""
 
@@ -100,6 +103,8 @@ def test_the_documented_commands_run_as_written(commands, tmp_path, monkeypatch)
     for name in ("traffic.jsonl", "answers.jsonl", "logs/traffic.jsonl"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(traffic)
+    for name in ("labeled.jsonl", "labelled.jsonl"):  # the labelled file the calibration pages name
+        (tmp_path / name).write_bytes(LABELLED.read_bytes())
     os.symlink(ROOT / "dashboards", tmp_path / "dashboards")
     monkeypatch.chdir(tmp_path)
     for lake in _lakes_read_first(commands):

@@ -33,7 +33,7 @@ A slice too small for one window (a tenant with fifty answers a day, in one-minu
 windows since its last check are pooled, window after window, until they hold `min_responses`; then that
 span is checked, in the row of the window that completed it (`span_start` names its first window), and the
 next span starts. Its reference is its own last `baseline_windows` spans. A span reaches back at most
-`max_span_hours` (a week): older windows drop out of it, so a slice that stays too small is still
+`max_span_hours` (off by default): older windows drop out of it, so a slice that stays too small is still
 `insufficient_data`, and its first checks wait for a reference of that many spans (`no_reference`).
 """
 

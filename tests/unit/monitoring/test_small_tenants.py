@@ -41,7 +41,7 @@ def _week(drop: bool) -> list[dict]:
 def small_lake(request, tmp_path_factory) -> tuple[str, bool]:
     lake = str(tmp_path_factory.mktemp("small") / "lake")
     audit_into_lake(_week(request.param), lake, window_seconds=60)
-    run_drift(lake, DriftConfig(), workspace=False, out=lambda _: None)
+    run_drift(lake, DriftConfig(max_span_hours=168), workspace=False, out=lambda _: None)
     return lake, request.param
 
 
