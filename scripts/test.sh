@@ -12,7 +12,13 @@ services=yes
 [[ " $* " == *" --tier fast "* ]] && services=no
 
 prepare="" kafka=no
+steps=()
+took() { # took NAME: record how long since the last step (bash's SECONDS), printed at the end
+  steps+=("$1 $((SECONDS / 60)) min $((SECONDS % 60)) s")
+  SECONDS=0
+}
 stop() {
+  if ((${#steps[@]})); then printf 'scripts/test.sh: %s\n' "${steps[@]}"; fi
   if [[ -n $prepare ]]; then kill "$prepare" 2>/dev/null || true; fi
   if [[ $kafka == yes ]]; then scripts/kafka.sh stop >/dev/null || true; fi
 }
@@ -35,6 +41,7 @@ else
   python3 -m pip install --quiet -e '.[test]'
 fi
 make lint typecheck
+took "install, lint and types:"
 
 pytest=(python3 -m pytest --durations=15)
 if [[ "${GROUNDWATCH_COVERAGE:-}" == 1 ]]; then
@@ -52,6 +59,7 @@ start_services() {
   GROUNDWATCH_KAFKA_BOOTSTRAP="$(scripts/kafka.sh start)"
   export GROUNDWATCH_KAFKA_BOOTSTRAP
   kafka=yes
+  took "waiting for Prism and chromium, starting Kafka:"
 }
 
 if (($#)); then
@@ -62,8 +70,10 @@ else
   # keeps a module's tests on one worker, and the Flink tests and the demo lake's readers on one worker, so
   # that session set-up is made once; the workers share one broker, isolated by topic.
   "${pytest[@]}" --tier fast -n 2 --dist loadgroup
+  took "fast tier:"
   start_services
   "${pytest[@]}" --tier integration -n 2 --dist loadgroup
+  took "integration tier:"
 fi
 if [[ "${GROUNDWATCH_COVERAGE:-}" == 1 ]]; then
   python3 -m coverage combine --quiet
