@@ -37,10 +37,10 @@ setup(
         "httpx>=0.27,<1",  # the judge's HTTP timeouts and transport (transforms.verify.judge.client)
         "matplotlib>=3.8,<4",  # the charts of `groundwatch report` and `groundwatch calibrate --report`
         "scipy>=1.11,<2",  # the incidents' one-sided Welch t-test (transforms.monitoring.incident_stats)
-        "uvicorn>=0.30,<1",
+        "uvicorn>=0.30,<1",  # the ASGI server of `groundwatch serve` (uses httptools and uvloop when installed)
         # the lake manifest's no-overwrite create on S3 (If-None-Match), which pyarrow's filesystem lacks
         "boto3>=1.34,<2",
-        "botocore>=1.34,<2",  # the ASGI server of `groundwatch serve` (uses httptools and uvloop when installed)
+        "botocore>=1.34,<2",
         # the review web app (`groundwatch review`): Starlette routes, Jinja2 pages, form posts
         "starlette>=0.40,<2",
         "jinja2>=3.1,<4",

@@ -191,6 +191,10 @@ class _Guard:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
+        # A server a fixture started (uvicorn on uvloop, gRPC: below `socket.listen`) listens for the whole
+        # call, so checking at its start and end finds it every time; polling in between finds the servers a
+        # test starts and stops itself.
+        self._check_this_process()
         stop = threading.Event()
         watcher = threading.Thread(target=self._watch_children, args=(stop,), daemon=True)
         watcher.start()
@@ -199,16 +203,19 @@ class _Guard:
         finally:
             stop.set()
             watcher.join()
+            self._check_this_process()
+
+    def _check_this_process(self) -> None:
+        if listening_pids({os.getpid()}, descendants=False):
+            self._violate("this process listened on a port (a server outside Python's socket module)")
 
     def _watch_children(self, stop: threading.Event) -> None:
-        """Polls the processes the test started, and this one (a server in C, such as gRPC's, bypasses
-        `socket.listen`), for a listening socket."""
+        """Polls the processes the test started, and this one, for a listening socket."""
         while not stop.wait(_POLL_S):
             with self._lock:
                 children = {pid for pid in self._children if os.path.exists(f"/proc/{pid}")}
                 self._children = children
-            if listening_pids({os.getpid()}, descendants=False):
-                self._violate("this process listened on a port (a server outside Python's socket module)")
+            self._check_this_process()
             for pid in listening_pids(children) if children else ():
                 self._violate(f"process {pid} ({_command_of(pid)}) listened on a port")
 

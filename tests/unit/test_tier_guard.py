@@ -38,6 +38,18 @@ def test_listens_below_python():
     time.sleep(0.5)
     server.close()
 
+@pytest.fixture(scope="module")
+def server_below_python():
+    import _socket  # uvicorn on uvloop listens the same way, from a module-scoped fixture
+    server = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    yield
+    server.close()
+
+def test_calls_a_server_its_fixture_started(server_below_python):
+    assert True  # over before a poll: the server is found at the call's start and end
+
 @pytest.mark.kafka
 def test_needs_a_broker():
     raise AssertionError("a marked test never runs in the fast tier")
@@ -69,10 +81,11 @@ def test_the_fast_tier_fails_tests_that_listen_and_deselects_marked_ones(tmp_pat
     outcomes, text = _run_pytest(tmp_path, "-q", "--tier", "fast")
     # The in-process server fails its call (listen raises) and its teardown; the child's refusal and the server
     # below Python's socket module fail the teardown of tests whose call passed; the marked test is not run.
-    assert outcomes == {"passed": 3, "failed": 1, "errors": 3, "deselected": 1}, text
+    assert outcomes == {"passed": 4, "failed": 1, "errors": 4, "deselected": 1}, text
     assert "test_listens_in_process started a server in the fast tier: this process listened on (" in text
     assert "test_starts_a_python_server started a server in the fast tier: pid" in text
     assert "test_listens_below_python started a server in the fast tier: this process listened on a port" in text
+    assert "test_calls_a_server_its_fixture_started started a server in the fast tier: this process" in text
     assert "test_plain started a server" not in text
 
 

@@ -1,4 +1,5 @@
-"""`groundwatch serve`: the real service on uvicorn (thread or subprocess), called over HTTP with httpx."""
+"""`groundwatch serve`: the service's ASGI app in process (Starlette's TestClient, no port: the fast tier), and the
+real service on uvicorn (thread or subprocess) called over HTTP with httpx (`server`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from starlette.testclient import TestClient
 
-from pipelines.serving.app import API_KEY_ENV, ServeConfig
+from pipelines.serving.app import API_KEY_ENV, ServeConfig, VerifyApp
 from pipelines.serving.documents import MAX_BATCH_ITEMS, MAX_BODY_BYTES
 from tests.support.audit_messages import BAD_MESSAGES, message, raw
 from tests.support.openai_server import OpenAIServer, Scripted, data_document, grounded_reply
@@ -21,6 +23,14 @@ from transforms.ingest.parse import parse_message
 
 @pytest.fixture(scope="module")
 def service():
+    """The app in process: the same requests and replies, without a server listening on a port."""
+    with TestClient(VerifyApp(ServeConfig())) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def served():
+    """The app on uvicorn, over HTTP: for what only a real server shows (streamed bodies, concurrent calls)."""
     with running_service(ServeConfig()) as base_url, httpx.Client(base_url=base_url, timeout=30) as client:
         yield client
 
@@ -87,22 +97,22 @@ def test_bad_requests_get_a_4xx_with_a_one_line_reason(service, body, status, er
 
 
 @pytest.mark.server
-def test_bodies_over_the_size_limit_are_413(service):
+def test_bodies_over_the_size_limit_are_413(served):
     big = raw(message("big", answer="word " * (MAX_BODY_BYTES // 5)))
     assert len(big) > MAX_BODY_BYTES
-    reply = service.post("/v1/verify", content=big)
+    reply = served.post("/v1/verify", content=big)
     assert (reply.status_code, reply.json()["error"]) == (413, "body_too_large")
 
     def chunks():  # no content-length: the limit holds while the body streams in
         for i in range(0, len(big), 65536):
             yield big[i : i + 65536]
 
-    reply = service.post("/v1/verify", content=chunks())
+    reply = served.post("/v1/verify", content=chunks())
     assert (reply.status_code, reply.json()["error"]) == (413, "body_too_large")
     padding = {"doc_id": "pad", "content": "filler " * ((MAX_BODY_BYTES - 2000) // 7)}
     just_under = raw(message("fits", evidence=[*message()["evidence"], padding]))
     assert len(just_under) <= MAX_BODY_BYTES
-    assert service.post("/v1/verify", content=just_under).status_code == 200
+    assert served.post("/v1/verify", content=just_under).status_code == 200
 
 
 def test_bad_batches_and_routes(service):
@@ -128,11 +138,11 @@ def test_health_and_openapi(service):
 
 
 @pytest.mark.server
-def test_concurrent_requests_each_get_their_own_answer(service):
+def test_concurrent_requests_each_get_their_own_answer(served):
     kinds = ["fully_grounded", "contradicted", "ungrounded"] * 8
 
     def call(i):
-        return service.post("/v1/verify", json=verdict_message(kinds[i], f"c-{i}")).json()
+        return served.post("/v1/verify", json=verdict_message(kinds[i], f"c-{i}")).json()
 
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(call, range(len(kinds))))
