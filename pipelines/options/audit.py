@@ -12,7 +12,6 @@ import zlib
 from typing import Any
 
 from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.options.common import LAKE_WHAT
@@ -21,6 +20,7 @@ from pipelines.options.judge import add_judge_pipeline_options
 from pipelines.options.model import add_model_pipeline_options, validate_model_options
 from pipelines.runner.passes import MAX_RECORDS_PER_RUN
 from transforms.ingest.windows import DEFAULT_WINDOW_SECONDS
+from transforms.io.jsonl import open_jsonl, why_unreadable
 from transforms.io.lake import filesystem as lakefs
 from transforms.verify.base import DEFAULT_CONFIDENCE_THRESHOLD
 from transforms.verify.calibration import Calibration
@@ -182,18 +182,23 @@ _BLANK_PREFIX = 1 << 20
 
 
 def _first_byte(path: str) -> bytes:
-    """The first byte of `path` (decompressed by its extension) that is not whitespace or a UTF-8 byte-order
-    mark; b"" if none, or if the file cannot be decompressed (the reader reports that, with its reason)."""
+    """The first byte of `path` (decompressed by its extension, as the reader does) that is not whitespace or a
+    UTF-8 byte-order mark; b"" if none. A file that cannot be decompressed that far (a `.gz` that is not gzip)
+    is refused here, with the reader's reason, before a pipeline is built; one truncated further on is found
+    by the reader."""
     read = 0
     try:
-        with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as stream:
+        with open_jsonl(path) as stream:
             while read < _BLANK_PREFIX and (chunk := stream.read(1 << 16)):
                 stripped = chunk.removeprefix(b"\xef\xbb\xbf") if read == 0 else chunk
                 read += len(chunk)
                 if stripped := stripped.lstrip():
                     return stripped[:1]
-    except (OSError, EOFError, zlib.error):
-        return b""
+    except (OSError, EOFError, zlib.error) as e:
+        if getattr(e, "errno", None) is not None:  # the file system's own error: the reader reports it
+            return b""
+        kind = CompressionTypes.detect_compression_type(path)
+        raise ValueError(f"--input: {why_unreadable(path, kind, e, 0)}") from None
     return b""
 
 

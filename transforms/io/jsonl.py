@@ -146,10 +146,11 @@ def read_jsonl_lines(
         # A decompressor's errors carry no errno; a file system's (missing file, permissions) do and pass on.
         if kind not in _DECOMPRESSORS or getattr(e, "errno", None) is not None:
             raise
-        raise UnreadableInputError(_why_unreadable(path, kind, e, last)) from None
+        raise UnreadableInputError(why_unreadable(path, kind, e, last)) from None
 
 
-def _why_unreadable(path: str, kind: str, error: Exception, last: int) -> str:
+def why_unreadable(path: str, kind: str, error: Exception, last: int) -> str:
+    """Why compressed data of `kind` cannot be read past line `last` (0: before its first line)."""
     after = f"after line {last}" if last else "before its first line"
     if isinstance(error, EOFError):
         return (

@@ -1,5 +1,9 @@
-"""Bad usage of `groundwatch audit` and `monitor`, through the real command: one line on stderr naming the
-problem, exit 2, no traceback, and no `apitools not found` noise from Beam's imports."""
+"""Bad usage of `groundwatch audit` and `monitor`: one line on stderr naming the problem, exit 2, no traceback,
+and no `apitools not found` noise from Beam's imports.
+
+Two cases run the real command in a process of its own (the installed `groundwatch`, as a user types it); the
+others call the same `main` in this process (`groundwatch_in_process`), which saves the few seconds each new
+process spends importing Beam, and sees the same exit status and stderr."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import pytest
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.traffic.synthetic import generate_jsonl
+from transforms.io.lake.manifest import COMMAND_VARIABLE, RUN_ID_VARIABLE
 
 ROOT = Path(__file__).resolve().parents[3]
 JSON_ARRAY = "input looks like a JSON array; JSONL (one JSON object per line) is expected"
@@ -57,6 +62,21 @@ def _responses(traffic: Path) -> list[dict]:
 
 
 @pytest.fixture()
+def groundwatch_in_process(capsys, monkeypatch):
+    """`run_groundwatch`, but calling `pipelines.cli.main` here: the exit status and what it printed."""
+
+    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        for name in (RUN_ID_VARIABLE, COMMAND_VARIABLE):  # a command names its run here: undone afterwards
+            monkeypatch.setenv(name, "")
+        code = groundwatch(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, out, err)
+
+    return run
+
+
+@pytest.fixture()
 def traffic(tmp_path) -> Path:
     path = tmp_path / "traffic.jsonl"
     path.write_bytes(b"\n".join(generate_jsonl(12, seed=5)) + b"\n")
@@ -70,46 +90,50 @@ def test_an_input_directory_is_refused(tmp_path):
     assert not (tmp_path / "lake").exists()
 
 
-def test_a_glob_that_matches_a_directory_is_refused(tmp_path, traffic):
+def test_a_glob_that_matches_a_directory_is_refused(groundwatch_in_process, tmp_path, traffic):
     (tmp_path / "traffic.jsonl.d").mkdir()
-    result = run_groundwatch("audit", "--input", "traffic.jsonl*", "--lake", "lake", cwd=tmp_path)
+    result = groundwatch_in_process("audit", "--input", "traffic.jsonl*", "--lake", "lake", cwd=tmp_path)
     assert_usage_error(result, "audit", "matches a directory", "traffic.jsonl.d")
 
 
 @pytest.mark.parametrize("lake", ["a-file", "a-file/lake"])
-def test_a_lake_that_is_a_file_is_refused(tmp_path, traffic, lake):
+def test_a_lake_that_is_a_file_is_refused(groundwatch_in_process, tmp_path, traffic, lake):
     (tmp_path / "a-file").write_text("not a folder\n")
-    result = run_groundwatch("audit", "--input", str(traffic), "--lake", lake, cwd=tmp_path)
+    result = groundwatch_in_process("audit", "--input", str(traffic), "--lake", lake, cwd=tmp_path)
     assert_usage_error(result, "audit", f"--lake {lake!r}", "is a file")
     assert (tmp_path / "a-file").read_text() == "not a folder\n"
 
 
-def test_a_misspelled_flag_is_refused_with_the_closest_one_named(tmp_path, traffic):
-    result = run_groundwatch("audit", "--input", str(traffic), "--lake", "lake", "--windw-seconds", "5", cwd=tmp_path)
+def test_a_misspelled_flag_is_refused_with_the_closest_one_named(groundwatch_in_process, tmp_path, traffic):
+    result = groundwatch_in_process(
+        "audit", "--input", str(traffic), "--lake", "lake", "--windw-seconds", "5", cwd=tmp_path
+    )
     assert_usage_error(result, "audit", "--windw-seconds", "did you mean --window-seconds?")
     assert not (tmp_path / "lake").exists()
 
 
-def test_a_misspelled_beam_option_is_refused_with_beams_name(tmp_path, traffic):
-    result = run_groundwatch("audit", "--input", str(traffic), "--lake", "lake", "--direct-num-workers=2", cwd=tmp_path)
+def test_a_misspelled_beam_option_is_refused_with_beams_name(groundwatch_in_process, tmp_path, traffic):
+    result = groundwatch_in_process(
+        "audit", "--input", str(traffic), "--lake", "lake", "--direct-num-workers=2", cwd=tmp_path
+    )
     assert_usage_error(result, "audit", "--direct-num-workers", "did you mean --direct_num_workers?")
 
 
 @pytest.mark.parametrize("indent", [None, 2], ids=["one line", "several lines"])
-def test_a_json_array_given_as_jsonl_is_refused(tmp_path, traffic, indent):
+def test_a_json_array_given_as_jsonl_is_refused(groundwatch_in_process, tmp_path, traffic, indent):
     responses = _responses(traffic)[:3]
     array = tmp_path / "array.jsonl"
     array.write_text("\n" + json.dumps(responses, indent=indent) + "\n")
-    result = run_groundwatch("audit", "--input", "array.jsonl", "--lake", "lake", cwd=tmp_path)
+    result = groundwatch_in_process("audit", "--input", "array.jsonl", "--lake", "lake", cwd=tmp_path)
     assert_usage_error(result, "audit", "array.jsonl", JSON_ARRAY)
     assert not (tmp_path / "lake").exists()
 
 
-def test_monitor_refuses_a_lake_file_and_a_misspelled_flag(tmp_path):
+def test_monitor_refuses_a_lake_file_and_a_misspelled_flag(groundwatch_in_process, tmp_path):
     (tmp_path / "a-file").write_text("x\n")
     kafka = ["monitor", "--bootstrap-servers", "127.0.0.1:1", "--until-caught-up"]
-    assert_usage_error(run_groundwatch(*kafka, "--lake", "a-file", cwd=tmp_path), "monitor", "is a file")
-    result = run_groundwatch(*kafka, "--lake", "lake", "--windw-seconds", "5", cwd=tmp_path)
+    assert_usage_error(groundwatch_in_process(*kafka, "--lake", "a-file", cwd=tmp_path), "monitor", "is a file")
+    result = groundwatch_in_process(*kafka, "--lake", "lake", "--windw-seconds", "5", cwd=tmp_path)
     assert_usage_error(result, "monitor", "did you mean --window-seconds?")
 
 

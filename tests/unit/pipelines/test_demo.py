@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
@@ -45,7 +46,10 @@ def test_demo_audits_the_sample_traffic_and_prints_a_summary(demo_lake):
 
 def test_auditing_the_sample_again_overwrites_instead_of_duplicating(tmp_path):
     lake = str(tmp_path / "lake")
-    argv = ["audit", "--input", sample_traffic_path(), "--lake", lake]
+    traffic = tmp_path / "sample.jsonl"  # the sample's first 40 lines: good answers and broken lines
+    with open(sample_traffic_path(), "rb") as sample:
+        traffic.write_bytes(b"".join(itertools.islice(sample, 40)))
+    argv = ["audit", "--input", str(traffic), "--lake", lake]
     assert groundwatch(argv) == 0
     con = connect_lake(lake)
     every_file = f"SELECT count(*) FROM read_parquet('{lake}/*/**/*.parquet', union_by_name = true)"
