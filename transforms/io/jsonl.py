@@ -70,9 +70,12 @@ _SUFFIX = {CompressionTypes.GZIP: "gz", CompressionTypes.BZIP2: "bz2"}
 
 
 class LineStream(Protocol):
-    """A binary stream read line by line: a file, a decompressor, or Beam's decompressing stream."""
+    """A binary stream read line by line (or in chunks): a file, a decompressor, or Beam's decompressing
+    stream."""
 
     def readline(self) -> bytes: ...
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class UnreadableInputError(ValueError):
