@@ -25,6 +25,8 @@ from schemas.reports import (
     SentenceAuditReport,
     SentenceVerdict,
     VerificationStatus,
+    grounded_probability,
+    verdict_confidence,
 )
 from schemas.responses import (
     CURRENT_SCHEMA_VERSION,
@@ -90,6 +92,8 @@ __all__ = [
     "StrictModel",
     "TableSpec",
     "VerificationStatus",
+    "grounded_probability",
+    "verdict_confidence",
     "WindowMetricsRow",
     "arrow_schema",
     "register_table",
