@@ -12,6 +12,7 @@ SELECT risk_level, response_id, sentence_index, attribution_verdict, round(confi
        (SELECT CAST(sum(n) AS BIGINT) FROM (SELECT any_value(awaiting_in_hour) AS n FROM top GROUP BY date, hour))
            AS awaiting
 FROM top
-ORDER BY CASE risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, grounded_probability,
+ORDER BY CASE risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,
+         top.grounded_probability,  -- unrounded: the bare name is the rounded column above
          response_id, sentence_index
 LIMIT 500;
