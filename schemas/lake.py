@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from schemas.base import Confidence, StrictModel
-from schemas.reports import GROUNDED_PROBABILITY_SQL, SentenceVerdict
+from schemas.reports import GROUNDED_PROBABILITY_SQL, SentenceVerdict, grounded_probability
 from schemas.responses import RiskLevel
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ class SentenceRow(SentenceVerdict):
     def grounded_probability(self) -> float:
         """Stored beside `confidence`: the verifier's probability that the sentence is fully grounded
         (`SentenceVerdict.grounded_probability`), so SQL reads it instead of deriving it."""
-        return SentenceVerdict.grounded_probability.fget(self)  # type: ignore[attr-defined]
+        return grounded_probability(self.attribution_verdict, self.confidence)
 
 
 class DeadLetterRow(StrictModel):
