@@ -92,9 +92,9 @@ __all__ = [
     "StrictModel",
     "TableSpec",
     "VerificationStatus",
-    "grounded_probability",
-    "verdict_confidence",
     "WindowMetricsRow",
     "arrow_schema",
+    "grounded_probability",
     "register_table",
+    "verdict_confidence",
 ]
