@@ -189,7 +189,7 @@ def evidently_period_report(
         r = responses[(responses["window_start"] >= lo) & (responses["window_start"] < hi)]
         return pd.concat(
             [
-                pd.DataFrame({"attribution_confidence": s["attribution_confidence"].to_numpy(float)}),
+                pd.DataFrame({"attribution_confidence": s["grounded_probability"].to_numpy(float)}),
                 pd.DataFrame({"response_confidence": r["mean_attribution_confidence"].dropna().to_numpy(float)}),
                 pd.DataFrame({"faithfulness": r["faithfulness"].to_numpy(float)}),
             ],

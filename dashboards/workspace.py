@@ -251,9 +251,7 @@ def _review_columns(evaluation, frames) -> dict[str, float]:
 
 def _snapshot_columns(evaluation, plan: SlicePlan, open_alerts, changes, config: DriftConfig) -> pd.DataFrame:
     parts = [
-        pd.DataFrame(
-            {column_name("attribution_confidence", ALL_TRAFFIC, ""): plan.sentences["attribution_confidence"]}
-        ),
+        pd.DataFrame({column_name("attribution_confidence", ALL_TRAFFIC, ""): plan.sentences["grounded_probability"]}),
         pd.DataFrame(
             {column_name("response_confidence", ALL_TRAFFIC, ""): plan.responses["mean_attribution_confidence"]}
         ),
@@ -262,7 +260,7 @@ def _snapshot_columns(evaluation, plan: SlicePlan, open_alerts, changes, config:
     for (dimension, value), slice_plan in evaluation.plans.items():
         if dimension in _CONFIDENCE_PANELS:
             column = column_name("attribution_confidence", dimension, value)
-            parts.append(pd.DataFrame({column: slice_plan.sentences["attribution_confidence"]}))
+            parts.append(pd.DataFrame({column: slice_plan.sentences["grounded_probability"]}))
     constants = {
         "responses": float(len(plan.responses)),
         "open_alerts": float(len(open_alerts)),
@@ -270,7 +268,7 @@ def _snapshot_columns(evaluation, plan: SlicePlan, open_alerts, changes, config:
         "drift_threshold": evaluation.p_threshold or config.drift_p_value,
     }
     if plan.reference_sentences is not None:
-        reference_mean = float(plan.reference_sentences["attribution_confidence"].mean())
+        reference_mean = float(plan.reference_sentences["grounded_probability"].mean())
         constants["reference_mean"] = reference_mean
         constants["alert_limit"] = reference_mean * (1 - config.max_confidence_drop)
     for name in (*_SHARES, *_RATES):

@@ -4,7 +4,7 @@ Runs a verifier over a labeled golden file (format: `docs/calibration.md`;
 your own labeled traffic works the same way) and prints, overall and per
 source: strict 4-way accuracy and macro-F1, compatible accuracy (prediction in
 `acceptable_labels`), binary balanced accuracy (fully grounded vs the rest),
-Cohen's kappa, ROC-AUC of the grounded score, unsupported-span token F1, the
+Cohen's kappa, ROC-AUC of the grounded probability, unsupported-span token F1, the
 same for citation labels, and a recommended confidence threshold::
 
     groundwatch calibrate --golden labeled.jsonl --verifier heuristic \\
@@ -14,7 +14,7 @@ same for citation labels, and a recommended confidence threshold::
     groundwatch calibrate --golden labeled.jsonl --verifier cascade --model-path ./nli-onnx --fit cal.json \\
         --judge-base-url http://127.0.0.1:8000/v1 --judge-model my-model   # fits the heuristic's and the model's bands
 
-It also calibrates: a map (`--map`: by default a small logistic model of the verdict's grounded score and class;
+It also calibrates: a map (`--map`: by default a small logistic model of the verdict's grounded probability and class;
 or isotonic on the score) to P(fully grounded) and the band of
 calibrated probability to escalate so the sentences left reach `--target-accuracy`, cross-validated with folds
 grouped by source document (`--group-by document`, the default) or one fold per source (`--group-by source`,

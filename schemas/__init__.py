@@ -25,6 +25,8 @@ from schemas.reports import (
     SentenceAuditReport,
     SentenceVerdict,
     VerificationStatus,
+    grounded_probability,
+    verdict_confidence,
 )
 from schemas.responses import (
     CURRENT_SCHEMA_VERSION,
@@ -92,5 +94,7 @@ __all__ = [
     "VerificationStatus",
     "WindowMetricsRow",
     "arrow_schema",
+    "grounded_probability",
     "register_table",
+    "verdict_confidence",
 ]

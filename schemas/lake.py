@@ -2,6 +2,8 @@
 
 Each table of the lake has one row model here; `arrow_schema(Model)` derives
 the Parquet schema from the model's annotations, so a column is declared once.
+A column derived from others is a computed field of the row model (`SentenceRow.grounded_probability`):
+stored like the rest, never given; its `TableSpec.derived` SQL gives it for files written before it existed.
 `TABLES` maps a table name to its row model and to the column that decides its
 `date=/hour=` partition. The lake's reader (`transforms.io.lake.reader`) keeps one row per `key`.
 """
@@ -15,10 +17,10 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from schemas.base import Confidence, StrictModel
-from schemas.reports import SentenceVerdict
+from schemas.reports import GROUNDED_PROBABILITY_SQL, SentenceVerdict, grounded_probability
 from schemas.responses import RiskLevel
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ __all__ = [
     "SentenceRow",
     "TableSpec",
     "arrow_schema",
+    "column_names",
     "duckdb_columns",
     "register_table",
 ]
@@ -106,13 +109,32 @@ def _duckdb_of(kind: str) -> str:
     return _duckdb_of(kind[5:]) + "[]" if kind.startswith("list:") else _DUCKDB_TYPES[kind]
 
 
+def _columns(model: type[BaseModel]) -> dict[str, Any]:
+    """Each stored column of a row model and its annotation: its fields in declaration order, then its
+    computed fields (values derived from the others, written beside them)."""
+    columns = {name: info.rebuild_annotation() for name, info in model.model_fields.items()}
+    # The return annotation read from the property itself: with `defer_build`, pydantic resolves it only later.
+    columns.update(
+        {
+            name: typing.get_type_hints(info.wrapped_property.fget)["return"]
+            for name, info in model.model_computed_fields.items()
+        }
+    )
+    return columns
+
+
+def column_names(model: type[BaseModel]) -> list[str]:
+    """The stored columns of a row model, in the order of its Arrow schema."""
+    return list(_columns(model))
+
+
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
-    """The Parquet schema of a row model, field by field in declaration order."""
+    """The Parquet schema of a row model, column by column (`column_names`)."""
     import pyarrow as pa
 
     fields = []
-    for name, info in model.model_fields.items():
-        kind, nullable = _column_kind(info.rebuild_annotation())
+    for name, annotation in _columns(model).items():
+        kind, nullable = _column_kind(annotation)
         fields.append(pa.field(name, _arrow_of(kind), nullable=nullable))
     return pa.schema(fields)
 
@@ -120,7 +142,7 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
 def duckdb_columns(model: type[BaseModel]) -> dict[str, str]:
     """The DuckDB type of each column of a row model, as DuckDB reads the model's Arrow schema (without
     importing pyarrow: `groundwatch query` needs only these, and pyarrow is a fifth of a second to import)."""
-    return {name: _duckdb_of(_column_kind(info.rebuild_annotation())[0]) for name, info in model.model_fields.items()}
+    return {name: _duckdb_of(_column_kind(annotation)[0]) for name, annotation in _columns(model).items()}
 
 
 class ResponseRow(StrictModel):
@@ -216,6 +238,21 @@ class SentenceRow(SentenceVerdict):
     contradicting_starts: list[int] = Field(default_factory=list)
     contradicting_ends: list[int] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_not_given(cls, data: Any) -> Any:
+        # A row read back from the lake carries `grounded_probability`: derived again, never taken as given.
+        if isinstance(data, dict) and "grounded_probability" in data:
+            return {k: v for k, v in data.items() if k != "grounded_probability"}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def grounded_probability(self) -> float:
+        """Stored beside `confidence`: the verifier's probability that the sentence is fully grounded
+        (`SentenceVerdict.grounded_probability`), so SQL reads it instead of deriving it."""
+        return grounded_probability(self.attribution_verdict, self.confidence)
+
 
 class DeadLetterRow(StrictModel):
     """A message that could not be audited: its original bytes, where it came from, and why."""
@@ -256,6 +293,9 @@ class TableSpec:
     key: tuple[str, ...]
     version_column: str
     prefer: tuple[str, ...] = ()
+    derived: tuple[tuple[str, str], ...] = ()
+    """(column, SQL over the row's other columns) pairs: what the lake's reader gives for a column in files
+    written before the table had it (the column is NULL there), so old and new files read alike."""
 
     @property
     def schema(self) -> pa.Schema:
@@ -286,12 +326,16 @@ def register_table(
     key: tuple[str, ...],
     version_column: str,
     prefer: tuple[str, ...] = (),
+    derived: tuple[tuple[str, str], ...] = (),
 ) -> TableSpec:
     """Declare a lake table; other schema modules call this for the tables they own."""
     for column in (version_column, *prefer):
         if column not in row.model_fields:
             raise ValueError(f"table {name!r}: column {column!r} is not a field of {row.__name__}")
-    spec = TableSpec(name, row, time_column, key, version_column, prefer)
+    for column, _ in derived:
+        if column not in column_names(row):
+            raise ValueError(f"table {name!r}: derived column {column!r} is not a column of {row.__name__}")
+    spec = TableSpec(name, row, time_column, key, version_column, prefer, derived)
     TABLES[name] = spec
     return spec
 
@@ -303,6 +347,7 @@ register_table(
     time_column="event_time",
     key=("response_id", "sentence_index"),
     version_column="audited_at",
+    derived=(("grounded_probability", GROUNDED_PROBABILITY_SQL),),
 )
 register_table(
     "dead_letters", DeadLetterRow, time_column="received_at", key=("dead_letter_id",), version_column="received_at"

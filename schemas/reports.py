@@ -4,6 +4,13 @@
 - `CitationAuditReport` / `CitationAuditResult`: the citation audit (spec 002).
 - `ClaimAttributionReport` / `ClaimCheck`: checks of generator-logged claims (spec 004).
 
+A verdict's `confidence` is the spec's: how sure the verifier is of the verdict it gave, so a confidently
+`ungrounded` sentence has a high one. What calibration, routing, drift and the dashboards need is the other
+reading of the same number, the verifier's probability that the sentence is fully grounded:
+`SentenceVerdict.grounded_probability`. It is derived here and nowhere else (`grounded_probability`, its
+inverse `verdict_confidence`, and `GROUNDED_PROBABILITY_SQL` for lake files written before the `sentences`
+table stored it).
+
 Verifiers produce these; the lake rows in `schemas.lake` are derived from them.
 """
 
@@ -18,6 +25,7 @@ from schemas.base import Confidence, NonEmptyStr, StrictModel
 from schemas.responses import ConfidenceLabel
 
 __all__ = [
+    "GROUNDED_PROBABILITY_SQL",
     "INSUFFICIENT_EVIDENCE",
     "LIMIT_FLAG_PREFIX",
     "AttributionVerdict",
@@ -32,6 +40,8 @@ __all__ = [
     "SentenceAuditReport",
     "SentenceVerdict",
     "VerificationStatus",
+    "grounded_probability",
+    "verdict_confidence",
 ]
 
 INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
@@ -47,6 +57,24 @@ class AttributionVerdict(str, Enum):
     partially_grounded = "partially_grounded"
     ungrounded = "ungrounded"
     contradicted = "contradicted"
+
+
+def grounded_probability(verdict: AttributionVerdict | str, confidence: float) -> float:
+    """The verifier's probability that the sentence is fully grounded, from its verdict and its confidence in
+    that verdict: the confidence itself for `fully_grounded`, its complement for the three other verdicts."""
+    grounded = verdict in (AttributionVerdict.fully_grounded, AttributionVerdict.fully_grounded.value)
+    return float(confidence) if grounded else 1.0 - float(confidence)
+
+
+def verdict_confidence(verdict: AttributionVerdict | str, probability: float) -> float:
+    """The spec's `confidence` of `verdict` given by a verifier whose grounded probability is `probability`:
+    the inverse of `grounded_probability` (the same complement, read the other way)."""
+    return grounded_probability(verdict, probability)
+
+
+GROUNDED_PROBABILITY_SQL = "CASE WHEN attribution_verdict = 'fully_grounded' THEN confidence ELSE 1 - confidence END"
+"""`grounded_probability` in SQL over a row's `attribution_verdict` and `confidence`: what the lake's reader
+gives for `sentences` rows written before the table had the column (`schemas.lake`)."""
 
 
 class SentenceVerdict(StrictModel):
@@ -68,6 +96,13 @@ class SentenceVerdict(StrictModel):
     `abstention`, `formatting`, `pleasantry`: `transforms.text.claims.ClaimKind`). A non-claim is not verified:
     it carries `fully_grounded` with confidence 1 only so the four verdicts stay the claims' own, and it never
     counts in scores, flags, metrics or review. Left out of the judge's reply schema: the judge sees claims only."""
+
+    @property
+    def grounded_probability(self) -> float:
+        """The verifier's probability that the sentence is fully grounded (`grounded_probability`): what ROC
+        curves, calibration, escalation bands and the drift checks read, where `confidence` is the spec's
+        confidence in whichever verdict was given."""
+        return grounded_probability(self.attribution_verdict, self.confidence)
 
     @property
     def is_claim(self) -> bool:

@@ -44,7 +44,6 @@ from tests.support.tiny_nli import write_tiny_model  # noqa: E402
 from transforms.evaluation.golden import load_golden  # noqa: E402
 from transforms.evaluation.metrics import balanced_accuracy, roc_auc  # noqa: E402
 from transforms.text.sentences import split_sentences  # noqa: E402
-from transforms.verify.calibration import grounded_score  # noqa: E402
 from transforms.verify.heuristic.verifier import HeuristicVerifier  # noqa: E402
 from transforms.verify.judge.verifier import DEFAULT_BAND, cascade_stages, parse_band, sentence_item  # noqa: E402
 
@@ -118,7 +117,7 @@ def run(name, items, stages, judge_client):
         for what, verdicts in (("heuristic alone", alone), ("heuristic + model", with_model)):
             predicted = [v.attribution_verdict is AttributionVerdict.fully_grounded for v in verdicts]
             bacc = balanced_accuracy(gold, predicted)
-            auc = roc_auc(gold, [grounded_score(v) for v in verdicts])
+            auc = roc_auc(gold, [v.grounded_probability for v in verdicts])
             print(f"  {what:<18} balanced accuracy {bacc:.3f}  ROC-AUC {auc:.3f}")
 
 

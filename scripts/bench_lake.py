@@ -41,7 +41,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from schemas import TABLES  # noqa: E402
+from schemas import TABLES, grounded_probability  # noqa: E402
 from transforms.io.lake.review_rollup import REVIEW_VIEW, review_rows_sql  # noqa: E402
 from transforms.io.lake.rollups import ROLLUPS  # noqa: E402
 from transforms.io.lake.writer import file_stem, table_path, write_rows_file  # noqa: E402
@@ -105,6 +105,14 @@ def _column(field: pa.Field, n: int, rng: np.random.Generator, when: np.ndarray)
     return pa.nulls(n, kind)
 
 
+def _grounded_probabilities(verdict: np.ndarray, confidence: np.ndarray) -> np.ndarray:
+    """`schemas.grounded_probability` of each (verdict index, confidence), over whole arrays: per verdict it is
+    affine in the confidence, so its values at 0 and 1 give it (a call per sentence cost seconds an hour)."""
+    at_0 = np.array([grounded_probability(v, 0.0) for v in VERDICTS])
+    at_1 = np.array([grounded_probability(v, 1.0) for v in VERDICTS])
+    return at_0[verdict] + (at_1 - at_0)[verdict] * confidence
+
+
 def _table(name: str, n: int, rng: np.random.Generator, when: np.ndarray, given: dict[str, pa.Array]) -> pa.Table:
     schema = TABLES[name].schema
     columns = [given[f.name] if f.name in given else _column(f, n, rng, when) for f in schema]
@@ -141,6 +149,7 @@ def _hour_tables(hour: int, responses: int, rng: np.random.Generator) -> dict[st
     per_sentence, sentence_index = repeat(common, SENTENCES_PER_RESPONSE)
     n = len(sentence_index)
     verdict = rng.choice(len(VERDICTS), n, p=VERDICT_SHARES)
+    confidence = rng.beta(5, 2, n)
     sentences = _table(
         "sentences",
         n,
@@ -151,7 +160,8 @@ def _hour_tables(hour: int, responses: int, rng: np.random.Generator) -> dict[st
             "sentence_index": pa.array(sentence_index, pa.int64()),
             "sentence_text": _strings(TEXTS, rng.integers(0, len(TEXTS), n)),
             "attribution_verdict": _strings(VERDICTS, verdict),
-            "confidence": pa.array(rng.beta(5, 2, n)),
+            "confidence": pa.array(confidence),
+            "grounded_probability": pa.array(_grounded_probabilities(verdict, confidence)),
             "unsupported_spans": _lists(rng, n, 0.2, SPANS),
             "decided_by": _strings(["heuristic", "model", "judge"], rng.choice(3, n, p=[0.8, 0.15, 0.05])),
         },

@@ -24,7 +24,7 @@ Four parts:
    with the cross-validated figure beside the in-sample one;
 4. a coordinate search over all of them at once, nested in the folds (`--no-search` skips it).
 
-The objective is the mean of binary balanced accuracy (fully grounded or not), ROC-AUC of the grounded score and
+The objective is the mean of binary balanced accuracy (fully grounded or not), ROC-AUC of the grounded probability and
 compatible accuracy (the 4-way verdict is one of the record's acceptable labels). A value replaces the current
 one only when it gains more than `--min-gain` (default 0.005): with a few hundred records smaller gains are noise.
 `--out` writes the cue modes the floor rule picks on all records, as a config JSON (`HeuristicConfig`).
@@ -47,7 +47,7 @@ from transforms.evaluation.golden import load_golden  # noqa: E402
 from transforms.evaluation.metrics import balanced_accuracy, roc_auc  # noqa: E402
 from transforms.verify.heuristic.alignment import index_evidence  # noqa: E402
 from transforms.verify.heuristic.config import CUES, DEFAULT_CONFIG, HeuristicConfig  # noqa: E402
-from transforms.verify.heuristic.verifier import analysed_verdict, grounded_score  # noqa: E402
+from transforms.verify.heuristic.verifier import analysed_verdict  # noqa: E402
 
 GRID: dict[str, tuple] = {
     "midpoint": (1.06, 1.16, 1.26, 1.36, 1.46),
@@ -102,7 +102,7 @@ class Runner:
                 label = verdict.attribution_verdict.value
                 cue = a.contradictions[0].cue if label == "contradicted" and a.contradictions else ""
                 fired = tuple(dict.fromkeys(x.cue for x in a.contradictions + a.doubts))
-                out.append(Outcome(label, grounded_score(verdict), cue, fired))
+                out.append(Outcome(label, verdict.grounded_probability, cue, fired))
             self._cache[key] = out
             self.seconds += time.process_time() - started
         return self._cache[key]

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 from transforms.evaluation.fit_calibration import document_groups, grouped_folds  # noqa: E402
 from transforms.evaluation.golden import load_golden  # noqa: E402
 from transforms.evaluation.logistic import fit_logistic  # noqa: E402
-from transforms.evaluation.metrics import positive_score, roc_auc  # noqa: E402
+from transforms.evaluation.metrics import roc_auc  # noqa: E402
 from transforms.text.tokens import STOP_STEMS  # noqa: E402
 from transforms.verify.calibration import sigmoid, verdict_features  # noqa: E402
 from transforms.verify.heuristic.alignment import analyse_sentence, index_evidence  # noqa: E402
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in records:
         verdict = verifier.verify([r.answer], r.evidence).verdicts[0]
         predicted = verdict.attribution_verdict.value
-        score = positive_score(predicted, verdict.confidence, "fully_grounded")
+        score = verdict.grounded_probability
         features.append(list(verdict_features(score, predicted)))
         ev = index_evidence([(p.doc_id, p.content) for p in r.evidence])
         sentences = [s.text[s.start : s.end] for s in ev.sentences]

@@ -40,7 +40,7 @@ def _groups(items: Sequence[Scored]) -> dict[str, list[Scored]]:
 
 
 def plot_reliability(bins_by_slice: dict[str, list[dict]], path: Path, *, title: str) -> Path:
-    """Observed rate of fully grounded sentences against the mean grounded score, per 0.1-wide score bin."""
+    """Observed rate of fully grounded sentences against the mean grounded probability, per 0.1-wide bin."""
     series = [Series([0, 1], [0, 1], "perfectly calibrated", {"linestyle": ":", "color": "grey"})]
     for name, bins in bins_by_slice.items():
         if not bins:
@@ -52,7 +52,7 @@ def plot_reliability(bins_by_slice: dict[str, list[dict]], path: Path, *, title:
         else:
             series.append(Series(xs, ys, name, {"marker": "o", "markersize": 3, "linewidth": 1, "alpha": 0.7}))
     labels = Labels(
-        "grounded score (confidence if fully grounded, else 1 - confidence)",
+        "verifier's grounded probability (P(fully grounded) it gives)",
         "fraction labeled fully grounded by humans",
         title,
     )
@@ -60,7 +60,8 @@ def plot_reliability(bins_by_slice: dict[str, list[dict]], path: Path, *, title:
 
 
 def plot_roc(curves: dict[str, tuple[list[bool], list[float]]], path: Path, *, title: str) -> Path:
-    """ROC curves of the grounded (or SUPPORTS) score, one per slice, with the AUC in the legend."""
+    """ROC curves of the grounded probability (of SUPPORTS, for citations), one per slice, with the AUC in the
+    legend."""
     series = [Series([0, 1], [0, 1], None, {"linestyle": ":", "color": "grey"})]
     for name, (positive, scores) in curves.items():
         auc = roc_auc(positive, scores)
@@ -125,7 +126,7 @@ def write_report(
     sentence_groups = _groups(run.sentences)
     bins = {name: m["reliability"] for name, m in [("overall", summary["sentences"]["overall"])]}
     bins.update({name: m["reliability"] for name, m in summary["sentences"]["per_source"].items()})
-    plot_reliability(bins, directory / "reliability.png", title="Reliability of the grounded score (sentences)")
+    plot_reliability(bins, directory / "reliability.png", title="Reliability of the grounded probability (sentences)")
     curves = {
         name: ([it.gold == "fully_grounded" for it in items], [it.score for it in items])
         for name, items in sentence_groups.items()
@@ -148,7 +149,7 @@ def write_report(
         + (f" Speed: {speed:.1f} sentences/s." if speed else ""),
         "",
         "Strict = 4-way accuracy against `label`; compat = the prediction is one of `acceptable_labels`; "
-        "binBA = balanced accuracy of fully grounded vs the rest; AUC = ROC-AUC of the grounded score; "
+        "binBA = balanced accuracy of fully grounded vs the rest; AUC = ROC-AUC of the grounded probability; "
         "spanF1 = token F1 of unsupported spans on the records that carry human spans.",
         "",
         *([f"{header['granularity']}.", ""] if header.get("granularity") else []),

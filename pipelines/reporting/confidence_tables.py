@@ -184,7 +184,7 @@ def plot_calibrated_reliability(figures: dict, path: Path, *, title: str) -> Pat
                 style = {"marker": "o", "markersize": 3, "linewidth": 1, "alpha": 0.6}
                 series.append(Series(xs, ys, f"{name} (ECE {ece:.3f})", style))
     labels = Labels(
-        "score: raw grounded score, or calibrated P(fully grounded)",
+        "score: raw grounded probability, or calibrated P(fully grounded)",
         "fraction labeled fully grounded by humans",
         title,
         fontsize=7,

@@ -8,8 +8,8 @@ Agreement is reported for all reviews, per verifier version, per tenant, and apa
 (`route=sample`: responses nothing but `--review-sample` sent, the one unbiased estimate; reviewers otherwise
 see only the cases routing thought hard) and for the routed rest (`route=routed`).
 Agreement is Cohen's kappa over the four verdicts (the reviewer's label against the verifier's verdict at the
-time) and binary balanced accuracy of `fully_grounded` against the rest. The fit maps the verifier's score for
-`fully_grounded` (its confidence when it said so, else the complement, as stored in the review row) to the
+time) and binary balanced accuracy of `fully_grounded` against the rest. The fit maps the verifier's grounded
+probability (`schemas.grounded_probability` of the verdict and confidence the review row stored) to the
 probability that a reviewer labels the sentence fully grounded, cross-validated with every response's sentences
 in one fold, through the same fitting code as `calibrate --golden --fit`. The scores are the confidences the
 lake holds: calibrated ones when the audit ran with `--calibration`, so fit on reviews of uncalibrated audits
@@ -25,8 +25,9 @@ from typing import Any
 import duckdb
 
 from pipelines.reviewing.store import LATEST_REVIEWS_SQL
+from schemas import grounded_probability
 from transforms.evaluation.fit_calibration import STAGES_OF, fit_calibration
-from transforms.evaluation.metrics import balanced_accuracy, cohen_kappa, positive_score
+from transforms.evaluation.metrics import balanced_accuracy, cohen_kappa
 from transforms.verify.calibration import Calibration
 
 __all__ = ["SAMPLED_SQL", "agreement", "agreement_rows", "fit_from_reviews", "has_column", "reviewed_sentences"]
@@ -104,7 +105,7 @@ def fit_from_reviews(
     groups = [r["response_id"] for r in rows]
     if len(set(groups)) < 2 or len(set(positive)) < 2:
         raise ValueError("fitting needs reviews of at least two responses, with labels on both sides of fully_grounded")
-    scores = [positive_score(r["verifier_verdict"], r["verifier_confidence"], "fully_grounded") for r in rows]
+    scores = [grounded_probability(r["verifier_verdict"], r["verifier_confidence"]) for r in rows]
     stage = STAGES_OF[verifier][0]
     return fit_calibration(
         {stage: scores},

@@ -63,13 +63,13 @@ def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[date
     responses = con.execute(f"SELECT * FROM responses WHERE {in_batch}", windows).fetchall()
     columns = [d[0] for d in con.description]
     sentences = con.execute(
-        f"SELECT response_id, attribution_verdict, confidence FROM sentences WHERE {in_batch} "
-        f"AND {claims_only(con)} ORDER BY response_id, sentence_index",
+        f"SELECT response_id, attribution_verdict, confidence, grounded_probability FROM sentences "
+        f"WHERE {in_batch} AND {claims_only(con)} ORDER BY response_id, sentence_index",
         windows,
     ).fetchall()
     verdicts = defaultdict(list)
-    for response_id, verdict, confidence in sentences:
-        verdicts[response_id].append((verdict, confidence))
+    for response_id, *verdict in sentences:
+        verdicts[response_id].append(tuple(verdict))
     reviews = review_counts(con, in_batch, windows)
     rows = (dict(zip(columns, values, strict=True)) for values in responses)
     stats = [

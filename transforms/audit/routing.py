@@ -36,7 +36,6 @@ from transforms.audit.agreement import disagreements
 from transforms.audit.limits import LIMIT_FLAG_PREFIX, describe_limit
 from transforms.ingest.sample import sample_point
 from transforms.verify.base import critical_flags
-from transforms.verify.calibration import grounded_score
 
 __all__ = ["REVIEW_SAMPLE_SALT", "decide_review", "in_review_sample"]
 
@@ -74,7 +73,7 @@ def _sentence_reasons(audited: AuditedResponse, threshold: float) -> list[tuple[
                     f" (evidence {_ids(s.supporting_evidence_ids)})",
                 )
             )
-        elif band is not None and band[0] <= (p := grounded_score(s)) <= band[1]:
+        elif band is not None and band[0] <= (p := s.grounded_probability) <= band[1]:
             found.append(
                 (
                     ReviewRoute.uncertain,

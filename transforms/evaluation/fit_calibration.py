@@ -8,7 +8,7 @@
 
 Two map families (`MAPS`, in `transforms.evaluation.maps`), each fitted on the training part only:
 
-- `isotonic`: pool-adjacent-violators from a stage's raw grounded score to the observed rate of "fully
+- `isotonic`: pool-adjacent-violators from a stage's raw grounded probability to the observed rate of "fully
   grounded". It follows any monotone reliability curve, but its flat steps give many sentences the same
   probability, and a ranking cannot order a tie: a 30% cut inside one is arbitrary.
 - `logistic` (the default of `groundwatch calibrate`): a `VerdictModel` (`transforms.evaluation.logistic`),

@@ -28,7 +28,6 @@ from transforms.evaluation.metrics import (
     Scored,
     bootstrap_intervals,
     classification_metrics,
-    positive_score,
     span_token_f1,
 )
 from transforms.verify.base import Verifier
@@ -153,7 +152,7 @@ def score_golden(records: Iterable[GoldenRecord], verifier: Verifier, *, with_ci
                 gold=rec.label,
                 predicted=predicted,
                 acceptable=rec.acceptable,
-                score=positive_score(predicted, verdict.confidence, "fully_grounded"),
+                score=verdict.grounded_probability,
                 confidence=verdict.confidence,
                 source=rec.source,
             )
@@ -182,7 +181,7 @@ def score_golden(records: Iterable[GoldenRecord], verifier: Verifier, *, with_ci
                         gold=c["label"],
                         predicted=level.value,
                         acceptable=tuple(c.get("acceptable_labels") or [c["label"]]),
-                        score=positive_score(level.value, cverdict.confidence, "SUPPORTS"),
+                        score=cverdict.grounded_probability,  # SUPPORTS is the claim fully grounded in it
                         confidence=cverdict.confidence,
                         source=rec.source,
                     )

@@ -106,7 +106,7 @@ _SLOPES = (0, 1)  # the indexes of the two score slopes in VERDICT_FEATURES
 def fit_verdict_model(
     scores: Sequence[float], verdicts: Sequence[str], positive: Sequence[bool], *, l2: float = DEFAULT_L2
 ) -> VerdictModel:
-    """The `VerdictModel` of these verdicts (raw grounded score and class each), monotone in the score."""
+    """The `VerdictModel` of these verdicts (raw grounded probability and class each), monotone in the score."""
     if not (len(scores) == len(verdicts) == len(positive)):
         raise ValueError("a verdict model needs a score, a verdict and a label per record")
     rows = [verdict_features(s, v) for s, v in zip(scores, verdicts, strict=True)]

@@ -4,7 +4,7 @@
     stage = MAPS["logistic"](scores, verdicts, positive)
     stage.probability_of(0.93, "fully_grounded")
 
-- `isotonic`: pool-adjacent-violators from the raw grounded score to the observed rate of "fully grounded";
+- `isotonic`: pool-adjacent-violators from the raw grounded probability to the observed rate of "fully grounded";
   follows any monotone curve, but its flat steps tie many sentences.
 - `logistic`: the isotonic knots (for callers that have only a score) and a `VerdictModel` of the verdict's
   score and class (`transforms.evaluation.logistic`), smooth, so distinct verdicts never tie.

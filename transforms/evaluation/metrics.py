@@ -7,13 +7,14 @@ Plain Python over plain values, so the numbers are easy to check by hand:
     metrics = classification_metrics(items, SENTENCE_LABELS, positive="fully_grounded")
 
 A `Scored` item is one labeled sentence (or one labeled citation) with the
-verifier's label and a *positive score*: how strongly the verifier believes
-the item is in the positive class (fully grounded / SUPPORTS). The verifier's
-own confidence is confidence in whatever it predicted, so the positive score is
-`confidence` when it predicted the positive class and `1 - confidence` when it
-did not (`positive_score`). ROC-AUC, the reliability bins and the threshold
-sweep use that score; the threshold sweep also mirrors the pipeline's flag rule
-(`flags_sentence`) so its recommendation can be used as `--confidence-threshold`.
+verifier's label, its confidence in that label (the spec's `confidence`, which the
+pipeline's threshold reads) and a *positive score*: the verifier's probability that
+the item is in the positive class, fully grounded (for a citation, SUPPORTS: the
+claim fully grounded in the cited passage). That is the verdict's
+`grounded_probability` (`schemas.SentenceVerdict`), never re-derived here. ROC-AUC,
+the reliability bins and the risk-coverage curve use the score; the threshold sweep
+uses the confidence and mirrors the pipeline's flag rule (`flags_sentence`), so its
+recommendation can be used as `--confidence-threshold`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ __all__ = [
     "flags_sentence",
     "macro_f1",
     "per_class",
-    "positive_score",
     "recommend_threshold",
     "reliability_bins",
     "risk_coverage",
@@ -64,15 +64,10 @@ class Scored:
     predicted: str
     acceptable: tuple[str, ...] = ()
     score: float = 0.5
-    """How strongly the verifier believes the item is positive (fully grounded / SUPPORTS), in [0, 1]."""
+    """The verifier's probability that the item is positive (fully grounded / SUPPORTS): its grounded probability."""
     confidence: float = 0.5
     """The verifier's confidence in `predicted`, as the pipeline's threshold sees it."""
     source: str = ""
-
-
-def positive_score(predicted: str, confidence: float, positive: str) -> float:
-    """The verifier's belief that the item is positive: its confidence if it said so, else the complement."""
-    return confidence if predicted == positive else 1.0 - confidence
 
 
 def confusion_matrix(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> list[list[int]]:

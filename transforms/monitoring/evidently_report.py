@@ -36,9 +36,10 @@ def column_name(metric: str, dimension: str, value: str) -> str:
 # Evidently column -> (frame, column) of a slice plan: what each test reads. The K-S tests read one
 # value per response (a response's sentences are not independent draws, so a sentence-level K-S
 # test would call ordinary traffic drifted); the mean-drop test reads every sentence (spec 000's
-# "average confidence").
+# "average confidence"). `attribution_confidence` is the sentences' grounded probability: the metric keeps
+# the name Evidently workspaces and the alerts have always shown.
 _SERIES = {
-    "attribution_confidence": ("sentences", "attribution_confidence"),
+    "attribution_confidence": ("sentences", "grounded_probability"),
     "response_confidence": ("responses", "mean_attribution_confidence"),
     "faithfulness": ("responses", "faithfulness"),
 }

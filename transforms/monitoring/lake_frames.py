@@ -6,7 +6,8 @@ in-memory DuckDB connection, so it never locks a database file another process u
 - `window_metrics`: the windows and slices to check, with their rates;
 - `responses`: one faithfulness score and mean confidence per response, with its slices, review decision and
   retrieval figures (`RETRIEVAL_COLUMNS`, when the lake has them);
-- `sentences`: one confidence per sentence, joined to its response's slices;
+- `sentences`: one confidence and grounded probability per sentence, joined to its response's slices (the
+  per-response mean of the latter is the response's `mean_attribution_confidence`);
 - `reviews`: per response, its reviewed sentences and those the reviewer agreed with (`review_counts`);
 - `drift_checks` and `alerts`: what earlier `groundwatch drift` runs concluded (their memory).
 
@@ -27,7 +28,7 @@ import pandas as pd
 from schemas import TABLES
 from transforms.io.lake.reader import read_table, table_sql
 from transforms.monitoring.review_agreement import REVIEW_COLUMNS, review_counts
-from transforms.monitoring.window_metrics import UNKNOWN_SLICE, attribution_confidence
+from transforms.monitoring.window_metrics import UNKNOWN_SLICE
 
 __all__ = ["RETRIEVAL_COLUMNS", "LakeFrames", "load_lake_frames"]
 
@@ -125,15 +126,10 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
     slice_of = responses[["response_id", *_SLICE_COLUMNS]]
     # Lead-ins, greetings and headers state nothing: they are no part of the confidence the checks compare.
     sentences = sentences[sentences["claim_kind"].fillna("claim") == "claim"]
-    sentences = sentences[["response_id", "window_start", "confidence", "attribution_verdict"]].merge(
-        slice_of, on="response_id", how="inner"
-    )
-    sentences["attribution_confidence"] = [
-        attribution_confidence(v, c)
-        for v, c in zip(sentences["attribution_verdict"], sentences["confidence"], strict=True)
-    ]
+    columns = ["response_id", "window_start", "confidence", "attribution_verdict", "grounded_probability"]
+    sentences = sentences[columns].merge(slice_of, on="response_id", how="inner")
     # The examples an alert lists are the responses least supported by their evidence.
-    support = sentences.groupby("response_id")["attribution_confidence"].mean().rename("mean_attribution_confidence")
+    support = sentences.groupby("response_id")["grounded_probability"].mean().rename("mean_attribution_confidence")
     responses = responses.merge(support, left_on="response_id", right_index=True, how="left")
     keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
     keep += [c for c in ("needs_review", "review_reasons") if c in responses]  # the review queue of the report

@@ -19,8 +19,11 @@ The rows go to the lake's `window_metrics` table, which `groundwatch drift` read
 
 The verifier's `confidence` is its confidence in the verdict it gave: a confidently `ungrounded`
 sentence has a high one. What spec 000 asks to watch for a retriever regression ("a drop in average
-confidence") is the confidence that a sentence is supported, its *attribution confidence*:
-`confidence` for a fully grounded verdict, `1 - confidence` otherwise (`attribution_confidence`).
+confidence") is how sure the verifier is that sentences are supported: the window's *attribution
+confidence* (`mean_attribution_confidence`, `median_attribution_confidence`) is the mean and median of its
+sentences' `grounded_probability` (`schemas.SentenceVerdict.grounded_probability`, stored in the lake's
+`sentences` table). The columns keep the name the published table, the alerts and the dashboards have always
+used; their meaning is that one.
 
 The figures are computed by plain functions over `ResponseStats`, built either from an
 `AuditedResponse` (in the pipeline) or from lake rows (`stats_from_rows`), so both paths agree.
@@ -44,7 +47,6 @@ from schemas.monitoring import ALL_TRAFFIC, WindowMetricsRow
 
 __all__ = [
     "UNKNOWN_SLICE",
-    "attribution_confidence",
     "MetricsAccumulator",
     "ResponseStats",
     "WindowMetrics",
@@ -66,12 +68,6 @@ _VERDICTS = (
 )
 
 
-def attribution_confidence(verdict: AttributionVerdict | str, confidence: float) -> float:
-    """How confident the verifier is that the sentence is supported: its confidence if fully grounded, else 1 - it."""
-    grounded = verdict in (AttributionVerdict.fully_grounded, AttributionVerdict.fully_grounded.value)
-    return float(confidence) if grounded else 1.0 - float(confidence)
-
-
 @dataclass(frozen=True)
 class ResponseStats:
     """What one audited response contributes to the metrics of its window."""
@@ -83,7 +79,7 @@ class ResponseStats:
     retriever_version: str | None
     generator_model: str | None
     confidences: tuple[float, ...]
-    attribution_confidences: tuple[float, ...]
+    grounded_probabilities: tuple[float, ...]
     verdict_counts: tuple[int, ...]
     """Sentences judged fully grounded, partially grounded, ungrounded, contradicted."""
     faithfulness: float
@@ -149,7 +145,7 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
         retriever_version=response.metadata.retriever_version,
         generator_model=response.metadata.generator_model,
         confidences=tuple(s.confidence for s in claims_said),
-        attribution_confidences=tuple(attribution_confidence(s.attribution_verdict, s.confidence) for s in claims_said),
+        grounded_probabilities=tuple(s.grounded_probability for s in claims_said),
         verdict_counts=tuple(counts),
         faithfulness=report.overall_faithfulness_score,
         insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
@@ -176,10 +172,11 @@ def _retrieval_stats(audited: AuditedResponse) -> dict[str, Any]:
 
 
 def stats_from_rows(
-    response: Mapping[str, Any], sentences: Sequence[tuple[str, float]], reviews: tuple[int, int] = (0, 0)
+    response: Mapping[str, Any], sentences: Sequence[tuple[str, float, float]], reviews: tuple[int, int] = (0, 0)
 ) -> ResponseStats:
-    """The same contribution rebuilt from a `responses` lake row and its claims' (verdict, confidence), with its
-    `(reviewed, agreed)` sentence counts (`review_agreement.review_counts`).
+    """The same contribution rebuilt from a `responses` lake row and its claims' (verdict, confidence, grounded
+    probability) from the `sentences` table, with its `(reviewed, agreed)` sentence counts
+    (`review_agreement.review_counts`).
 
     Give the claims only (`claim_kind = 'claim'`, or null in a lake written before the column): the verdict
     counts come from them, since the responses row counts every sentence."""
@@ -195,9 +192,9 @@ def stats_from_rows(
         tenant=response["tenant"],
         retriever_version=response.get("retriever_version"),
         generator_model=response.get("generator_model"),
-        confidences=tuple(float(c) for _, c in sentences),
-        attribution_confidences=tuple(attribution_confidence(v, c) for v, c in sentences),
-        verdict_counts=tuple(sum(1 for v, _ in sentences if str(v) == str(k.value)) for k in _VERDICTS),
+        confidences=tuple(float(c) for _, c, _ in sentences),
+        grounded_probabilities=tuple(float(p) for _, _, p in sentences),
+        verdict_counts=tuple(sum(1 for v, _, _ in sentences if str(v) == str(k.value)) for k in _VERDICTS),
         faithfulness=float(response["overall_faithfulness_score"]),
         insufficient_evidence=bool(response.get("insufficient_evidence")),
         needs_review=bool(response.get("needs_review")),
@@ -257,7 +254,7 @@ class MetricsAccumulator:
 
     responses: int = 0
     confidences: list[float] = field(default_factory=list)
-    attribution_confidences: list[float] = field(default_factory=list)
+    grounded_probabilities: list[float] = field(default_factory=list)
     verdict_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     faithfulness_sum: float = 0.0
     insufficient_evidence: int = 0
@@ -277,7 +274,7 @@ class MetricsAccumulator:
     def add(self, stats: ResponseStats) -> MetricsAccumulator:
         self.responses += 1
         self.confidences.extend(stats.confidences)
-        self.attribution_confidences.extend(stats.attribution_confidences)
+        self.grounded_probabilities.extend(stats.grounded_probabilities)
         self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, stats.verdict_counts, strict=True)]
         self.faithfulness_sum += stats.faithfulness
         self.insufficient_evidence += int(stats.insufficient_evidence)
@@ -301,7 +298,7 @@ class MetricsAccumulator:
     def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
         self.responses += other.responses
         self.confidences.extend(other.confidences)
-        self.attribution_confidences.extend(other.attribution_confidences)
+        self.grounded_probabilities.extend(other.grounded_probabilities)
         self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, other.verdict_counts, strict=True)]
         self.faithfulness_sum += other.faithfulness_sum
         self.insufficient_evidence += other.insufficient_evidence
@@ -332,7 +329,7 @@ def window_metrics_row(
 ) -> WindowMetricsRow:
     """The `window_metrics` row of one slice of one window from its accumulated totals."""
     sentences = sum(acc.verdict_counts)
-    support = acc.attribution_confidences
+    support = acc.grounded_probabilities
     shares = [n / sentences if sentences else None for n in acc.verdict_counts]
     claims = acc.claims
     return WindowMetricsRow(

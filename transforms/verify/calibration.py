@@ -3,7 +3,8 @@
 `groundwatch calibrate --fit OUT.json` fits one on labelled data (`transforms.evaluation`); `audit`, `monitor`
 and `serve` take it with `--calibration FILE`. It holds, per stage of the cascade (`heuristic`, `model`):
 
-- a monotone map from the stage's raw score (its belief that a sentence is fully grounded: `grounded_score`) to a
+- a monotone map from the stage's raw score (its probability that a sentence is fully grounded, the verdict's
+  `grounded_probability`) to a
   calibrated probability of "fully grounded", as the knots of a piecewise-linear function (isotonic fits are
   step functions, which knots express exactly);
 - optionally a verdict model (`VerdictModel`): a logistic curve of the logit of the raw score, with its own
@@ -35,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
+from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict, verdict_confidence
 from transforms.verify.base import VerificationResult, Verifier
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
     "VerdictModel",
     "calibrated_verdict",
     "calibration_sha256",
-    "grounded_score",
     "sigmoid",
     "verdict_features",
 ]
@@ -85,7 +85,8 @@ def sigmoid(z: float) -> float:
 
 
 def verdict_features(score: float, verdict: str) -> tuple[float, ...]:
-    """The `VERDICT_FEATURES` of one verdict: its raw grounded score and its class (an `AttributionVerdict` value)."""
+    """The `VERDICT_FEATURES` of one verdict: its raw grounded probability and its class (an `AttributionVerdict`
+    value)."""
     s = min(max(score, _SCORE_CLIP), 1.0 - _SCORE_CLIP)
     z = math.log(s / (1.0 - s))
     grounded = verdict == AttributionVerdict.fully_grounded.value
@@ -130,19 +131,12 @@ class VerdictModel:
         return cls(float(data["bias"]), tuple(float(data["weights"][k]) for k in VERDICT_FEATURES))
 
 
-def grounded_score(verdict: SentenceVerdict) -> float:
-    """A verifier's belief that the sentence is fully grounded: its confidence if it said so, else the complement."""
-    if verdict.attribution_verdict == AttributionVerdict.fully_grounded:
-        return verdict.confidence
-    return 1.0 - verdict.confidence
-
-
 def calibrated_verdict(verdict: SentenceVerdict, stage: StageCalibration) -> SentenceVerdict:
-    """The verdict with its confidence calibrated: P(fully grounded) for a fully grounded verdict, else its
-    complement, so `confidence` keeps meaning "how sure of this verdict" and the threshold reads it as before."""
+    """The verdict with its confidence calibrated: its `grounded_probability` becomes the calibrated
+    P(fully grounded), and `confidence` keeps meaning "how sure of this verdict", so the threshold reads it as
+    before."""
     p = stage.verdict_probability(verdict)
-    confidence = p if verdict.attribution_verdict == AttributionVerdict.fully_grounded else 1.0 - p
-    return verdict.model_copy(update={"confidence": round(confidence, 6)})
+    return verdict.model_copy(update={"confidence": round(verdict_confidence(verdict.attribution_verdict, p), 6)})
 
 
 @dataclass(frozen=True)
@@ -182,12 +176,12 @@ class StageCalibration:
         return y0 if x1 == x0 else y0 + (y1 - y0) * (score - x0) / (x1 - x0)
 
     def probability_of(self, score: float, verdict: str) -> float:
-        """The calibrated probability of a verdict given as its raw grounded score and its class."""
+        """The calibrated probability of a verdict given as its raw grounded probability and its class."""
         return self.probability(score) if self.model is None else self.model.probability(score, verdict)
 
     def verdict_probability(self, verdict: SentenceVerdict) -> float:
         """The calibrated probability of "fully grounded" for a verdict (by the verdict model when there is one)."""
-        return self.probability_of(grounded_score(verdict), verdict.attribution_verdict.value)
+        return self.probability_of(verdict.grounded_probability, verdict.attribution_verdict.value)
 
     def escalates(self, probability: float) -> bool:
         """Whether a sentence with this calibrated probability must go to the next stage."""

@@ -22,14 +22,13 @@ import pytest
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, f1_score, roc_auc_score
 
 from pipelines.cli import main as groundwatch
-from schemas import SentenceVerdict
+from schemas import SentenceVerdict, grounded_probability
 from transforms.evaluation.golden import load_golden
 from transforms.evaluation.metrics import (
     SENTENCE_LABELS,
     Scored,
     bootstrap_intervals,
     classification_metrics,
-    positive_score,
     recommend_threshold,
     span_token_f1,
     threshold_sweep,
@@ -55,7 +54,7 @@ ITEMS = [
         gold=gold,
         predicted=pred,
         acceptable=(CT, UG) if i == 6 else (gold,),
-        score=positive_score(pred, conf, FG),
+        score=grounded_probability(pred, conf),
         confidence=conf,
         source=src,
     )

@@ -60,6 +60,8 @@ LIMIT 25
 """
 AWAITING_REVIEW = """
 SELECT r.risk_level, s.response_id, s.sentence_index, s.attribution_verdict, round(s.confidence, 2) AS confidence,
+       round(CASE WHEN s.attribution_verdict = 'fully_grounded' THEN s.confidence ELSE 1 - s.confidence END, 2)
+           AS grounded_probability,
        r.tenant, s.retriever_version, left(s.sentence_text, 120) AS sentence
 FROM sentences s JOIN responses r USING (response_id)
 WHERE r.needs_review

@@ -20,7 +20,6 @@ from transforms.monitoring.window_metrics import (
     UNKNOWN_SLICE,
     ResponseStats,
     WindowMetrics,
-    attribution_confidence,
     compute_window_metrics,
     stats_from_audited,
     stats_from_rows,
@@ -42,7 +41,7 @@ def _stats(rid, tenant="acme", retriever="r7", confidences=(0.9, 0.6), verdicts=
         retriever_version=retriever,
         generator_model="gen-1",
         confidences=tuple(confidences),
-        attribution_confidences=support,
+        grounded_probabilities=support,
         verdict_counts=verdicts,
         faithfulness=extra.pop("faithfulness", 1.0),
         **extra,
@@ -52,12 +51,6 @@ def _stats(rid, tenant="acme", retriever="r7", confidences=(0.9, 0.6), verdicts=
 def _row(rows, dimension, value):
     (row,) = [r for r in rows if r.slice_dimension == dimension and r.slice_value == value]
     return row
-
-
-def test_attribution_confidence_is_support_probability():
-    assert attribution_confidence("fully_grounded", 0.8) == 0.8
-    assert attribution_confidence("ungrounded", 0.8) == pytest.approx(0.2)
-    assert attribution_confidence("contradicted", 0.95) == pytest.approx(0.05)
 
 
 def test_window_metrics_per_slice_with_shares_rates_and_unknown_slices():
@@ -119,10 +112,12 @@ def test_lake_rows_give_the_same_stats_as_the_audited_response():
         rows = to_lake_rows(audited)
         (response,) = [r for t, r in rows if t == "responses"]
         sentences = sorted((r for t, r in rows if t == "sentences"), key=lambda r: r["sentence_index"])
-        rebuilt = stats_from_rows(response, [(s["attribution_verdict"], s["confidence"]) for s in sentences])
+        rebuilt = stats_from_rows(
+            response, [(s["attribution_verdict"], s["confidence"], s["grounded_probability"]) for s in sentences]
+        )
         direct = stats_from_audited(audited)
         assert rebuilt.verdict_counts == direct.verdict_counts
-        assert rebuilt.attribution_confidences == pytest.approx(direct.attribution_confidences)
+        assert rebuilt.grounded_probabilities == pytest.approx(direct.grounded_probabilities)
         assert rebuilt.faithfulness == pytest.approx(direct.faithfulness)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from schemas import AttributionVerdict, EvidencePassage
 from transforms.verify.base import Verifier
-from transforms.verify.heuristic.verifier import HeuristicVerifier, grounded_score
+from transforms.verify.heuristic.verifier import HeuristicVerifier
 
 V = AttributionVerdict
 
@@ -135,11 +135,11 @@ def test_antonym_is_contradicted():
     assert v.attribution_verdict == V.contradicted
 
 
-def test_unrelated_sentence_is_ungrounded_with_low_grounded_score():
+def test_unrelated_sentence_is_ungrounded_with_low_grounded_probability():
     ev = ("d", "The bridge was completed in 1932 after six years of construction.")
     v = _one("Penguins mostly eat krill and small fish.", ev)
     assert v.attribution_verdict == V.ungrounded
-    assert grounded_score(v) < 0.2
+    assert v.grounded_probability < 0.2
     assert v.unsupported_spans
 
 
@@ -192,12 +192,12 @@ def test_an_added_clause_is_partial_not_contradicted():
     assert v.unsupported_spans == ["unless the landlord waives it in writing"]
 
 
-def test_verdict_confidence_and_grounded_score_agree():
+def test_verdict_confidence_and_grounded_probability_agree():
     ev = [EvidencePassage(doc_id="d", content="The river is 40 km long. It flows into the lake.")]
     sentences = ["The river is 40 km long.", "It flows into the sea.", "Dogs bark."]
     for v in HeuristicVerifier().verify(sentences, ev).verdicts:
         assert 0.0 <= v.confidence <= 1.0
-        assert (grounded_score(v) >= 0.5) == (v.attribution_verdict == V.fully_grounded)
+        assert (v.grounded_probability >= 0.5) == (v.attribution_verdict == V.fully_grounded)
 
 
 def test_no_content_words_and_empty_evidence_do_not_crash():

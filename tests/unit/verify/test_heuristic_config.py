@@ -7,7 +7,7 @@ import pytest
 
 from schemas import AttributionVerdict, EvidencePassage
 from transforms.verify.heuristic.config import CUES, DEFAULT_CONFIG, HeuristicConfig
-from transforms.verify.heuristic.verifier import HeuristicVerifier, grounded_score
+from transforms.verify.heuristic.verifier import HeuristicVerifier
 
 V = AttributionVerdict
 POTASSIUM = [EvidencePassage(doc_id="e1", content="Lab results showed potassium at 4.2 mmol/L.")]
@@ -63,7 +63,7 @@ def test_a_doubting_cue_lowers_confidence_instead_of_asserting_contradicted():
     assert doubted.attribution_verdict != V.contradicted
     assert not doubted.contradicting_evidence_ids
     assert doubted.confidence < asserted.confidence - 0.1  # unsure: a cascade sends it on
-    assert grounded_score(doubted) < DEFAULT_CONFIG.support_threshold  # still not called grounded
+    assert doubted.grounded_probability < DEFAULT_CONFIG.support_threshold  # still not called grounded
     assert "doubt (quantity): '3.1 mmol/L' but the evidence says '4.2 mmol/L'" in doubted.provenance_notes
 
 

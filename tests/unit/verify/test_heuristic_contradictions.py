@@ -11,7 +11,6 @@ from transforms.verify.heuristic.alignment import _greedy_cover, _items, index_e
 from transforms.verify.heuristic.config import DEFAULT_CONFIG
 from transforms.verify.heuristic.contradiction import replaced_and_added
 from transforms.verify.heuristic.slot_cues import anchored_name_swap, negated_heads
-from transforms.verify.heuristic.verifier import grounded_score
 
 V = AttributionVerdict
 
@@ -21,7 +20,7 @@ def test_swapped_place_name_is_contradicted_and_named():
     assert v.attribution_verdict == V.contradicted
     assert v.contradicting_evidence_ids == ["e1"]
     assert "'Paris' where the evidence has 'London'" in v.provenance_notes
-    assert grounded_score(v) < 0.5
+    assert v.grounded_probability < 0.5
 
 
 def test_swapped_name_in_a_list_is_contradicted():
@@ -142,7 +141,7 @@ def test_exclusive_word_the_evidence_never_uses_lowers_the_score():
     with_it = verdict_on(claim, "The clinic is the only hospital that treats burns in the region.")
     without = verdict_on(claim, "The clinic is a hospital that treats burns in the region.")
     assert with_it.attribution_verdict == V.fully_grounded
-    assert grounded_score(without) < grounded_score(with_it)
+    assert without.grounded_probability < with_it.grounded_probability
 
 
 def test_six_letter_prefix_supports_a_related_form():
@@ -167,7 +166,7 @@ def test_opposite_in_a_second_evidence_sentence_is_contradicted_despite_high_cov
     )
     assert v.attribution_verdict == V.contradicted
     assert "'unsuitable' where the evidence says the opposite" in v.provenance_notes
-    assert grounded_score(v) < 0.5
+    assert v.grounded_probability < 0.5
 
 
 def test_opposite_under_a_negation_is_no_contradiction():

@@ -5,7 +5,6 @@ from __future__ import annotations
 from schemas import AttributionVerdict
 from tests.support.heuristic_verdict import verdict_on
 from transforms.text.tokens import stem, tokenize, word_weight
-from transforms.verify.heuristic.verifier import grounded_score
 
 V = AttributionVerdict
 
@@ -51,7 +50,7 @@ def test_connective_does_not_lower_the_score():
     plain = verdict_on("The museum reopened in June after a two-year renovation.", evidence)
     linked = verdict_on("Moreover, the museum reopened in June after a two-year renovation.", evidence)
     assert linked.attribution_verdict == V.fully_grounded
-    assert grounded_score(linked) >= grounded_score(plain) - 1e-9
+    assert linked.grounded_probability >= plain.grounded_probability - 1e-9
 
 
 _SONG = 'The band released the single "Rock and Roll All Nite" on their 1975 album.'
@@ -61,7 +60,7 @@ def test_quoted_title_not_found_word_for_word_is_not_grounded():
     v = verdict_on("The band released the single 'I Want to Rock and Roll' on their 1975 album.", _SONG)
     assert v.attribution_verdict != V.fully_grounded
     assert "I Want to Rock and Roll" in v.unsupported_spans
-    assert grounded_score(v) < 0.5
+    assert v.grounded_probability < 0.5
 
 
 def test_quoted_title_in_other_case_and_punctuation_is_grounded():

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
+from schemas import grounded_probability
 from tests.support.audit_messages import message, raw
 from tests.support.openai_server import OpenAIServer, Scripted
 
@@ -58,6 +60,9 @@ def test_replay_settles_what_failed_validation_and_leaves_the_rest(tmp_path):
         "SELECT list_distinct(list(decided_by)) FROM sentences WHERE response_id = ?", failed
     ).fetchone()[0] == ["openai"]
     assert con.execute("SELECT count(*) FROM sentences WHERE response_id = ?", failed).fetchone()[0] == 2
+    (written,) = (lake / "sentences").rglob("replay-*.parquet")  # the settled verdicts store their probability
+    for row in pq.read_table(written).to_pylist():
+        assert row["grounded_probability"] == grounded_probability(row["attribution_verdict"], row["confidence"])
     with OpenAIServer() as server:  # settled: a second replay has nothing to do
         assert groundwatch(["replay", "--lake", str(lake), *judge_flags(server)]) == 0
         assert server.requests == []

@@ -28,7 +28,7 @@ from tests.support.model_answers import (
 )
 from tests.support.openai_server import OpenAIServer, data_document
 from tests.support.tiny_nli import POISON, write_tiny_model
-from transforms.verify.calibration import Calibration, grounded_score
+from transforms.verify.calibration import Calibration
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.model.files import ModelLoadError
 from transforms.verify.model.handler import PairModelHandler
@@ -82,7 +82,7 @@ def test_verdicts_map_the_probabilities_to_the_spec_fields(model_dir):
     assert unrelated.supporting_evidence_ids == [] and unrelated.unsupported_spans
     assert unsure.attribution_verdict is AttributionVerdict.fully_grounded and 0.6 < unsure.confidence < 0.8
     # confidence reads as the model's P(entailed) for the calibration file
-    assert grounded_score(unrelated) == pytest.approx(1 - unrelated.confidence)
+    assert unrelated.grounded_probability == pytest.approx(1 - unrelated.confidence)
     assert all("model: entailment" in v.provenance_notes for v in result.verdicts)
 
 
@@ -104,7 +104,7 @@ def test_a_binary_head_never_says_contradicted(tmp_path):
 @pytest.mark.server
 def test_the_cascade_routes_each_stage_only_what_the_one_before_left_open(model_dir, tmp_path):
     sentences = [COPIED, MODEL_SURE, MODEL_UNSURE]
-    p = [grounded_score(v) for v in HeuristicVerifier().verify(sentences, PASSAGES).verdicts]
+    p = [v.grounded_probability for v in HeuristicVerifier().verify(sentences, PASSAGES).verdicts]
     assert p[0] > max(p[1], p[2])  # the heuristic is surest of the copied sentence
     cal = write_identity_calibration(tmp_path / "cal.json", (min(p[1], p[2]), max(p[1], p[2])), (0.3, 0.8))
     with OpenAIServer() as server:

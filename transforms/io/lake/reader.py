@@ -11,8 +11,9 @@ them `groundwatch query`, `metrics` and `replay`), the drift stage and the HTML 
 A table reads `<lake>/<table>/**/*.parquet` (a folder, or a prefix in object storage: `s3://bucket/lake`, read
 through `transforms.io.lake.filesystem.attach_duckdb`) with hive partitioning (adding `date` DATE and `hour`
 INTEGER) and union by name. Every column of the table's row model is there, NULL in files written before the
-column existed, so a query never depends on which files a lake happens to hold; a table without files is
-empty, with the same columns and types.
+column existed (or, for a derived column such as `sentences.grounded_probability`, computed from the row's other
+columns by its `TableSpec.derived` SQL), so a query never depends on which files a lake happens to hold; a table
+without files is empty, with the same columns and types.
 
 At-least-once delivery and re-runs can write a row twice: `latest_per_key` keeps one row per
 `TableSpec.key`, and is the only place that rule is written. `groundwatch compact` pays that cost once:
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from schemas import TABLES, TableSpec
-from schemas.lake import duckdb_columns
+from schemas.lake import column_names, duckdb_columns
 from transforms.io.lake import filesystem as lakefs
 
 if TYPE_CHECKING:
@@ -188,22 +189,33 @@ def _column_types(spec: TableSpec) -> dict[str, str]:
     return duckdb_columns(spec.row)
 
 
-def _select_columns(con: duckdb.DuckDBPyConnection, types: dict[str, str], files: Sequence[str]) -> str:
-    """SELECT of every column of `types` from `files`, NULL where none of the files has it."""
+def _select_columns(
+    con: duckdb.DuckDBPyConnection, spec: TableSpec, types: dict[str, str], files: Sequence[str]
+) -> str:
+    """SELECT of every column of `types` from `files`: NULL where none of the files has it, and a derived
+    column (`TableSpec.derived`) computed from the others where a file was written before it."""
     source = parquet_source(files)
     present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
-    columns = ", ".join(
-        sql_ident(name) if name in present else f"CAST(NULL AS {kind}) AS {sql_ident(name)}"
-        for name, kind in types.items()
-    )
-    return f"SELECT {columns} FROM {source}"
+    derived = dict(spec.derived)
+
+    def column(name: str, kind: str) -> str:
+        if name in derived:
+            fallback = f"CAST({derived[name]} AS {kind})"
+            value = f"coalesce({sql_ident(name)}, {fallback})" if name in present else fallback
+        elif name in present:
+            return sql_ident(name)
+        else:
+            value = f"CAST(NULL AS {kind})"
+        return f"{value} AS {sql_ident(name)}"
+
+    return f"SELECT {', '.join(column(name, kind) for name, kind in types.items())} FROM {source}"
 
 
 def deduplicated_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[str]) -> str:
     """The SELECT of one row per key of these files of a table (`latest_per_key`), every column of its row
     model and the partition columns: what `groundwatch compact` writes for a partition."""
     types = {**_column_types(spec), **PARTITION_COLUMNS}
-    return latest_per_key(spec, _select_columns(con, types, files), within_partition=spec.partition_local)
+    return latest_per_key(spec, _select_columns(con, spec, types, files), within_partition=spec.partition_local)
 
 
 def table_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, lake_dir: str) -> str:
@@ -226,7 +238,7 @@ def files_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[s
         nulls = ", ".join(f"CAST(NULL AS {kind}) AS {sql_ident(name)}" for name, kind in types.items())
         return f"SELECT {nulls} WHERE false"
     if not spec.partition_local:
-        return latest_per_key(spec, _select_columns(con, types, files))
+        return latest_per_key(spec, _select_columns(con, spec, types, files))
     current, clean, ranked = [], [], []
     prefix = compacted_prefix(spec)
     for partition_files in partitions(files).values():
@@ -241,9 +253,9 @@ def files_sql(con: duckdb.DuckDBPyConnection, spec: TableSpec, files: Sequence[s
         columns = ", ".join(sql_ident(name) for name in types)
         parts.append(f"SELECT {columns} FROM {parquet_source(current, by_name=False)}")
     if clean:
-        parts.append(_select_columns(con, types, clean))
+        parts.append(_select_columns(con, spec, types, clean))
     if ranked:
-        parts.append(latest_per_key(spec, _select_columns(con, types, ranked), within_partition=True))
+        parts.append(latest_per_key(spec, _select_columns(con, spec, types, ranked), within_partition=True))
     return " UNION ALL ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
 
 
@@ -255,6 +267,6 @@ def read_table(
     if table not in TABLES:
         raise ValueError(f"unknown lake table {table!r}; known: {', '.join(sorted(TABLES))}")
     spec = TABLES[table]
-    names = ", ".join(sql_ident(c) for c in spec.row.model_fields)
+    names = ", ".join(sql_ident(c) for c in column_names(spec.row))
     sql = f"SELECT {names} FROM ({table_sql(con, spec, lake_dir)})" + (f" WHERE {where}" if where else "")
     return con.execute(sql, list(params)).df()

@@ -11,9 +11,9 @@ which places both rows, and a copy written again keeps it (`TableSpec.partition_
 
     con.execute(f"CREATE VIEW {REVIEW_VIEW} AS {review_sql(con, lake)}")   # dashboards.views does this
 
-The view has the hour's rows (`date`, `hour`, the query's columns, the unrounded `confidence` and, on each
-row, `awaiting_in_hour`). An hour whose `sentences` and `responses` partitions are both clean (one
-`compacted-` file each: `reader.is_clean`) and that has a rollup named after both files,
+The view has the hour's rows (`date`, `hour`, the query's columns, the unrounded `confidence` and
+`grounded_probability` and, on each row, `awaiting_in_hour`). An hour whose `sentences` and `responses`
+partitions are both clean (one `compacted-` file each: `reader.is_clean`) and that has a rollup named after both files,
 `_<sentences file's stem>.<responses file's stem>.<REVIEW_VIEW>-<fingerprint>.rollup` in the sentences
 partition, is read from it; every other hour is computed from its rows, one per key (`reader.files_sql`),
 by the same SQL (`review_rows_sql`); the two are a UNION ALL. A rollup named after a file that is no longer
@@ -61,6 +61,7 @@ REVIEW_COLUMNS = (
     "sentence_index",
     "attribution_verdict",
     "confidence",
+    "grounded_probability",
     "tenant",
     "retriever_version",
     "sentence",
@@ -74,14 +75,12 @@ _ROWS = """
 WITH s AS ({sentences}), r AS ({responses})
 SELECT {columns} FROM (
     SELECT s.date, s.hour, r.risk_level, s.response_id, s.sentence_index, s.attribution_verdict, s.confidence,
-           r.tenant, s.retriever_version, left(s.sentence_text, 120) AS sentence,
+           s.grounded_probability, r.tenant, s.retriever_version, left(s.sentence_text, 120) AS sentence,
            count(*) OVER (PARTITION BY s.date, s.hour) AS awaiting_in_hour,
            row_number() OVER (
                PARTITION BY s.date, s.hour
                ORDER BY CASE r.risk_level WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END,
-                        CASE WHEN s.attribution_verdict = 'fully_grounded' THEN s.confidence
-                             ELSE 1 - s.confidence END,
-                        s.response_id, s.sentence_index
+                        s.grounded_probability, s.response_id, s.sentence_index
            ) AS position
     FROM s JOIN r ON s.response_id = r.response_id AND s.date = r.date AND s.hour = r.hour
     WHERE r.needs_review

@@ -135,10 +135,7 @@ ROLLUPS: dict[str, Rollup] = {
                 ("sentences", "count(*)"),
                 ("confidence_count", "count(confidence)"),
                 ("confidence_sum", "sum(confidence)"),
-                (
-                    "attribution_confidence_sum",
-                    "sum(CASE WHEN attribution_verdict = 'fully_grounded' THEN confidence ELSE 1 - confidence END)",
-                ),
+                ("grounded_probability_sum", "sum(grounded_probability)"),
                 ("unsupported", "count(*) FILTER (WHERE attribution_verdict IN ('ungrounded', 'contradicted'))"),
             ),
         ),

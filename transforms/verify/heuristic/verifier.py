@@ -34,8 +34,9 @@ probability `p` of being fully grounded (coverage, local coverage, bigram and
 content-bigram overlap, words absent from the evidence, unmatched quantities,
 names and superlatives, contradiction strength; every weight, threshold and cue mode is a field of
 `transforms.verify.heuristic.config.HeuristicConfig`, re-derived with grouped cross-validation by
-`scripts/fit_heuristic.py`); confidence is p for fully_grounded and 1 - p for the
-rest, so `grounded_score(verdict)` recovers p for ROC curves and thresholds.
+`scripts/fit_heuristic.py`); the verdict's `confidence` is p for fully_grounded and its complement for
+the rest (`schemas.verdict_confidence`), so `verdict.grounded_probability` is p again, for ROC curves,
+calibration and thresholds.
 Pieces: `transforms.text.sentences` (splitting), `transforms.text.tokens` (tokens,
 stems, weights, cues), `transforms.text.synonyms`, `transforms.text.quantities` (numbers,
 units, dates, times), `transforms.verify.heuristic.evidence_index`, `transforms.verify.heuristic.alignment`,
@@ -47,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict
+from schemas import AttributionVerdict, EvidencePassage, SentenceVerdict, verdict_confidence
 from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.heuristic.alignment import SentenceAnalysis, analyse_sentence, index_evidence
 from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
@@ -57,7 +58,6 @@ __all__ = [
     "UNGROUNDED_COVERAGE",
     "HeuristicVerifier",
     "analysed_verdict",
-    "grounded_score",
     "verify_sentence",
 ]
 
@@ -68,23 +68,19 @@ UNGROUNDED_COVERAGE = DEFAULT_CONFIG.ungrounded_coverage
 """The default verifier's `HeuristicConfig.ungrounded_coverage`."""
 
 
-def grounded_score(verdict: SentenceVerdict) -> float:
-    """The verifier's probability that the sentence is fully grounded, from its verdict and confidence."""
-    if verdict.attribution_verdict == AttributionVerdict.fully_grounded:
-        return verdict.confidence
-    return 1.0 - verdict.confidence
-
-
 def _verdict_of(a: SentenceAnalysis, c: HeuristicConfig) -> tuple[AttributionVerdict, float]:
+    """The verdict and the spec's confidence in it, from the analysis' grounded probability."""
     # Never certain (`max_confidence`): the probability is squeezed into [1 - max, max], keeping its order.
     p = (1.0 - c.max_confidence) + (2.0 * c.max_confidence - 1.0) * a.grounded_probability
     if a.contradictions and p < c.support_threshold:
-        return AttributionVerdict.contradicted, round(1.0 - p, 4)
-    if p >= c.support_threshold:
-        return AttributionVerdict.fully_grounded, round(p, 4)
-    if a.coverage < c.ungrounded_coverage or not a.sources:
-        return AttributionVerdict.ungrounded, round(1.0 - p, 4)
-    return AttributionVerdict.partially_grounded, round(1.0 - p, 4)
+        verdict = AttributionVerdict.contradicted
+    elif p >= c.support_threshold:
+        verdict = AttributionVerdict.fully_grounded
+    elif a.coverage < c.ungrounded_coverage or not a.sources:
+        verdict = AttributionVerdict.ungrounded
+    else:
+        verdict = AttributionVerdict.partially_grounded
+    return verdict, round(verdict_confidence(verdict, p), 4)
 
 
 def verify_sentence(index: int, sentence: str, evidence, config: HeuristicConfig = DEFAULT_CONFIG) -> SentenceVerdict:

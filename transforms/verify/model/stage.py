@@ -19,7 +19,7 @@ contradiction probability:
   supported (supporting evidence = `best`'s sentence), ungrounded below it; unsupported spans are the heuristic's.
 
 `confidence` is `best`'s entailment probability for fully_grounded and its complement otherwise, so
-`grounded_score(verdict)` is the model's P(entailed), the raw score a calibration file maps. Excerpts are the
+`verdict.grounded_probability` is the model's P(entailed), the raw score a calibration file maps. Excerpts are the
 scored evidence sentences, cut from the passages (real substrings).
 """
 
