@@ -30,11 +30,9 @@ def incident_message(row: IncidentRow) -> str:
         else "confidence fell"
     )
     shares = ", ".join(
-        f"{k.replace('_', ' ')} {v:.0%}"
-        for k, v in (
-            ("retrieval", row.retrieval_share),
-            ("generation", row.generation_share),
-            ("citation_hygiene", row.citation_hygiene_share),
+        f"{label} {v:.0%}"
+        for label, v in zip(
+            _share_labels(row), (row.retrieval_share, row.generation_share, row.citation_hygiene_share), strict=True
         )
         if v is not None
     )
@@ -48,6 +46,16 @@ def incident_message(row: IncidentRow) -> str:
         f"{row.fabricated_citations} fabricated ids, {row.inexact_quotes} inexact quotes); "
         f"{len(row.alert_ids)} alerts; also affected: {affected}"
     )
+
+
+def _share_labels(row: IncidentRow) -> tuple[str, str, str]:
+    """What the three shares are called in the message. Where the retrieval scores made the call (retrieval
+    moved), the shares only say what went wrong in the answers (unsupported: ungrounded sentences and uncited
+    claims; misstated: contradicted sentences and misattributed citations), not whose doing it was: a stale
+    index contradicts numbers as a misquoting generator does. Otherwise they are the cause's own split."""
+    if row.retrieval_moved:
+        return ("unsupported", "misstated", "citation hygiene")
+    return ("retrieval", "generation", "citation hygiene")
 
 
 def retrieval_evidence_text(row: IncidentRow) -> str:

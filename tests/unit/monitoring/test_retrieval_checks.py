@@ -164,3 +164,6 @@ def test_the_incident_message_states_the_evidence_for_its_call():
     relevance = f"context relevance {evidence.reference_relevance:.2f} -> {evidence.relevance:.2f}"
     assert f"likely cause retrieval: retrieval moved ({relevance}" in text
     assert f"empty retrieval {evidence.reference_empty_rate:.0%} -> {evidence.empty_rate:.0%}" in text
+    # The call is retrieval's, so the shares say what went wrong in the answers, not "generation 59%".
+    assert f"(unsupported {shares['retrieval']:.0%}, misstated {shares['generation']:.0%}" in text
+    assert "generation" not in text.split("likely cause", 1)[1]
