@@ -114,7 +114,7 @@ def test_on_two_workers_a_modules_tests_share_one_worker(tmp_path):
 
 def test_without_a_tier_the_guard_stays_out_of_the_way(tmp_path):
     outcomes, text = _run_pytest(tmp_path, "-q", "-k", "not needs_a_broker")
-    assert outcomes == {"passed": 4, "deselected": 1}, text
+    assert outcomes == {"passed": 5, "deselected": 1}, text
 
 
 def test_a_process_of_any_language_holding_a_listening_socket_is_found():

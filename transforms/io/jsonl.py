@@ -53,6 +53,7 @@ __all__ = [
     "open_jsonl",
     "read_jsonl_lines",
     "split_line_ranges",
+    "why_unreadable",
 ]
 
 SKIPPED_BLANK_COUNTER = "skipped_blank"
