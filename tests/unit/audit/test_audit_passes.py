@@ -37,6 +37,12 @@ def _write(path, lines: list[bytes]) -> str:
     return str(path)
 
 
+def _sample(lines: int) -> list[bytes]:
+    """The shipped sample traffic's first `lines` lines (answers of tens of windows, and broken lines)."""
+    with open(sample_traffic_path(), "rb") as f:
+        return f.read().splitlines()[:lines]
+
+
 def _read(ranges) -> list[tuple[str, int]]:
     out = []
     for lines in ranges:
@@ -97,12 +103,11 @@ def _metrics(lake: str) -> dict[tuple, tuple]:
 
 
 def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, folder_or_bucket_lake):
-    """The shipped sample traffic (308 lines over 30 one-minute windows), then a gzipped file holding a copy
-    of its first response and a malformed line, audited in passes of 70 lines and in one run. The passes write
-    a local folder, or a bucket of a real S3-protocol server (`tests.support.s3_fixtures`), from which the
-    windows that span passes are computed again."""
-    with open(sample_traffic_path(), "rb") as f:
-        sample = f.read().splitlines()
+    """The shipped sample traffic's first 150 lines (over 15 one-minute windows), then a gzipped file holding a
+    copy of its first response and a malformed line, audited in passes of 35 lines and in one run. The passes
+    write a local folder, or a bucket of a real S3-protocol server (`tests.support.s3_fixtures`), from which
+    the windows that span passes are computed again."""
+    sample = _sample(150)
     first_id = json.loads(sample[0])["response_id"]
     traffic = tmp_path / "traffic"
     traffic.mkdir()
@@ -112,12 +117,12 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, folder_or_bucke
     one = run([f"--input={pattern}", f"--lake={tmp_path / 'one'}"], out=lambda _: None)
     lines = []
     lake = folder_or_bucket_lake
-    in_passes = run([f"--input={pattern}", f"--lake={lake}", "--max_records_per_run=70"], out=lines.append)
+    in_passes = run([f"--input={pattern}", f"--lake={lake}", "--max_records_per_run=35"], out=lines.append)
 
-    assert lines[0] == "passes         5 for 310 messages (at most 70 each)"
+    assert lines[0] == "passes         5 for 152 messages (at most 35 each)"
     assert lines[1:6] == [line for line in lines if line.startswith("pass ")]
     # Each pass writes the metrics of its part of a window: only the metrics rows written differ.
-    assert replace(in_passes, rows_written={}) == replace(one, rows_written={}) and one.read == 310 and one.adds_up
+    assert replace(in_passes, rows_written={}) == replace(one, rows_written={}) and one.read == 152 and one.adds_up
     assert in_passes.rows_written["responses"] == one.rows_written["responses"] == one.audited
     rows_one, rows_passes = lake_rows(str(tmp_path / "one")), lake_rows(lake)
     assert rows_passes == rows_one
@@ -126,7 +131,7 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, folder_or_bucke
     assert any(f"{first_id!r} was already read at file:{traffic / 'a.jsonl'} line 1" in e for e in duplicates)
     # Only the windows holding responses of several passes are computed again; they have the metrics of all
     # their responses, as in one run.
-    passes = plan_jsonl_passes(pattern, max_records=70).passes
+    passes = plan_jsonl_passes(pattern, max_records=35).passes
     pass_of = {origin: n for n, part in enumerate(passes) for origin in _read(part)}
     passes_of_window = defaultdict(set)
     audited = connect_lake(lake).execute("SELECT origin_source, origin_offset, window_start FROM responses")
@@ -143,12 +148,13 @@ def test_an_audit_in_passes_writes_the_lake_of_one_run(tmp_path, folder_or_bucke
 
 
 def test_the_cli_takes_the_pass_size_and_refuses_a_useless_one(tmp_path, capsys):
-    argv = ["audit", "--input", sample_traffic_path(), "--lake", str(tmp_path / "lake")]
+    traffic = _write(tmp_path / "traffic.jsonl", _sample(40))
+    argv = ["audit", "--input", traffic, "--lake", str(tmp_path / "lake")]
     assert groundwatch([*argv, "--max-records-per-run", "0"]) == 2
     assert "--max-records-per-run must be >= 1, got 0" in capsys.readouterr().err
-    assert groundwatch([*argv, "--max-records-per-run", "200"]) == 0
+    assert groundwatch([*argv, "--max-records-per-run", "30"]) == 0
     out = capsys.readouterr().out
-    assert "passes         2 for 308 messages (at most 200 each)" in out and "read                308" in out
+    assert "passes         2 for 40 messages (at most 30 each)" in out and "read                 40" in out
 
 
 def _counted(p, audited: int, written: int) -> None:
@@ -180,7 +186,8 @@ def test_a_run_whose_lake_lacks_rows_is_run_again_and_then_refused():
 
 
 def test_a_healthy_run_wrote_a_row_for_every_response_and_dead_letter(tmp_path):
-    counts = run([f"--input={sample_traffic_path()}", f"--lake={tmp_path}"], out=lambda _: None)
+    traffic = _write(tmp_path / "traffic.jsonl", _sample(80))  # line 73 is a dead letter
+    counts = run([f"--input={traffic}", f"--lake={tmp_path / 'lake'}"], out=lambda _: None)
     assert counts.rows_written["responses"] == counts.audited > 0
     assert counts.rows_written["dead_letters"] == counts.dead_lettered > 0
     assert counts.lake_shortfall() is None
