@@ -6,6 +6,7 @@
     python scripts/bench_audit.py --responses 100000 --pipeline-only [--max_records_per_run=100000]
     python scripts/bench_audit.py --unattributed   # the same answers without citation markers, citations or claims
     python scripts/bench_audit.py --against /tmp/base [--rounds 3]   # this checkout's verifier beside another's
+    python scripts/bench_audit.py --against /tmp/base --whole-pipeline   # the whole pipeline beside another's
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic.synthetic`), times `Verifier.verify` over all their sentences in
@@ -169,6 +170,54 @@ def bench_against(args) -> None:
     print(f"this checkout / {args.against}: {ratio:.2f}x")
 
 
+# Run in a fresh interpreter with one checkout first on the path: its whole pipeline over one traffic file.
+_PIPELINE_PROBE = """
+import json, resource, sys, tempfile, time
+from pipelines.runner.bounded import run_audit
+def cpu():
+    usage = map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+with tempfile.TemporaryDirectory(prefix="gw-bench-") as lake:
+    cpu0, wall0 = cpu(), time.perf_counter()
+    counts = run_audit([f"--input={sys.argv[1]}", f"--lake={lake}", *sys.argv[2:]], out=lambda _: None)
+    print(json.dumps({"read": counts.read, "audited": counts.audited, "wall": time.perf_counter() - wall0,
+                      "cpu": cpu() - cpu0}))
+"""
+
+
+def bench_pipelines_against(args, beam_args: list[str]) -> None:
+    """The whole pipeline of this checkout and of `args.against`, alternately (A B A B ...), each run in a fresh
+    process on the same traffic file: responses/s (wall-clock) and CPU ms per response, round by round. On a
+    shared machine only figures measured side by side like this compare."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    runs: dict[str, list[dict]] = {here: [], args.against: []}
+    with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
+        path = os.path.join(tmp, "traffic.jsonl")
+        with open(path, "wb") as f:
+            f.writelines(json.dumps(message).encode("utf-8") + b"\n" for message in _traffic(args))
+        for round_no in range(1, args.rounds + 1):
+            for root in (args.against, here):
+                done = subprocess.run(
+                    [sys.executable, "-c", _PIPELINE_PROBE, path, f"--verifier={args.verifier}", *beam_args],
+                    cwd=root,
+                    env={**os.environ, "PYTHONPATH": root},
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                run = json.loads(done.stdout.strip().splitlines()[-1])
+                runs[root].append(run)
+                print(
+                    f"round {round_no} {root}: {run['audited']} audited, {run['read'] / run['wall']:,.0f} responses/s, "
+                    f"{1000 * run['cpu'] / run['read']:.2f} CPU ms per response (load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
+    for root, values in runs.items():
+        rate = statistics.median(r["read"] / r["wall"] for r in values)
+        ms = statistics.median(1000 * r["cpu"] / r["read"] for r in values)
+        print(f"{root}: median {rate:,.0f} responses/s, {ms:.2f} CPU ms per response over {len(values)} rounds")
+
+
 def bench_alone(args) -> None:
     """The verifier alone and the stage costs, on the first `args.responses` generated responses."""
     messages = list(_traffic(args))
@@ -213,7 +262,16 @@ def main(argv: list[str] | None = None) -> int:
         "side on the same responses, alternately in fresh processes, and stop there",
     )
     parser.add_argument("--rounds", type=int, default=3, help="Alternating rounds with --against. Default 3.")
+    parser.add_argument(
+        "--whole-pipeline",
+        action="store_true",
+        help="with --against: time both checkouts' whole pipelines (`groundwatch audit`'s default options, or the "
+        "Beam options given) instead of their verifiers",
+    )
     args, beam_args = parser.parse_known_args(argv)
+    if args.against and args.whole_pipeline:
+        bench_pipelines_against(args, beam_args)
+        return 0
     if args.against:
         bench_against(args)
         return 0

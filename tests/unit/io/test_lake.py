@@ -15,6 +15,7 @@ from dashboards.views import connect_lake
 from schemas import TABLES, LoggedResponse, ParsedResponse
 from schemas.monitoring import WindowMetricsRow
 from tests.support.audit_messages import at, message
+from tests.support.lake_compare import assert_same_tables
 from transforms.audit.stages import audit_response
 from transforms.io.lake.rows import to_lake_rows
 from transforms.io.lake.writer import WriteAuditLake, write_rows_file, write_table
@@ -35,16 +36,21 @@ def dead_letter(i: int, received_at: datetime = T) -> dict:
     }
 
 
-def audited_rows(count: int, *, now: datetime = T) -> list[tuple[str, dict]]:
+def rows_per_response(count: int, *, now: datetime = T) -> list[list[tuple[str, dict]]]:
+    """The lake rows of `count` audited responses, one list per response (as `ToLakeRows` emits them)."""
     verifier = make_verifier("heuristic")
-    rows = []
+    batches = []
     for i in range(count):
         parsed = ParsedResponse(response=LoggedResponse.model_validate(message(f"r-{i}")), origin=at(i + 1))
         audited = audit_response(
             parsed, verifier=verifier, window_start=T, window_end=T + timedelta(minutes=1), now=now
         )
-        rows.extend(to_lake_rows(audited))
-    return rows
+        batches.append(to_lake_rows(audited))
+    return batches
+
+
+def audited_rows(count: int, *, now: datetime = T) -> list[tuple[str, dict]]:
+    return [pair for batch in rows_per_response(count, now=now) for pair in batch]
 
 
 def parquet_files(lake) -> list[str]:
@@ -174,6 +180,23 @@ def test_a_bounded_write_leaves_rows_where_they_are_made_and_writes_them_every_f
     assert all(sum(f"/{table}/" in f for f in files) > 1 for table in ("responses", "sentences"))
     with pytest.raises(ValueError, match="flush_rows must be >= 1"):
         WriteAuditLake(lake, per_window=False, flush_rows=0)
+
+
+@pytest.mark.parametrize("per_window", [False, True])
+def test_rows_a_response_at_a_time_make_the_lake_rows_one_by_one_make(tmp_path, per_window):
+    batches = rows_per_response(3) + [[("dead_letters", dead_letter(1))]]
+    pairs = [pair for batch in batches for pair in batch]
+    for name, elements in (
+        ("pairs", pairs),
+        ("batches", batches),
+        ("mixed", [*batches[:2], *batches[2], *batches[3:]]),
+    ):
+        with BeamPipeline(runner="FnApiRunner") as p:
+            _ = p | beam.Create(elements, reshuffle=False) | WriteAuditLake(str(tmp_path / name), per_window=per_window)
+    assert count(tmp_path / "pairs", "responses") == 3 and count(tmp_path / "pairs", "dead_letters") == 1
+    tables = ["responses", "sentences", "passages", "retrieved_passages", "dead_letters"]
+    for name in ("batches", "mixed"):
+        assert_same_tables(str(tmp_path / "pairs"), str(tmp_path / name), tables, tolerance=0.0)
 
 
 def test_write_audit_lake_groups_rows_and_rerun_overwrites(tmp_path):
