@@ -119,6 +119,9 @@ blob.server.port: {ports["blob"]}
 taskmanager.numberOfTaskSlots: {slots}
 taskmanager.memory.process.size: 1728m
 parallelism.default: 1
+# The job server stages its own jars with every job, the jars the TaskManagers run from: loading them parent-first
+# reuses the classes the TaskManager has loaded (and compiled) instead of loading all of Beam again per job.
+classloader.resolve-order: parent-first
 # A killed TaskManager is noticed in seconds, not the default 50: tests and a laptop want a quick failure.
 heartbeat.interval: 2000
 heartbeat.timeout: 10000
@@ -244,13 +247,15 @@ class LocalFlink:
             for index in range(state.get("task_managers", 1))
         ]  # fmt: skip
 
-    def runner_flags(self) -> list[str]:
-        """The Beam options of `groundwatch audit` and `monitor` on this cluster's worker pools (EXTERNAL)."""
+    def runner_flags(self, parallelism: int | None = None) -> list[str]:
+        """The Beam options of `groundwatch audit` and `monitor` on this cluster's worker pools (EXTERNAL), at
+        `parallelism` (default: every slot)."""
         state = self._state()
         if not state.get("cluster"):
             raise FlinkError("no local cluster runs (start it with --cluster)")
-        rest = self.rest_url.removeprefix("http://")
-        return pools.runner_flags(self.endpoint, rest, state["ports"]["pool"], state["task_managers"], state["slots"])
+        rest, slots = self.rest_url.removeprefix("http://"), state["slots"]
+        parallelism = parallelism or state["task_managers"] * slots
+        return pools.runner_flags(self.endpoint, rest, state["ports"]["pool"], parallelism, slots)
 
     def rest(self, path: str, timeout_s: float = 5.0) -> dict:
         """GET `path` of the JobManager's REST API as JSON."""

@@ -48,6 +48,9 @@ SECRET_VARS = (
 )
 """Variables only the Python workers use: the JVMs (which never touch the lake, Kafka or the judge) do not get them."""
 
+ENVIRONMENT_CACHE_MS = 30_000
+"""How long a TaskManager keeps an idle SDK worker of a job (Beam's default 0 stops it at once)."""
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKER_POOL = Path(__file__).resolve().parent / "flink_worker_pool.py"
 
@@ -106,15 +109,18 @@ def jvm_env() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name not in SECRET_VARS}
 
 
-def runner_flags(endpoint: str, rest: str, pool_port: int, task_managers: int, slots: int) -> list[str]:
-    """The Beam options of `groundwatch audit` and `groundwatch monitor` on the local cluster with worker pools:
-    every slot busy, one SDK worker per slot (Beam's default is one per TaskManager)."""
+def runner_flags(endpoint: str, rest: str, pool_port: int, parallelism: int, slots: int) -> list[str]:
+    """The Beam options of `groundwatch audit` and `groundwatch monitor` on the local cluster with worker pools,
+    one SDK worker per slot (Beam's default is one per TaskManager, whatever its slots)."""
     flags = [
         "--runner=FlinkRunner",
         f"--job_endpoint={endpoint}",
         "--environment_type=EXTERNAL",
         f"--environment_config={POOL_HOST}:{pool_port}",
-        f"--parallelism={task_managers * slots}",
+        f"--parallelism={parallelism}",
+        # Keep a TaskManager's workers between the regions of a batch job (Flink runs them one after another)
+        # rather than start a Python process per region.
+        f"--environment_cache_millis={ENVIRONMENT_CACHE_MS}",
         f"--flink_master={rest}",
     ]
     return flags + ([f"--sdk_worker_parallelism={slots}"] if slots > 1 else [])
