@@ -11,7 +11,8 @@ pool i. The name resolves nowhere else.
 
 A pool runs with the interpreter that runs `scripts/flink.sh` (the project's virtual environment), the checkout's
 own code first on its PYTHONPATH, and the environment `scripts/flink.sh start` was given: that is where secrets
-reach the workers (the S3 keys, a Kafka password, the judge's key). The JVMs get that environment without them.
+reach the workers (the S3 keys, a Kafka password, the judge's key, the lake manifest's HMAC key). The JVMs get
+that environment without them.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ SECRET_VARS = (
     "OPENAI_API_KEY",
     "GROUNDWATCH_KAFKA_SASL_PASSWORD",
     "GROUNDWATCH_KAFKA_SSL_PASSWORD",
+    "GROUNDWATCH_LAKE_HMAC_KEY",
 )
 """Variables only the Python workers use: the JVMs (which never touch the lake, Kafka or the judge) do not get them."""
 
