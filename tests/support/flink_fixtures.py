@@ -53,7 +53,7 @@ RUN_TIMEOUT_S = 300
 @pytest.fixture(scope="session")
 def flink_cluster(tmp_path_factory):
     """The running `LocalFlink` (`.endpoint` for `--job_endpoint`, `.rest()` for the JobManager's REST API)."""
-    flink = LocalFlink(tmp_path_factory.mktemp("flink"), job_port=0, rest_port=0, slots=2)
+    flink = LocalFlink(tmp_path_factory.mktemp("flink"), job_port=0, rest_port=0, pool_port=0, slots=2)
     try:
         flink.start(cluster=True)
         yield flink
