@@ -473,8 +473,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.taskmanagers > 1 and not args.cluster and args.action == "start":
         parser.error("--taskmanagers needs --cluster")
-    flink = LocalFlink(args.home, job_port=args.job_port, rest_port=args.rest_port, pool_port=args.pool_port,
-                       task_managers=args.taskmanagers, slots=args.slots)  # fmt: skip
+    try:
+        flink = LocalFlink(args.home, job_port=args.job_port, rest_port=args.rest_port, pool_port=args.pool_port,
+                           task_managers=args.taskmanagers, slots=args.slots)  # fmt: skip
+    except FlinkError as error:  # a count below 1: bad input, exit 2
+        parser.error(str(error))
     try:
         if args.action == "start":
             print(flink.start(cluster=args.cluster, master=args.flink_master))
