@@ -1,21 +1,26 @@
-"""Benchmark groundwatch on Flink beside the local runners: responses/s and CPU per response, bounded and streaming.
+"""Benchmark groundwatch on Flink worker pools beside the local runners: responses/s and CPU per response.
 
-    python scripts/bench_flink.py [--count 1000] [--stream-count 600] [--bootstrap-servers 127.0.0.1:39092] \\
-        [--mode both|bounded|streaming]
+    python scripts/bench_flink.py [--count 20000] [--rate 40] [--seconds 60] \\
+        [--bootstrap-servers 127.0.0.1:39092] [--mode both|bounded|streaming]
 
-One run measures, on the same generated traffic (5% malformed):
+The Flink runs are on a local cluster of two TaskManagers of one slot, each with a Beam Python worker pool
+(`scripts/flink_cluster.py start --cluster --taskmanagers 2`; started and stopped here unless one with pools
+runs), at parallelism 1 (one TaskManager and its pool work) and 2, with the flags `scripts/flink.sh flags`
+prints (`--environment_type=EXTERNAL`).
 
-- bounded: `groundwatch audit` of a JSONL file on the FnApiRunner (its default worker choice), on Prism, and on
-  a local Flink cluster at parallelism 1 and 2 (`scripts/flink_cluster.py start --cluster`, 2 slots; started
-  and stopped here unless one is running). Responses/s is lines over the command's wall time, start-up included.
-- streaming: `groundwatch monitor` on Prism and on Flink at parallelism 1 and 2; after a warm-up batch is in the
-  lake, N messages are produced as fast as the producer goes, and responses/s is N over the time from the first
-  sent to the last in the lake (window close included: 5 s windows).
+- bounded: `groundwatch audit` of `--count` generated attributed responses (a JSONL file) on the FnApiRunner (its
+  default worker choice: two worker processes here) and on Flink. Responses/s is lines over the command's wall
+  time, start-up and the job's submission included.
+- streaming: `groundwatch monitor` on Prism and on Flink; after a warm-up batch is in the lake, `--rate`
+  messages a second (5 % malformed) are produced for `--seconds`, and responses/s is their number over the time
+  from the first sent to the last in the lake (5 s windows: the last window's close included). At a rate the
+  runner keeps up with, that is the rate; the CPU per response is the figure to read.
 
-CPU per response counts every process involved: the groundwatch command and the processes it waited for
-(`RUSAGE_CHILDREN`), the processes of its process group alive at the end (Prism, SDK workers; from /proc), and
-Flink's JobManager, TaskManager and job server (from /proc). The machine's other load is not counted, but it
-does slow the figures: read them beside each other, not as absolutes.
+CPU per response counts every process involved, children included (`utime + stime + cutime + cstime` from /proc):
+the groundwatch command and what it waited for (`RUSAGE_CHILDREN`), the live processes of its process group
+(Prism, its SDK workers), Flink's JobManager, TaskManagers and job server, and the worker pools with their
+workers (live, and those they reaped). It is printed split into those parts. The machine's other load is not
+counted, but it does slow the figures: read them beside each other, with the load average printed at each run.
 """
 
 from __future__ import annotations
@@ -35,28 +40,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from flink_cluster import LocalFlink  # noqa: E402
+from flink_cluster import DEFAULT_HOME, DEFAULT_JOB_PORT, DEFAULT_POOL_PORT, DEFAULT_REST_PORT, LocalFlink  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.monitor import find_prism  # noqa: E402
 from pipelines.produce import generated_messages, produce_messages  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
-FLINK_ROLES = ("job_manager", "task_manager", "job_server")
+TASK_MANAGERS = 2
 
 
 def _proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) process `pid` has used so far; 0 once it is gone."""
+    """CPU seconds process `pid` and the children it reaped have used so far; 0 once it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    return sum(int(f) for f in fields[11:15]) / TICK  # utime, stime, cutime, cstime
 
 
 def _group_cpu(pgid: int) -> float:
-    """CPU seconds of the live processes of process group `pgid`."""
+    """CPU seconds of the live processes of process group `pgid` (and of the children they reaped)."""
     total = 0.0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -72,43 +77,68 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _flink_cpu(flink: LocalFlink | None) -> float:
-    return sum(_proc_cpu(pid) for role in FLINK_ROLES if flink and (pid := flink.pid(role)))
+def _cluster_cpu(flink: LocalFlink) -> dict[str, float]:
+    """CPU seconds so far of the cluster's JVMs and of its worker pools with their workers (each a process group
+    of its own)."""
+    pids = flink._state().get("pids", {})
+    groups = {"jvm": 0.0, "pools": 0.0}
+    for role, pid in pids.items():
+        groups["pools" if role.startswith("worker_pool") else "jvm"] += _group_cpu(pid)
+    return groups
 
 
-def _runners(flink: LocalFlink, *, bounded: bool) -> list[tuple[str, list[str]]]:
-    def on_flink(parallelism: int) -> list[str]:
-        return ["--runner=FlinkRunner", f"--job_endpoint={flink.endpoint}", "--environment_type=LOOPBACK",
-                f"--parallelism={parallelism}", f"--flink_master={flink.rest_url.removeprefix('http://')}"]  # fmt: skip
+class CpuMeter:
+    """CPU seconds used between `start()` and `stop()` by the command (and its group) and the cluster's parts."""
 
-    prism = ["--runner=PrismRunner", f"--prism_location={find_prism()}"]
-    local = [("FnApiRunner", [])] if bounded else []
-    return [*local, ("Prism", prism), ("Flink p=1", on_flink(1)), ("Flink p=2", on_flink(2))]
+    def __init__(self, flink: LocalFlink | None, pgid: int | None = None):
+        self._flink, self._pgid = flink, pgid
+
+    def _now(self) -> dict[str, float]:
+        parts = _cluster_cpu(self._flink) if self._flink else {"jvm": 0.0, "pools": 0.0}
+        command = _children_cpu() + (_group_cpu(self._pgid) if self._pgid else 0.0)
+        return {"command": command, **parts}
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def stop(self) -> dict[str, float]:
+        end = self._now()
+        return {part: end[part] - self._start[part] for part in end}
 
 
-def _report(name: str, count: int, seconds: float, cpu: float) -> None:
+def _report(name: str, count: int, seconds: float, cpu: dict[str, float]) -> None:
+    total = sum(cpu.values())
+    parts = "  ".join(f"{part} {1000 * value / count:5.1f}" for part, value in cpu.items())
     print(
-        f"{name:<22} {count:>6} responses {seconds:7.1f} s {count / seconds:7.1f} responses/s  "
-        f"CPU {cpu:7.1f} s = {1000 * cpu / count:6.1f} ms/response",
+        f"{name:<24} {count:>6} responses {seconds:7.1f} s {count / seconds:7.1f} responses/s  "
+        f"CPU {total:7.1f} s = {1000 * total / count:5.1f} ms/response ({parts})  load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
 
 
+def _runners(flink: LocalFlink, *, bounded: bool) -> list[tuple[str, list[str], LocalFlink | None]]:
+    """The runs of a mode: the local runner (FnApiRunner bounded, Prism streaming), then Flink at 1 and 2."""
+    prism = ["--runner=PrismRunner", f"--prism_location={find_prism()}"]
+    local = ("FnApiRunner", [], None) if bounded else ("Prism", prism, None)
+    return [local, *((f"Flink p={p} pools", flink.runner_flags(parallelism=p), flink) for p in (1, 2))]
+
+
 def bench_bounded(flink: LocalFlink, count: int, work: Path) -> None:
     traffic = work / "traffic.jsonl"
-    traffic.write_bytes(b"\n".join(generated_messages(count, seed=3, malformed_fraction=0.05, start=_now())) + b"\n")
-    for name, options in _runners(flink, bounded=True):
+    traffic.write_bytes(b"\n".join(generated_messages(count, seed=3, start=_now())) + b"\n")
+    for name, options, cluster in _runners(flink, bounded=True):
         lake, log = work / f"lake-{uuid.uuid4().hex[:6]}", work / "audit.log"
         command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
                    *options]  # fmt: skip
-        cpu0, flink0, t0 = _children_cpu(), _flink_cpu(flink), time.monotonic()
+        meter, t0 = CpuMeter(cluster), time.monotonic()
+        meter.start()
         with open(log, "ab") as out:
             code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
-        seconds = time.monotonic() - t0
+        seconds, cpu = time.monotonic() - t0, meter.stop()
         if code != 0:
             print(f"{name}: audit failed ({code}); see {log}", flush=True)
             continue
-        _report(f"bounded {name}", count, seconds, _children_cpu() - cpu0 + _flink_cpu(flink) - flink0)
+        _report(f"bounded {name}", count, seconds, cpu)
 
 
 def _now() -> datetime:
@@ -130,69 +160,83 @@ def _wait_lake(lake: Path, topic: str, count: int, monitor: subprocess.Popen, ti
     while time.monotonic() < deadline and monitor.poll() is None:
         if _in_lake(lake, topic) >= count:
             return True
-        time.sleep(0.25)
+        time.sleep(0.5)
     return False
 
 
-def bench_streaming(flink: LocalFlink, bootstrap: str, count: int, work: Path, warm_up: int = 20) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
+def _stream_once(name, options, cluster, bootstrap, rate, seconds, work, admin, warm_up: int = 20) -> None:
+    from kafka.admin import NewTopic
+
+    topic, lake, log = f"gw-bench-flink-{uuid.uuid4().hex[:8]}", work / f"lake-{uuid.uuid4().hex[:6]}", work / "m.log"
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    connection, count = {"bootstrap_servers": bootstrap}, int(rate * seconds)
+    command = [sys.executable, "-m", "pipelines.cli", "monitor", "--bootstrap-servers", bootstrap, "--topic", topic,
+               "--lake", str(lake), "--group-id", f"g-{topic}", "--window-seconds", "5", *options]  # fmt: skip
+    with open(log, "ab") as out:
+        monitor = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        produce_messages(connection, topic, generated_messages(warm_up, seed=1, start=_now()))
+        if not _wait_lake(lake, topic, warm_up, monitor):
+            print(f"stream {name}: the warm-up never reached the lake; see {log}", flush=True)
+            return
+        messages = generated_messages(count, seed=2, malformed_fraction=0.05, start=_now())
+        meter, t0 = CpuMeter(cluster, monitor.pid), time.monotonic()
+        meter.start()
+        produce_messages(connection, topic, messages, rate=rate)
+        if not _wait_lake(lake, topic, warm_up + count, monitor):
+            print(f"stream {name}: {count} messages did not reach the lake; see {log}", flush=True)
+            return
+        _report(f"stream {name}", count, time.monotonic() - t0, meter.stop())
+    finally:
+        monitor.terminate()  # the monitor cancels its job (pipelines.runner.stop)
+        try:
+            monitor.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(monitor.pid, 9)
+            monitor.wait()
+        admin.delete_topics([topic])
+
+
+def bench_streaming(flink: LocalFlink, bootstrap: str, rate: float, seconds: float, work: Path) -> None:
+    from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    connection = {"bootstrap_servers": bootstrap}
-    for name, options in _runners(flink, bounded=False):
-        topic, lake, log = (
-            f"gw-bench-flink-{uuid.uuid4().hex[:8]}",
-            work / f"lake-{uuid.uuid4().hex[:6]}",
-            work / "m.log",
-        )
-        admin.create_topics([NewTopic(topic, 2, 1)])
-        command = [sys.executable, "-m", "pipelines.cli", "monitor", "--bootstrap-servers", bootstrap, "--topic", topic,
-                   "--lake", str(lake), "--group-id", f"g-{topic}", "--window-seconds", "5", *options]  # fmt: skip
-        with open(log, "ab") as out:
-            monitor = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            produce_messages(connection, topic, generated_messages(warm_up, seed=1, start=_now()))
-            if not _wait_lake(lake, topic, warm_up, monitor):
-                print(f"stream {name}: the warm-up never reached the lake; see {log}", flush=True)
-                continue
-            messages = generated_messages(count, seed=2, malformed_fraction=0.05, start=_now())
-            cpu0, flink0, t0 = _group_cpu(monitor.pid), _flink_cpu(flink), time.monotonic()
-            produce_messages(connection, topic, messages)
-            if not _wait_lake(lake, topic, warm_up + count, monitor):
-                print(f"stream {name}: {count} messages did not reach the lake; see {log}", flush=True)
-                continue
-            seconds = time.monotonic() - t0
-            cpu = _group_cpu(monitor.pid) - cpu0 + _flink_cpu(flink) - flink0
-            _report(f"stream {name}", count, seconds, cpu)
-        finally:
-            monitor.terminate()  # the monitor cancels its job (pipelines.runner.stop)
-            try:
-                monitor.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(monitor.pid, 9)
-                monitor.wait()
-            admin.delete_topics([topic])
-    admin.close()
+    try:
+        for name, options, cluster in _runners(flink, bounded=False):
+            _stream_once(name, options, cluster, bootstrap, rate, seconds, work, admin)
+    finally:
+        admin.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=1000, help="responses of the bounded audit (default 1000)")
-    parser.add_argument("--stream-count", type=int, default=600, help="responses of the stream (default 600)")
+    parser.add_argument("--count", type=int, default=20000, help="responses of the bounded audit (default 20000)")
+    parser.add_argument("--rate", type=float, default=40.0, help="messages a second of the stream (default 40)")
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long the stream is fed (default 60)")
     parser.add_argument("--bootstrap-servers", default=os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP", "127.0.0.1:39092"))
     parser.add_argument("--mode", choices=["both", "bounded", "streaming"], default="both")
     args = parser.parse_args(argv)
-    flink = LocalFlink(os.environ.get("GROUNDWATCH_FLINK_HOME", str(Path.home() / ".cache/groundwatch/flink/run")))
-    started = not (flink.running() and flink.rest_url and flink.answers())
+    env = os.environ.get
+    flink = LocalFlink(
+        env("GROUNDWATCH_FLINK_HOME", str(DEFAULT_HOME)),
+        job_port=int(env("GROUNDWATCH_FLINK_JOB_PORT", DEFAULT_JOB_PORT)),
+        rest_port=int(env("GROUNDWATCH_FLINK_REST_PORT", DEFAULT_REST_PORT)),
+        pool_port=int(env("GROUNDWATCH_FLINK_POOL_PORT", DEFAULT_POOL_PORT)),
+        task_managers=TASK_MANAGERS,
+        slots=1,
+    )
+    state = flink._state()
+    started = not (flink.running() and flink.answers() and state.get("task_managers") == TASK_MANAGERS)
     if started:
         flink.start(cluster=True)
-    print(f"cores {os.cpu_count()}, Flink cluster at {flink.rest_url} (2 slots), job server {flink.endpoint}")
+    print(f"cores {os.cpu_count()}, Flink cluster at {flink.rest_url}: {TASK_MANAGERS} TaskManagers of 1 slot, "
+          f"worker pools {[pool['address'] for pool in flink.pools()]}, job server {flink.endpoint}")  # fmt: skip
     try:
         with tempfile.TemporaryDirectory(prefix="gw-bench-flink-") as work:
             if args.mode in ("both", "bounded"):
                 bench_bounded(flink, args.count, Path(work))
             if args.mode in ("both", "streaming"):
-                bench_streaming(flink, args.bootstrap_servers, args.stream_count, Path(work))
+                bench_streaming(flink, args.bootstrap_servers, args.rate, args.seconds, Path(work))
     finally:
         if started:
             flink.stop()

@@ -6,14 +6,17 @@ serves no `beam-runners-flink-*-job-server` jar, so the jars of `beam-runners-fl
 `scripts/flink/pom.xml` into `~/.cache/groundwatch/flink/<version>/lib`. State, config and logs live in a home
 folder (default `~/.cache/groundwatch/flink/run`).
 
-    python3 scripts/flink_cluster.py start [--cluster] [--slots 2]  # prints localhost:PORT once it answers
-    python3 scripts/flink_cluster.py status   # prints the endpoint, exit 0 when it answers
+    python3 scripts/flink_cluster.py start [--cluster [--taskmanagers N] [--slots S]]  # prints localhost:PORT
+    python3 scripts/flink_cluster.py flags    # the Beam options of audit and monitor on the running cluster
+    python3 scripts/flink_cluster.py status [--json]  # prints the endpoint, exit 0 when it answers
     python3 scripts/flink_cluster.py stop     # SIGTERM each process started, SIGKILL if it lingers
 
-With `--cluster` it runs a JobManager (`StandaloneSessionClusterEntrypoint`) and one TaskManager
+With `--cluster` it runs a JobManager (`StandaloneSessionClusterEntrypoint`) and N TaskManagers
 (`TaskManagerRunner`, with the memory and CPU settings Flink's `BashJavaUtils GET_TM_RESOURCE_PARAMS` computes, as
-`taskmanager.sh` would: flink-dist is not on Maven) and points the job server at its REST port. Every process
-listens on 127.0.0.1 only. Starting is idempotent: a running set just prints its endpoint, and a process that died
+`taskmanager.sh` would: flink-dist is not on Maven), each with a Beam Python worker pool beside it for
+`--environment_type=EXTERNAL` (`scripts/flink_pools.py` says how a TaskManager finds its own), and points the job
+server at the JobManager's REST port. Every process listens on loopback only (the pools on 127.0.0.1, 127.0.0.2,
+...; the rest on 127.0.0.1). Starting is idempotent: a running set just prints its endpoint, and a process that died
 (a TaskManager killed by a test) is started again. Ports come from the environment (GROUNDWATCH_FLINK_JOB_PORT,
 default 38099; GROUNDWATCH_FLINK_REST_PORT, default 38081) and stay away from Flink's and Beam's defaults.
 """
@@ -47,12 +50,15 @@ def _sibling(name: str):
 
 
 maven_libs = _sibling("maven_libs")
+pools = _sibling("flink_pools")
 POM = Path(__file__).resolve().parent / "flink" / "pom.xml"
 DEFAULT_HOME = maven_libs.CACHE / "flink" / "run"
 # Beam's defaults are 8099/8098/8097 and Flink's 8081/6123: a developer's own servers keep theirs.
 DEFAULT_JOB_PORT = 38099
 DEFAULT_REST_PORT = 38081
+DEFAULT_POOL_PORT = 38096
 DEFAULT_SLOTS = 2
+"""Slots of a lone TaskManager (LOOPBACK at parallelism 2 needs two); each of several TaskManagers has one."""
 EMBEDDED_REST_PORTS = 10
 """How many jobs of the embedded mini-cluster can run at once, each with a REST server on a port of its range."""
 START_TIMEOUT_S = 180.0
@@ -110,11 +116,12 @@ jobmanager.rpc.port: {ports["rpc"]}
 jobmanager.memory.process.size: 1024m
 rest.port: {ports["rest"]}
 blob.server.port: {ports["blob"]}
-taskmanager.rpc.port: {ports["tm_rpc"]}
-taskmanager.data.port: {ports["tm_data"]}
 taskmanager.numberOfTaskSlots: {slots}
 taskmanager.memory.process.size: 1728m
 parallelism.default: 1
+# The job server stages its own jars with every job, the jars the TaskManagers run from: loading them parent-first
+# reuses the classes the TaskManager has loaded (and compiled) instead of loading all of Beam again per job.
+classloader.resolve-order: parent-first
 # A killed TaskManager is noticed in seconds, not the default 50: tests and a laptop want a quick failure.
 heartbeat.interval: 2000
 heartbeat.timeout: 10000
@@ -122,8 +129,19 @@ heartbeat.timeout: 10000
     )
 
 
+def _task_manager(index: int) -> str:
+    """The role of TaskManager `index`: `task_manager` for the first (as before there were several), then
+    `task_manager_1`, ..."""
+    return "task_manager" + (f"_{index}" if index else "")
+
+
+def _worker_pool(index: int) -> str:
+    return "worker_pool" + (f"_{index}" if index else "")
+
+
 class LocalFlink:
-    """Beam's Flink job server (and, with `cluster`, a JobManager and a TaskManager) whose state lives in `home`."""
+    """Beam's Flink job server (and, with `cluster`, a JobManager and TaskManagers with worker pools) whose state
+    lives in `home`."""
 
     def __init__(
         self,
@@ -131,13 +149,17 @@ class LocalFlink:
         *,
         job_port: int = DEFAULT_JOB_PORT,
         rest_port: int = DEFAULT_REST_PORT,
-        slots: int = DEFAULT_SLOTS,
+        pool_port: int = DEFAULT_POOL_PORT,
+        task_managers: int = 1,
+        slots: int | None = None,
         heap: str = "768m",
     ):
-        if slots < 1:
-            raise FlinkError(f"slots must be at least 1, got {slots}")
+        slots = slots or (DEFAULT_SLOTS if task_managers == 1 else 1)
+        if slots < 1 or task_managers < 1:
+            raise FlinkError(f"taskmanagers and slots must be at least 1, got {task_managers} and {slots}")
         self.home = Path(home)
-        self._wanted = {"job": job_port, "rest": rest_port}
+        self._wanted = {"job": job_port, "rest": rest_port, "pool": pool_port}
+        self._task_managers = task_managers
         self._slots = slots
         self._heap = heap
 
@@ -190,23 +212,50 @@ class LocalFlink:
         return f"http://127.0.0.1:{state['ports']['rest']}" if state.get("cluster") else None
 
     def pid(self, role: str) -> int | None:
-        """The process id of `job_server`, `job_manager` or `task_manager`, when it runs."""
+        """The process id of `job_server`, `job_manager`, `task_manager[_i]` or `worker_pool[_i]`, when it runs."""
         pid = self._state().get("pids", {}).get(role)
         return pid if maven_libs.pid_alive(pid) else None
 
     def log_file(self, role: str) -> Path:
         return self.home / "logs" / f"{role}.log"
 
+    def _roles(self, state: dict) -> list[str]:
+        if not state.get("cluster"):
+            return ["job_server"]
+        count = state.get("task_managers", 1)
+        return ["job_manager", *map(_task_manager, range(count)), *map(_worker_pool, range(count)), "job_server"]
+
     def running(self) -> bool:
         state = self._state()
-        roles = ("job_manager", "task_manager", "job_server") if state.get("cluster") else ("job_server",)
-        return bool(state) and all(self.pid(role) for role in roles)
+        return bool(state) and all(self.pid(role) for role in self._roles(state))
 
     def answers(self, timeout_s: float = 5.0) -> bool:
-        """Whether the job server answers a GetJobs call (and, with a cluster, a TaskManager is registered)."""
+        """Whether the job server answers a GetJobs call (and, with a cluster, every TaskManager is registered)."""
         if not self.endpoint or not _job_service_answers(self.endpoint, timeout_s):
             return False
-        return self.rest_url is None or self.task_managers(timeout_s) > 0
+        return self.rest_url is None or self.task_managers(timeout_s) >= self._state().get("task_managers", 1)
+
+    def pools(self) -> list[dict]:
+        """The worker pools of the cluster: the TaskManager each serves, its address, pid and whether it runs."""
+        state = self._state()
+        if not state.get("cluster"):
+            return []
+        return [
+            {"task_manager": _task_manager(index), "address": pools.pool_address(index, state["ports"]["pool"]),
+             "pid": state.get("pids", {}).get(_worker_pool(index)), "alive": bool(self.pid(_worker_pool(index))),
+             "log": str(self.log_file(_worker_pool(index)))}
+            for index in range(state.get("task_managers", 1))
+        ]  # fmt: skip
+
+    def runner_flags(self, parallelism: int | None = None) -> list[str]:
+        """The Beam options of `groundwatch audit` and `monitor` on this cluster's worker pools (EXTERNAL), at
+        `parallelism` (default: every slot)."""
+        state = self._state()
+        if not state.get("cluster"):
+            raise FlinkError("no local cluster runs (start it with --cluster)")
+        rest, slots = self.rest_url.removeprefix("http://"), state["slots"]
+        parallelism = parallelism or state["task_managers"] * slots
+        return pools.runner_flags(self.endpoint, rest, state["ports"]["pool"], parallelism, slots)
 
     def rest(self, path: str, timeout_s: float = 5.0) -> dict:
         """GET `path` of the JobManager's REST API as JSON."""
@@ -230,7 +279,9 @@ class LocalFlink:
             raise FlinkError("--cluster starts a local cluster; --flink-master names another one: choose one")
         with self._locked():
             state = self._state()
-            mode_changed = state.get("cluster", False) != cluster or state.get("master") != master
+            shape = (cluster, master, self._task_managers if cluster else 1, self._slots)
+            mode_changed = shape != (state.get("cluster", False), state.get("master"), state.get("task_managers", 1),
+                                     state.get("slots", DEFAULT_SLOTS))  # fmt: skip
             if state and mode_changed and maven_libs.pid_alive(state.get("pids", {}).get("job_server")):
                 self._stop_all(state)
                 state = self._state()
@@ -244,11 +295,8 @@ class LocalFlink:
                     self._spawn(state, "job_manager", [java, f"-Xmx{self._heap}", *self._logging("job_manager"),
                                 "-cp", f"{lib}/*", JOB_MANAGER, "--configDir", str(self._conf_dir),
                                 "--executionMode", "cluster"])  # fmt: skip
-                if not self.pid("task_manager"):
-                    jvm, dynamic = self._tm_resources(java, lib)
-                    self._spawn(state, "task_manager", [java, *jvm, *self._logging("task_manager"),
-                                "-cp", f"{lib}/*", TASK_MANAGER, "--configDir", str(self._conf_dir),
-                                *dynamic])  # fmt: skip
+                for index in range(self._task_managers):
+                    self._start_task_manager(state, index, java, lib)
             if not self.pid("job_server"):
                 ports = state["ports"]
                 master = f"127.0.0.1:{ports['rest']}" if cluster else (master or "[local]")
@@ -259,6 +307,22 @@ class LocalFlink:
                             f"--flink-conf-dir={self._conf_dir}"])  # fmt: skip
             self._wait_ready(timeout_s)
             return self.endpoint
+
+    def _start_task_manager(self, state: dict, index: int, java: str, lib: Path) -> None:
+        """TaskManager `index` and its worker pool, whichever is not running; the TaskManager resolves the pools'
+        name to its own pool (`scripts/flink_pools.py`)."""
+        ports, pool = state["ports"], _worker_pool(index)
+        if not self.pid(pool):
+            address = pools.pool_address(index, ports["pool"])
+            self._spawn(state, pool, pools.pool_command(address), env=pools.pool_env(self.home / "bin"))
+        role = _task_manager(index)
+        if not self.pid(role):
+            jvm, dynamic = self._tm_resources(java, lib)
+            hosts = pools.write_hosts_file(self._conf_dir, index)
+            self._spawn(state, role, [java, *jvm, f"-Djdk.net.hosts.file={hosts}", *self._logging(role),
+                        "-cp", f"{lib}/*", TASK_MANAGER, "--configDir", str(self._conf_dir), *dynamic,
+                        "-D", f"taskmanager.rpc.port={ports[f'tm{index}_rpc']}",
+                        "-D", f"taskmanager.data.port={ports[f'tm{index}_data']}"])  # fmt: skip
 
     @property
     def _conf_dir(self) -> Path:
@@ -280,18 +344,24 @@ class LocalFlink:
         if not alive:
             job = self._wanted["job"]  # 0: any free port, for the artifact and expansion services too
             wanted = {**self._wanted, "artifact": job and job - 1, "expansion": job and job - 2}
+            task_managers = [f"tm{index}_{kind}" for index in range(self._task_managers) for kind in ("rpc", "data")]
             taken: set[int] = set()
-            for name in ("job", "artifact", "expansion", "rest", "rpc", "blob", "tm_rpc", "tm_data"):
+            for name in ("job", "artifact", "expansion", "rest", "rpc", "blob", "pool", *task_managers):
                 port = wanted.get(name) or ports.get(name) or maven_libs.free_port()
-                while port in taken or not maven_libs.port_free(port):
+                while port in taken or not self._port_free(name, port):
                     port = maven_libs.free_port()
                 ports[name] = port
                 taken.add(port)
         self._conf_dir.mkdir(parents=True, exist_ok=True)
         (self._conf_dir / "flink-conf.yaml").write_text(_flink_conf(ports, self._slots, cluster))
-        state = {**state, "cluster": cluster, "slots": self._slots, "ports": ports, "pids": state.get("pids", {})}
+        state = {**state, "cluster": cluster, "task_managers": self._task_managers if cluster else 1,
+                 "slots": self._slots, "ports": ports, "pids": state.get("pids", {})}  # fmt: skip
         self._write_state(state)
         return state
+
+    def _port_free(self, name: str, port: int) -> bool:
+        """Whether `port` is free for `name`: the pools' port on every pool's address, the others on 127.0.0.1."""
+        return pools.pool_port_free(port, self._task_managers) if name == "pool" else maven_libs.port_free(port)
 
     def _tm_resources(self, java: str, lib: Path) -> tuple[list[str], list[str]]:
         """The JVM flags and `-D key=value` settings `taskmanager.sh` would pass (BashJavaUtils computes them)."""
@@ -303,11 +373,13 @@ class LocalFlink:
             raise FlinkError(f"BashJavaUtils GET_TM_RESOURCE_PARAMS failed:\n{result.stdout}{result.stderr}")
         return lines[-2].split(), lines[-1].split()
 
-    def _spawn(self, state: dict, role: str, command: list[str]) -> None:
+    def _spawn(self, state: dict, role: str, command: list[str], env: dict[str, str] | None = None) -> None:
+        """Start `role` in a session of its own, output to its log; the JVMs without the workers' secrets."""
         with open(self.log_file(role), "ab") as log:
             process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-            )
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                env=env or pools.jvm_env(),
+            )  # fmt: skip
         state["pids"][role] = process.pid
         self._write_state(state)
 
@@ -338,7 +410,8 @@ class LocalFlink:
     def _stop_all(self, state: dict, grace_s: float = STOP_GRACE_S) -> bool:
         pids = state.get("pids", {})
         # The job server first (it cancels nothing, but must not submit to a cluster going away), then the workers.
-        order = [role for role in ("job_server", "task_manager", "job_manager") if maven_libs.pid_alive(pids.get(role))]
+        workers = sorted(role for role in pids if role.startswith(("task_manager", "worker_pool")))
+        order = [role for role in ("job_server", *workers, "job_manager") if maven_libs.pid_alive(pids.get(role))]
         for role in order:
             maven_libs.terminate(pids[role], grace_s)
         if state:
@@ -378,32 +451,49 @@ def _job_service_answers(endpoint: str, timeout_s: float) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["start", "stop", "status"])
-    parser.add_argument("--cluster", action="store_true", help="a local JobManager and TaskManager, not a mini-cluster")
+    parser.add_argument("action", choices=["start", "stop", "status", "flags"])
+    parser.add_argument("--cluster", action="store_true", help="a local JobManager and TaskManagers")
     env = os.environ.get
     parser.add_argument("--home", default=env("GROUNDWATCH_FLINK_HOME", str(DEFAULT_HOME)), help="state and logs")
-    parser.add_argument("--slots", type=int, default=int(env("GROUNDWATCH_FLINK_SLOTS", DEFAULT_SLOTS)),
-                        help="TaskManager slots (default %(default)s; GROUNDWATCH_FLINK_SLOTS)")  # fmt: skip
+    parser.add_argument("--taskmanagers", type=int, default=int(env("GROUNDWATCH_FLINK_TASKMANAGERS", 1)),
+                        help="TaskManagers of --cluster, each with a worker pool (default %(default)s; "
+                        "GROUNDWATCH_FLINK_TASKMANAGERS)")  # fmt: skip
+    parser.add_argument("--slots", type=int, default=int(env("GROUNDWATCH_FLINK_SLOTS", 0)) or None,
+                        help=f"slots of each TaskManager (default {DEFAULT_SLOTS} for one, else 1; "
+                        "GROUNDWATCH_FLINK_SLOTS)")  # fmt: skip
     parser.add_argument("--job-port", type=int, default=int(env("GROUNDWATCH_FLINK_JOB_PORT", DEFAULT_JOB_PORT)),
                         help="job server port (default %(default)s; GROUNDWATCH_FLINK_JOB_PORT)")  # fmt: skip
     parser.add_argument("--rest-port", type=int, default=int(env("GROUNDWATCH_FLINK_REST_PORT", DEFAULT_REST_PORT)),
                         help="JobManager REST port (default %(default)s; GROUNDWATCH_FLINK_REST_PORT)")  # fmt: skip
+    parser.add_argument("--pool-port", type=int, default=int(env("GROUNDWATCH_FLINK_POOL_PORT", DEFAULT_POOL_PORT)),
+                        help="worker pools' port (default %(default)s; GROUNDWATCH_FLINK_POOL_PORT)")  # fmt: skip
     parser.add_argument("--flink-master", default=env("GROUNDWATCH_FLINK_MASTER"),
                         help="HOST:PORT of an existing cluster (REST): start only the job server")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="status: print the state (ports, pids) as JSON")
     args = parser.parse_args(argv)
-    flink = LocalFlink(args.home, job_port=args.job_port, rest_port=args.rest_port, slots=args.slots)
+    if args.taskmanagers > 1 and not args.cluster and args.action == "start":
+        parser.error("--taskmanagers needs --cluster")
+    try:
+        flink = LocalFlink(args.home, job_port=args.job_port, rest_port=args.rest_port, pool_port=args.pool_port,
+                           task_managers=args.taskmanagers, slots=args.slots)  # fmt: skip
+    except FlinkError as error:  # a count below 1: bad input, exit 2
+        parser.error(str(error))
     try:
         if args.action == "start":
             print(flink.start(cluster=args.cluster, master=args.flink_master))
             if not args.flink_master:  # stdout stays the endpoint alone, for $(scripts/flink.sh start)
                 print(f"REST API: {flink.rest_address} (groundwatch monitor --flink-rest)", file=sys.stderr)
+            if args.cluster:
+                print(f"Runner flags (or: scripts/flink.sh flags): {' '.join(flink.runner_flags())}", file=sys.stderr)
         elif args.action == "stop":
             print("stopped" if flink.stop() else "not running", file=sys.stderr)
+        elif args.action == "flags":
+            print(" ".join(flink.runner_flags()))
         else:
             up = flink.running() and flink.answers()
             if args.json:
-                print(json.dumps({**flink._state(), "rest": flink.rest_address, "answers": up}, indent=2))
+                state = {**flink._state(), "rest": flink.rest_address, "pools": flink.pools(), "answers": up}
+                print(json.dumps(state, indent=2))
             elif up:
                 print(flink.endpoint)
             else:

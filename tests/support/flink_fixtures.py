@@ -3,6 +3,10 @@ Beam's Flink job server pointed at it (`scripts/flink_cluster.py`), started once
 folder of the session's own, and stopped at its end. `pytest -m "not flink"` never starts it.
 `tests/integration/flink/conftest.py` registers the fixtures for the tests there.
 
+`pooled_flink` is a cluster of two TaskManagers of one slot, each with a Beam Python worker pool beside it (the
+EXTERNAL environment; `LocalFlink.runner_flags()` are the options of a run there), once per module that asks for
+it; `stage_records` and `started_workers` tell which TaskManagers and pools did a job's work.
+
 `sample_lake_fnapi` is the sample traffic audited by the FnApiRunner into a local folder, once per session: the
 reference the Flink runs are compared with. `audit_process` / `finished` run `groundwatch audit` as a process of
 its own (so a test can kill what it started, and its LOOPBACK worker is that process). `monitor_process`
@@ -32,6 +36,9 @@ __all__ = [
     "flink_argv",
     "flink_cluster",
     "flink_jobs",
+    "pooled_flink",
+    "stage_records",
+    "started_workers",
     "log_tail",
     "monitor_process",
     "produce_into_stream",
@@ -46,12 +53,38 @@ RUN_TIMEOUT_S = 300
 @pytest.fixture(scope="session")
 def flink_cluster(tmp_path_factory):
     """The running `LocalFlink` (`.endpoint` for `--job_endpoint`, `.rest()` for the JobManager's REST API)."""
-    flink = LocalFlink(tmp_path_factory.mktemp("flink"), job_port=0, rest_port=0, slots=2)
+    flink = LocalFlink(tmp_path_factory.mktemp("flink"), job_port=0, rest_port=0, pool_port=0, slots=2)
     try:
         flink.start(cluster=True)
         yield flink
     finally:
         flink.stop()
+
+
+@pytest.fixture(scope="module")
+def pooled_flink(tmp_path_factory):
+    """A running `LocalFlink` of two TaskManagers (one slot each), each with its worker pool."""
+    flink = LocalFlink(tmp_path_factory.mktemp("flink-pools"), job_port=0, rest_port=0, pool_port=0, task_managers=2)
+    try:
+        flink.start(cluster=True)
+        yield flink
+    finally:
+        flink.stop()
+
+
+def stage_records(flink, job: str, stage: str = "VerifySentences") -> dict[str, int]:
+    """The records each TaskManager's subtasks of the job's vertex running `stage` read, by TaskManager id."""
+    (vertex,) = [v["id"] for v in flink.rest(f"/jobs/{job}")["vertices"] if stage in v["name"]]
+    records: dict[str, int] = {}
+    for subtask in flink.rest(f"/jobs/{job}/vertices/{vertex}")["subtasks"]:
+        manager = subtask["taskmanager-id"]
+        records[manager] = records.get(manager, 0) + subtask["metrics"]["read-records"]
+    return records
+
+
+def started_workers(flink) -> list[int]:
+    """How many SDK workers each worker pool has started so far (its log has a line for each)."""
+    return [open(pool["log"], errors="replace").read().count("Starting worker") for pool in flink.pools()]
 
 
 @pytest.fixture(scope="session")

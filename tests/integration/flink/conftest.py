@@ -1,3 +1,3 @@
-"""The Flink tests' session cluster and reference lake (`tests.support.flink_fixtures`)."""
+"""The Flink tests' clusters (session-wide; with worker pools) and reference lake (`tests.support.flink_fixtures`)."""
 
-from tests.support.flink_fixtures import flink_cluster, sample_lake_fnapi  # noqa: F401 - fixtures, found by name
+from tests.support.flink_fixtures import flink_cluster, pooled_flink, sample_lake_fnapi  # noqa: F401 - fixtures
