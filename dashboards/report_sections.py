@@ -13,7 +13,7 @@ import pandas as pd
 
 from dashboards.review_reasons import review_queue
 from schemas.monitoring import ALL_TRAFFIC
-from transforms.monitoring.incident_messages import slice_label
+from transforms.monitoring.incident_messages import share_labels, slice_label
 
 __all__ = ["INCIDENT_COLUMNS", "SLICE_COLUMNS", "incidents_frame", "review_frame", "worst_slices"]
 
@@ -52,10 +52,10 @@ def incidents_frame(incidents: pd.DataFrame, start, end) -> pd.DataFrame:
     period = incidents[(incidents["started_at"] < end) & still_open]
     rows = []
     for r in period.sort_values("started_at", ascending=False).to_dict("records"):
-        breakdown = (
-            f"retrieval {_percent(r.get('retrieval_share'))}, generation {_percent(r.get('generation_share'))}, "
-            f"citation hygiene {_percent(r.get('citation_hygiene_share'))}"
-        )
+        moved = r.get("retrieval_moved")  # null (NaN here) for a lake without retrieval scores
+        labels = share_labels(moved is not None and not pd.isna(moved) and bool(moved))
+        shares = (r.get("retrieval_share"), r.get("generation_share"), r.get("citation_hygiene_share"))
+        breakdown = ", ".join(f"{label} {_percent(share)}" for label, share in zip(labels, shares, strict=True))
         rows.append(
             {
                 "status": r["status"],

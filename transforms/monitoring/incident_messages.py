@@ -7,7 +7,14 @@ from datetime import datetime
 
 from schemas.monitoring import ALL_TRAFFIC, AlertStatus, IncidentRow
 
-__all__ = ["format_incident", "incident_id", "incident_message", "retrieval_evidence_text", "slice_label"]
+__all__ = [
+    "format_incident",
+    "incident_id",
+    "incident_message",
+    "retrieval_evidence_text",
+    "share_labels",
+    "slice_label",
+]
 
 
 def incident_id(dimension: str, value: str, started_at: datetime) -> str:
@@ -32,7 +39,9 @@ def incident_message(row: IncidentRow) -> str:
     shares = ", ".join(
         f"{label} {v:.0%}"
         for label, v in zip(
-            _share_labels(row), (row.retrieval_share, row.generation_share, row.citation_hygiene_share), strict=True
+            share_labels(row.retrieval_moved),
+            (row.retrieval_share, row.generation_share, row.citation_hygiene_share),
+            strict=True,
         )
         if v is not None
     )
@@ -48,12 +57,13 @@ def incident_message(row: IncidentRow) -> str:
     )
 
 
-def _share_labels(row: IncidentRow) -> tuple[str, str, str]:
-    """What the three shares are called in the message. Where the retrieval scores made the call (retrieval
-    moved), the shares only say what went wrong in the answers (unsupported: ungrounded sentences and uncited
-    claims; misstated: contradicted sentences and misattributed citations), not whose doing it was: a stale
-    index contradicts numbers as a misquoting generator does. Otherwise they are the cause's own split."""
-    if row.retrieval_moved:
+def share_labels(retrieval_moved: bool | None) -> tuple[str, str, str]:
+    """What an incident's three shares are called (its message, the report). Where the retrieval scores
+    made the call (retrieval moved), the shares only say what went wrong in the answers (unsupported:
+    ungrounded sentences and uncited claims; misstated: contradicted sentences and misattributed citations),
+    not whose doing it was: a stale index contradicts numbers as a misquoting generator does. Otherwise they
+    are the cause's own split."""
+    if retrieval_moved:
         return ("unsupported", "misstated", "citation hygiene")
     return ("retrieval", "generation", "citation hygiene")
 

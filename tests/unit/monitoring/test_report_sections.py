@@ -65,3 +65,32 @@ def test_incidents_of_the_period_open_first_with_their_cause_slice():
     first = frame.iloc[0]
     assert first["drop"] == "-39%" and first["alerts"] == 2 and first["examples"] == "x, y, z"
     assert first["also_affected"] == "all traffic, generator_model=gen-small-1"
+    assert first["breakdown"] == "retrieval 30%, generation 50%, citation hygiene 20%"  # no retrieval scores
+
+
+def test_where_retrieval_scores_made_the_call_the_breakdown_says_what_went_wrong():
+    """The cause is retrieval because the passages got worse; the shares count sentence kinds, so they are not
+    called "generation 59%" beside it."""
+    row = {
+        "status": "firing",
+        "cause_dimension": "retriever_version",
+        "cause_value": "r9",
+        "started_at": T0,
+        "cleared_at": pd.NaT,
+        "affected_slices": [],
+        "alert_ids": ["a"],
+        "drop": 0.27,
+        "responses": 104,
+        "cause": "retrieval",
+        "retrieval_moved": True,
+        "retrieval_share": 0.31,
+        "generation_share": 0.59,
+        "citation_hygiene_share": 0.10,
+        "example_response_ids": ["x"],
+    }
+    incidents = pd.DataFrame([row, {**row, "cause_value": "r8", "cause": "generation", "retrieval_moved": False}])
+    incidents["cleared_at"] = pd.to_datetime(incidents["cleared_at"], utc=True)
+    frame = incidents_frame(incidents, T0 - timedelta(minutes=30), T0 + timedelta(minutes=30))
+    by_slice = dict(zip(frame["cause_slice"], frame["breakdown"], strict=True))
+    assert by_slice["retriever_version=r9"] == "unsupported 31%, misstated 59%, citation hygiene 10%"
+    assert by_slice["retriever_version=r8"] == "retrieval 31%, generation 59%, citation hygiene 10%"
