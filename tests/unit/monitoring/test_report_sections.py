@@ -91,6 +91,17 @@ def test_where_retrieval_scores_made_the_call_the_breakdown_says_what_went_wrong
     incidents = pd.DataFrame([row, {**row, "cause_value": "r8", "cause": "generation", "retrieval_moved": False}])
     incidents["cleared_at"] = pd.to_datetime(incidents["cleared_at"], utc=True)
     frame = incidents_frame(incidents, T0 - timedelta(minutes=30), T0 + timedelta(minutes=30))
+    assert frame["likely_cause"].iloc[0] == "retrieval"  # no retrieval evidence in these rows
+    row |= {"context_relevance": 0.24, "reference_context_relevance": 0.29}
+    row |= {"empty_retrieval_rate": 0.22, "reference_empty_retrieval_rate": 0.02}
+    incidents = pd.DataFrame([row, {**row, "cause_value": "r8", "cause": "generation", "retrieval_moved": False}])
+    incidents["cleared_at"] = pd.to_datetime(incidents["cleared_at"], utc=True)
+    frame = incidents_frame(incidents, T0 - timedelta(minutes=30), T0 + timedelta(minutes=30))
+    causes = dict(zip(frame["cause_slice"], frame["likely_cause"], strict=True))
+    assert causes["retriever_version=r9"] == (
+        "retrieval: retrieval moved (context relevance 0.29 -> 0.24, empty retrieval 2% -> 22%)"
+    )
+    assert causes["retriever_version=r8"].startswith("generation: retrieval held (")
     by_slice = dict(zip(frame["cause_slice"], frame["breakdown"], strict=True))
     assert by_slice["retriever_version=r9"] == "unsupported 31%, misstated 59%, citation hygiene 10%"
     assert by_slice["retriever_version=r8"] == "retrieval 31%, generation 59%, citation hygiene 10%"
