@@ -9,6 +9,8 @@ Each returns a plain frame that `dashboards.report` renders as a table; none of 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from dashboards.review_reasons import review_queue
@@ -48,7 +50,7 @@ def _items(value) -> list:
 def _evidence_for_the_call(r: dict) -> str:
     """`: retrieval moved (context relevance 0.29 -> 0.24, empty retrieval 2% -> 22%)`, as the incident's
     message gives it; empty for a lake without retrieval scores."""
-    fields = {k: (None if pd.isna(v) else v) for k in RETRIEVAL_FIELDS if (v := r.get(k)) is not None}
+    fields: dict[str, Any] = {k: (None if pd.isna(v) else v) for k in RETRIEVAL_FIELDS if (v := r.get(k)) is not None}
     return retrieval_evidence_text(IncidentRow.model_construct(**fields))
 
 
