@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
+from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
 from transforms.io.lake.cleanup import STALE_TEMP_SECONDS, remove_stale_temporaries
 
@@ -31,6 +34,15 @@ def _killed_writer_leftover(folder: Path) -> Path:
     return leftover
 
 
+def _another_leftover(leftover: Path) -> Path:
+    """What a second killed writer leaves: the same bytes under its own name (one killed process shows the
+    shape; each costs seconds of imports)."""
+    stem = leftover.name.rsplit(".", 2)[0]  # ".part-killed"
+    other = leftover.with_name(f"{stem}.{uuid.uuid4().hex}.tmp")
+    shutil.copyfile(leftover, other)
+    return other
+
+
 def _age(path: Path, seconds: float) -> None:
     when = time.time() - seconds
     os.utime(path, (when, when))
@@ -41,7 +53,7 @@ def test_only_the_writers_stale_temporaries_are_removed(tmp_path):
     folder.mkdir(parents=True)
     stale = _killed_writer_leftover(folder)
     _age(stale, STALE_TEMP_SECONDS + 5)
-    fresh = _killed_writer_leftover(folder)  # as a writer still running would have it
+    fresh = _another_leftover(stale)  # as a writer still running would have it
     published = folder / "part-0123.parquet"
     published.write_bytes(b"PAR1")
     foreign = folder / ".notes.tmp"  # not a name our writer makes
@@ -54,21 +66,19 @@ def test_only_the_writers_stale_temporaries_are_removed(tmp_path):
     assert remove_stale_temporaries(str(tmp_path / "missing")) == 0
 
 
-def test_the_next_audit_into_the_lake_removes_what_a_killed_run_left(tmp_path):
+def test_the_next_audit_into_the_lake_removes_what_a_killed_run_left(tmp_path, capsys):
     lake = tmp_path / "lake"
     folder = lake / "dead_letters" / "date=2026-11-29" / "hour=09"
     folder.mkdir(parents=True)
-    leftovers = [_killed_writer_leftover(folder) for _ in range(2)]
+    first = _killed_writer_leftover(folder)
+    leftovers = [first, _another_leftover(first)]
     for path in leftovers:
         _age(path, STALE_TEMP_SECONDS + 5)
 
     traffic = tmp_path / "traffic.jsonl"
     with open(sample_traffic_path(), "rb") as sample:
         traffic.write_bytes(b"".join(itertools.islice(sample, 5)))
-    run = subprocess.run(
-        ["groundwatch", "audit", f"--input={traffic}", f"--lake={lake}"], capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr
-    assert "removed 2 temporary files that an interrupted run left in the lake" in run.stdout
+    assert groundwatch(["audit", f"--input={traffic}", f"--lake={lake}"]) == 0
+    assert "removed 2 temporary files that an interrupted run left in the lake" in capsys.readouterr().out
     assert not any(p.exists() for p in leftovers)
     assert not [p for p in lake.rglob("*") if p.name.endswith(".tmp")]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dashboards.views import connect_lake
+from pipelines.cli import main as groundwatch
 from tests.support.audit_messages import message, raw
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -116,10 +117,13 @@ def _refused(result: subprocess.CompletedProcess, lake: Path, name: str) -> None
     assert not lake.exists()
 
 
-def test_a_gz_input_that_is_not_gzip_is_refused_with_exit_2(tmp_path):
+def test_a_gz_input_that_is_not_gzip_is_refused_with_exit_2(tmp_path, capsys):
+    """Refused while the flags are checked, before a pipeline is built (so in this process: the truncated case
+    below runs the real command)."""
     path = tmp_path / "plain.jsonl.gz"
     path.write_bytes(raw(message()) + b"\n")
-    result = _audit(path, tmp_path / "lake")
+    code = groundwatch(["audit", "--input", str(path), "--lake", str(tmp_path / "lake")])
+    result = subprocess.CompletedProcess([], code, "", capsys.readouterr().err)
     _refused(result, tmp_path / "lake", "plain.jsonl.gz")
     assert "not readable as gzip" in result.stderr
 

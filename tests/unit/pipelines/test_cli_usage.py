@@ -1,9 +1,10 @@
 """Bad usage of `groundwatch audit` and `monitor`: one line on stderr naming the problem, exit 2, no traceback,
 and no `apitools not found` noise from Beam's imports.
 
-Two cases run the real command in a process of its own (the installed `groundwatch`, as a user types it); the
-others call the same `main` in this process (`groundwatch_in_process`), which saves the few seconds each new
-process spends importing Beam, and sees the same exit status and stderr."""
+One case runs the real command in a process of its own (the installed `groundwatch`, as a user types it: exit
+status, stderr without Beam's noise); the others call the same `main` in this process (`groundwatch_in_process`),
+which saves the few seconds each new process spends importing Beam, and sees the same exit status and stderr.
+A usage error in a process of its own is also `test_audit_cli`'s truncated input."""
 
 from __future__ import annotations
 
@@ -83,9 +84,9 @@ def traffic(tmp_path) -> Path:
     return path
 
 
-def test_an_input_directory_is_refused(tmp_path):
+def test_an_input_directory_is_refused(groundwatch_in_process, tmp_path):
     (tmp_path / "logs").mkdir()
-    result = run_groundwatch("audit", "--input", "logs", "--lake", "lake", cwd=tmp_path)
+    result = groundwatch_in_process("audit", "--input", "logs", "--lake", "lake", cwd=tmp_path)
     assert_usage_error(result, "audit", "--input 'logs' is a directory", "logs/*.jsonl")
     assert not (tmp_path / "lake").exists()
 
