@@ -60,19 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     generator_retrieval_alerts = 0
     for seed in args.seeds:
         for label, (name, extra, cause, kind) in SCENARIOS.items():
+            # One-minute windows and the scenarios' default shares (`ScenarioSpec`).
             spec = ScenarioSpec(
-                name,
-                windows=args.windows,
-                window_seconds=60,
-                per_window=args.per_window,
-                change_at=0.4,
-                canary_share=0.3,
-                off_topic_share=0.4,
-                generator_share=0.5,
-                ignore_share=0.6,
-                seed=seed,
-                start=START,
-                **extra,
+                name, windows=args.windows, per_window=args.per_window, change_at=0.4, seed=seed, start=START, **extra
             )
             change, outcome = change_time(spec), _run(spec, config)
             on_cause = [a for a in outcome.fired if (a.slice_dimension, a.slice_value) == cause]

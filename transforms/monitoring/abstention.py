@@ -21,7 +21,7 @@ from scipy.stats import binom
 from schemas.monitoring import CheckStatus, DriftCheckRow
 from transforms.monitoring.plans import DriftConfig, SlicePlan
 
-__all__ = ["ABSTENTION_CHECK", "abstention_check", "abstention_p_value"]
+__all__ = ["ABSTENTION_CHECK", "abstention_check", "abstention_p_value", "rate_rise_figures"]
 
 ABSTENTION_CHECK = "abstention_rise"
 _INCONCLUSIVE_P_VALUE = 0.05
@@ -39,30 +39,33 @@ def abstention_p_value(current: int, responses: int, reference: int, reference_r
     return float(binom.sf(current - 1, responses, rate)) if current > 0 else 1.0
 
 
+def rate_rise_figures(current: pd.Series, reference: pd.Series, *, limit: float, what: str, p_threshold: float) -> dict:
+    """The figures of a check that the share of flagged responses (`current`, booleans) rose by at most `limit`
+    (absolute) over the reference's, under the binomial test above: a `DriftCheckRow`'s `current_value`,
+    `reference_value`, `p_value`, `threshold` and `test` (the abstention and empty-retrieval checks)."""
+    rate, reference_rate = float(current.mean()), float(reference.mean())
+    return {
+        "current_value": rate,
+        "reference_value": reference_rate,
+        "p_value": abstention_p_value(int(current.sum()), len(current), int(reference.sum()), len(reference)),
+        "threshold": reference_rate + limit,
+        "test": f"{what} rate <= reference + {limit:.0%} (and binomial p_value < {p_threshold:.2g} to alert)",
+    }
+
+
 def abstention_check(plan: SlicePlan, base: dict, config: DriftConfig, p_threshold: float) -> DriftCheckRow | None:
     """The `abstention_rise` row of one judged slice; None when the lake has no abstention column."""
     current, reference = _flags(plan.responses), _flags(plan.reference_responses)
     if current is None or reference is None or not len(current) or not len(reference):
         return None
-    rate, reference_rate = float(current.mean()), float(reference.mean())
-    p_value = abstention_p_value(int(current.sum()), len(current), int(reference.sum()), len(reference))
-    risen = rate > reference_rate + config.max_abstention_rise
+    figures = rate_rise_figures(
+        current, reference, limit=config.max_abstention_rise, what="abstention", p_threshold=p_threshold
+    )
+    risen, p_value = figures["current_value"] > figures["threshold"], figures["p_value"]
     if risen and p_value < p_threshold:
         status = CheckStatus.alert
     elif risen and p_value < _INCONCLUSIVE_P_VALUE:
         status = CheckStatus.inconclusive
     else:
         status = CheckStatus.ok
-    return DriftCheckRow(
-        **base,
-        check=ABSTENTION_CHECK,
-        status=status,
-        test=(
-            f"abstention rate <= reference + {config.max_abstention_rise:.0%} "
-            f"(and binomial p_value < {p_threshold:.2g} to alert)"
-        ),
-        current_value=rate,
-        reference_value=reference_rate,
-        p_value=p_value,
-        threshold=reference_rate + config.max_abstention_rise,
-    )
+    return DriftCheckRow(**base, check=ABSTENTION_CHECK, status=status, **figures)

@@ -26,7 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from schemas.monitoring import CheckStatus, DriftCheckRow
-from transforms.monitoring.abstention import abstention_p_value
+from transforms.monitoring.abstention import rate_rise_figures
 from transforms.monitoring.plans import DriftConfig, SlicePlan
 
 __all__ = [
@@ -98,22 +98,15 @@ def _empty_row(plan: SlicePlan, base: dict, config: DriftConfig, p_threshold: fl
     reference = scored(plan.reference_responses, "empty_retrieval")
     if current is None or reference is None:
         return None
-    current, reference = current.astype(bool), reference.astype(bool)
-    rate, reference_rate = float(current.mean()), float(reference.mean())
-    p_value = abstention_p_value(int(current.sum()), len(current), int(reference.sum()), len(reference))
-    return DriftCheckRow(
-        **base,
-        check=EMPTY_RETRIEVAL_CHECK,
-        status=_status(rate > reference_rate + config.max_empty_retrieval_rise, p_value, p_threshold),
-        test=(
-            f"empty-retrieval rate <= reference + {config.max_empty_retrieval_rise:.0%} "
-            f"(and binomial p_value < {p_threshold:.2g} to alert)"
-        ),
-        current_value=rate,
-        reference_value=reference_rate,
-        p_value=p_value,
-        threshold=reference_rate + config.max_empty_retrieval_rise,
+    figures = rate_rise_figures(
+        current.astype(bool),
+        reference.astype(bool),
+        limit=config.max_empty_retrieval_rise,
+        what="empty-retrieval",
+        p_threshold=p_threshold,
     )
+    status = _status(figures["current_value"] > figures["threshold"], figures["p_value"], p_threshold)
+    return DriftCheckRow(**base, check=EMPTY_RETRIEVAL_CHECK, status=status, **figures)
 
 
 def retrieval_checks(plan: SlicePlan, base: dict, config: DriftConfig, p_threshold: float) -> list[DriftCheckRow]:

@@ -24,19 +24,7 @@ RETRIEVAL_ALERTS = ("context_relevance_drop", "empty_retrieval_rise")
 
 def _spec(name: str, seed: int) -> ScenarioSpec:
     """11 windows of ordinary traffic, then the regression for 11 more."""
-    return ScenarioSpec(
-        name,
-        windows=22,
-        window_seconds=60,
-        per_window=40,
-        change_at=0.5,
-        canary_share=0.3,
-        off_topic_share=0.4,
-        generator_share=0.5,
-        ignore_share=0.6,
-        seed=seed,
-        start=START,
-    )
+    return ScenarioSpec(name, windows=22, change_at=0.5, seed=seed, start=START)  # the scenarios' default shares
 
 
 def _query(lake: str, sql: str):
