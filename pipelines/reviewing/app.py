@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -153,7 +154,7 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
             rows = review_rows(lake.cursor(), labels, source="web")
         except ReviewInputError as e:
             return PlainTextResponse(f"not recorded: {e}", status_code=400)
-        append_reviews(lake.lake, rows)
+        await run_in_threadpool(append_reviews, lake.lake, rows)  # a file, and its window's metrics again
         lake.refresh_reviews()
         back = str(form.get("back", ""))
         anchor: dict[str, Any] = {

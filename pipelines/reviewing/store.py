@@ -2,7 +2,7 @@
 
     con = connect_lake(lake)
     rows = review_rows(con, [Label("r-1", 2, "contradicted", "ana")], source="cli")   # ReviewInputError if bad
-    append_reviews(lake, rows)                                                           # one file, whole
+    append_reviews(lake, rows)              # one file, whole; their windows' agreement metrics computed again
     con.sql(LATEST_REVIEWS_SQL)                                                          # one row per sentence
 
 Every label is checked against the lake before anything is written: the response must exist, the sentence
@@ -12,6 +12,9 @@ published whole (`transforms.io.lake.writer.write_table`), so it is never half-w
 a later label of the same sentence supersedes the earlier one in `LATEST_REVIEWS_SQL` (the `reviews_latest`
 view), and both rows stay. Each row keeps the verifier's verdict, confidence, version and calibration as they
 stood when the label was given, so agreement can be measured against the verifier the reviewer saw.
+Once the file is published, the window metrics of the labelled responses' windows are computed again
+(`pipelines.runner.window_metrics.recompute_windows_of`), so a correction counts in `review_agreement` and in
+the next drift check at once, not after the next `groundwatch metrics`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from datetime import UTC, datetime
 
 import duckdb
 
+from pipelines.runner.window_metrics import recompute_windows_of
 from schemas import AttributionVerdict, ReviewRow
 from transforms.io.lake.writer import write_table
 
@@ -141,8 +145,11 @@ def _row(label: Label, found: tuple, *, source: str, now: datetime) -> ReviewRow
 
 
 def append_reviews(lake: str, rows: Iterable[ReviewRow]) -> list[str]:
-    """Append rows to `reviews`: one file per partition, published whole, named after the first review id."""
+    """Append rows to `reviews` (one file per partition, published whole, named after the first review id),
+    then compute again the window metrics of the windows the reviewed responses lie in."""
     rows = list(rows)
     if not rows:
         return []
-    return write_table(lake, "reviews", rows, name=f"reviews-{rows[0].review_id}")
+    written = write_table(lake, "reviews", rows, name=f"reviews-{rows[0].review_id}")
+    recompute_windows_of(lake, {row.response_id: row.event_time for row in rows})
+    return written

@@ -12,13 +12,17 @@ of each window and slice that holds the most responses, the newest among equals 
 computed from the lake holds every response of its window there, so it is never fewer than a pipeline's
 row, and a row of part of a window (a stream reading part of it again after a restart) never hides a
 fuller one. `groundwatch metrics` runs it on demand; an audit or catch-up in passes, by itself.
+
+Reviews count in their windows' metrics (`reviewed_sentences`, `review_agreement`) at once: whatever records a
+label computes again the windows of the responses it labelled (`recompute_windows_of`), reading only the hours
+those windows lie in.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -28,7 +32,7 @@ from transforms.io.lake.writer import write_table
 from transforms.monitoring.review_agreement import review_counts
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 
-__all__ = ["WINDOWS_PER_BATCH", "claims_only", "recompute_window_metrics"]
+__all__ = ["WINDOWS_PER_BATCH", "claims_only", "recompute_window_metrics", "recompute_windows_of"]
 
 WINDOWS_PER_BATCH = 500
 """Windows computed together: their rows are read and held at once (at 60 s windows, 500 is about 8 hours)."""
@@ -58,19 +62,73 @@ def recompute_window_metrics(
     return len(windows)
 
 
-def _recompute(lake_dir: str, con: duckdb.DuckDBPyConnection, windows: list[datetime], now: datetime | None) -> None:
-    in_batch = f"window_start IN ({', '.join('?' * len(windows))})"
-    responses = con.execute(f"SELECT * FROM responses WHERE {in_batch}", windows).fetchall()
+def recompute_windows_of(lake_dir: str, event_times: dict[str, datetime], *, now: datetime | None = None) -> int:
+    """Compute again the metrics of the windows holding the responses `event_times` names (response id to its
+    event time), and return how many windows. Only the hours those windows lie in are read (a filter on the
+    lake's `date` and `hour` partitions), so it costs an hour's rows however large the lake."""
+    if not event_times:
+        return 0
+    con = connect_lake(lake_dir)
+    try:
+        in_hours, params = _in_hours({_hour(when) for when in event_times.values()})
+        spans = con.execute(
+            f"SELECT DISTINCT window_start, window_end FROM responses WHERE {in_hours} "
+            "AND response_id IN (SELECT unnest(?))",
+            [*params, sorted(event_times)],
+        ).fetchall()
+        hours = {hour for start, end in spans for hour in _hours_between(start, end)}
+        windows = sorted(start for start, _ in spans)
+        for i in range(0, len(windows), WINDOWS_PER_BATCH):
+            _recompute(lake_dir, con, windows[i : i + WINDOWS_PER_BATCH], now, hours=hours)
+    finally:
+        con.close()
+    return len(windows)
+
+
+def _hour(when: datetime) -> datetime:
+    return when.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _hours_between(start: datetime, end: datetime) -> list[datetime]:
+    """The hours a window [start, end) touches: the lake partitions its responses can lie in."""
+    hour, last = _hour(start), end - timedelta(microseconds=1)
+    hours = []
+    while hour <= last:
+        hours.append(hour)
+        hour += timedelta(hours=1)
+    return hours or [_hour(start)]
+
+
+def _in_hours(hours: set[datetime]) -> tuple[str, list[Any]]:
+    """A SQL condition on the partition columns keeping `hours` (DuckDB then reads only their files)."""
+    ordered = sorted(hours)
+    sql = " OR ".join("(date = ? AND hour = ?)" for _ in ordered)
+    return f"({sql})", [value for hour in ordered for value in (hour.date(), hour.hour)]
+
+
+def _recompute(
+    lake_dir: str,
+    con: duckdb.DuckDBPyConnection,
+    windows: list[datetime],
+    now: datetime | None,
+    *,
+    hours: set[datetime] | None = None,
+) -> None:
+    in_batch, params = f"window_start IN ({', '.join('?' * len(windows))})", list(windows)
+    if hours:  # the windows lie in these hours: read only their partitions
+        in_hours, hour_params = _in_hours(hours)
+        in_batch, params = f"{in_hours} AND {in_batch}", [*hour_params, *params]
+    responses = con.execute(f"SELECT * FROM responses WHERE {in_batch}", params).fetchall()
     columns = [d[0] for d in con.description]
     sentences = con.execute(
         f"SELECT response_id, attribution_verdict, confidence, grounded_probability FROM sentences "
         f"WHERE {in_batch} AND {claims_only(con)} ORDER BY response_id, sentence_index",
-        windows,
+        params,
     ).fetchall()
     verdicts = defaultdict(list)
     for response_id, *verdict in sentences:
         verdicts[response_id].append(tuple(verdict))
-    reviews = review_counts(con, in_batch, windows)
+    reviews = review_counts(con, in_batch, params)
     rows = (dict(zip(columns, values, strict=True)) for values in responses)
     stats = [
         stats_from_rows(row, verdicts[row["response_id"]], reviews.get(row["response_id"], (0, 0))) for row in rows

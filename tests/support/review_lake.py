@@ -34,9 +34,10 @@ GOOD = message(
 )
 
 
-def build_lake(path: str, messages: list[dict] | None = None) -> str:
-    """Audit `messages` (default HIGH, LOW, GOOD) in process and write their rows to a lake at `path`."""
-    auditor = InlineAuditor()
+def build_lake(path: str, messages: list[dict] | None = None, *, window_seconds: int = 60) -> str:
+    """Audit `messages` (default HIGH, LOW, GOOD) in process, in windows of `window_seconds`, and write their rows
+    to a lake at `path` (no window metrics: those come from `groundwatch metrics`)."""
+    auditor = InlineAuditor(window_seconds=window_seconds)
     tables: dict[str, list] = defaultdict(list)
     for m in messages or [HIGH, LOW, GOOD]:
         for table, row in to_lake_rows(auditor.audit(auditor.parse(json.dumps(m).encode()))):

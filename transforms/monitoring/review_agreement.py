@@ -3,8 +3,9 @@
 Reviewers' labels (`reviews`, the latest label of each sentence) are the ground truth on a team's own data.
 Per response, `review_counts` gives how many of its sentences carry a label and with how many the reviewer
 agreed with the verdict the verifier gave (the four verdicts, compared as they stood when the label was given).
-Window metrics pool them per slice (`reviewed_sentences`, `review_agreement`: `groundwatch metrics` computes
-them where reviews exist), and the drift stage compares each slice's window with its reference::
+Window metrics pool them per slice (`reviewed_sentences`, `review_agreement`, computed again for a window
+whenever a review of one of its responses is recorded), and the drift stage compares each slice's window
+with its reference::
 
     counts = review_counts(con, "window_start IN (?)", [start])   # {response_id: (reviewed, agreed)}
     row = agreement_check(plan, base, config, p_threshold)        # a DriftCheckRow, or None without reviews
@@ -15,7 +16,8 @@ window's p-value threshold; with the drop and only p < 0.05 it is `inconclusive`
 fewer than `min_reviews` reviewed sentences is `insufficient_data`; a slice without any review has no row.
 
 The check looks at the reviews in the lake when the drift stage checks the window: labels given later count
-in the window metrics computed again (`groundwatch metrics`), not in a check already made.
+in the window metrics at once, and in a check already made when drift checks that window again
+(`drift --recompute`).
 """
 
 from __future__ import annotations

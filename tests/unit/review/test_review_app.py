@@ -79,6 +79,11 @@ def test_submitting_appends_one_row_per_sentence_and_goes_on_to_the_next(client,
     assert _queue_ids(client.get("/queue").text) == ["r-low"]  # reviewed: out of the open queue
     assert _queue_ids(client.get("/queue?status=reviewed").text) == ["r-high"]
     assert 'value="partially_grounded" checked' in client.get("/response/r-high").text
+    # The correction counts in its window's agreement at once: agreed on sentence 1, not on sentence 0.
+    agreement = connect_lake(lake).sql(
+        "SELECT reviewed_sentences, review_agreement FROM window_metrics WHERE slice_value = 'clinic'"
+    )
+    assert agreement.fetchall() == [(2, 0.5)]
 
 
 def test_a_bad_submission_writes_nothing(client, lake):

@@ -11,6 +11,7 @@ import pytest
 from dashboards.views import connect_lake
 from pipelines.cli import main
 from pipelines.reviewing.store import create_latest_view
+from tests.support.audit_messages import message
 from tests.support.review_lake import build_lake
 from transforms.evaluation.golden import load_golden
 
@@ -117,3 +118,40 @@ def test_export_writes_a_golden_file_calibrate_reads(lake, tmp_path, capsys):
 def test_no_lake_is_exit_2(tmp_path, capsys):
     assert main(["review", "export", "--lake", str(tmp_path / "none"), "--golden", str(tmp_path / "g.jsonl")]) == 2
     assert "no lake at" in capsys.readouterr().err
+
+
+def _agreement(lake):
+    """The window metrics the lake's views keep for the whole traffic: (window start, reviewed, agreement)."""
+    return (
+        connect_lake(str(lake))
+        .sql(
+            "SELECT window_start, reviewed_sentences, review_agreement FROM window_metrics"
+            " WHERE slice_dimension = 'all' ORDER BY 1"
+        )
+        .fetchall()
+    )
+
+
+def test_a_label_counts_in_its_windows_agreement_at_once(lake):
+    assert _agreement(lake) == []  # the lake was written without window metrics
+    assert _label(lake, "--label", "contradicted", "--reviewer", "ana") == 0
+    [(start, reviewed, agreement)] = _agreement(lake)  # only the labelled response's window is computed
+    assert (start.hour, start.minute, reviewed, agreement) == (9, 0, 1, 1.0)
+    assert _label(lake, "--label", "fully_grounded", "--reviewer", "bo") == 0  # a correction: the verifier erred
+    assert _agreement(lake) == [(start, 1, 0.0)]
+
+
+def test_a_window_across_two_hours_is_computed_from_both(tmp_path):
+    first, second = (
+        message(rid, timestamp=when, metadata={"tenant": "clinic", "risk_level": "high"})
+        for rid, when in (("r-first", "2026-11-29T10:59:30Z"), ("r-second", "2026-11-29T11:00:30Z"))
+    )
+    lake = build_lake(str(tmp_path / "lake"), [first, second], window_seconds=7200)  # one window, 10:00-12:00
+    assert main(["review", "label", "--lake", lake, "--response-id", "r-second", "--sentence", "0",
+                 "--label", "contradicted", "--reviewer", "ana"]) == 0  # fmt: skip
+    rows = (
+        connect_lake(lake)
+        .sql("SELECT window_start, responses, reviewed_sentences FROM window_metrics WHERE slice_dimension = 'all'")
+        .fetchall()
+    )
+    assert [(start.hour, responses, reviewed) for start, responses, reviewed in rows] == [(10, 2, 1)]
