@@ -18,8 +18,11 @@ them (`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`); without it every hour is
 
 Then times, through Starlette's TestClient (routing, DuckDB, template rendering; no network), each page
 `--repeat` times after one warm-up: the queue (no filter; a tenant filter; a reason filter; page 20) and
-the response page of a queue item (high risk, the first; and one from the middle of the lake), and prints
-the median and the worst in milliseconds with the load average. Not a test: figures depend on the machine.
+the response page of a queue item (high risk, the first; and one from the middle of the lake), how long the
+app's session takes to make its views again (as it does in a thread every 30 s, for new files), and a label
+submitted (it computes its window's metrics again), and prints the median and the worst in milliseconds
+with the load average. Not a test: figures depend on the machine. Each timed submission adds a review to the
+lake.
 """
 
 from __future__ import annotations
@@ -113,6 +116,17 @@ def build(lake: str, responses: int, per_hour: int, base_count: int) -> None:
     print()
 
 
+def _time_call(call, repeat: int) -> tuple[float, float]:
+    """The median and worst milliseconds of `repeat` calls, after one warm-up."""
+    call()
+    took = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        call()
+        took.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(took), max(took)
+
+
 def _time(client, url: str, repeat: int) -> tuple[float, float, int]:
     client.get(url)
     took = []
@@ -146,10 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     from starlette.testclient import TestClient
 
     from pipelines.reviewing.app import ReviewConfig, review_app
+    from pipelines.reviewing.queries import REFRESH_SECONDS, LakeSession
 
     t0 = time.perf_counter()
     client = TestClient(review_app(ReviewConfig(args.lake, reviewer="bench")))
-    print(f"app start (views over the lake): {(time.perf_counter() - t0) * 1000:.0f} ms")
+    print(
+        f"app start (views over the lake, hours not compacted aggregated): {(time.perf_counter() - t0) * 1000:.0f} ms"
+    )
+    session = LakeSession(args.lake)
     con = __import__("dashboards.views", fromlist=["connect_lake"]).connect_lake(args.lake)
     total, in_review = con.sql("SELECT count(*), count_if(needs_review) FROM responses").fetchall()[0]
     first = con.sql("SELECT response_id, event_time FROM responses WHERE needs_review "
@@ -173,6 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, url in pages:
         median, worst, status = _time(client, url, args.repeat)
         print(f"| {name} | {median:,.0f} | {worst:,.0f} | {status} |")
+    median, worst = _time_call(session.refresh, args.repeat)
+    print(f"| views made again (in a thread, every {REFRESH_SECONDS:.0f} s) | {median:,.0f} | {worst:,.0f} | |")
+    form = {"label-0": "fully_grounded", "t": middle[1].isoformat()}
+    median, worst = _time_call(lambda: client.post(f"/response/{middle[0]}/review", data=form), args.repeat)
+    print(f"| submit a label (and its window's metrics again) | {median:,.0f} | {worst:,.0f} | |")
     print(f"load average after: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return 0
 

@@ -151,7 +151,7 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
         try:
             if not labels:
                 raise ReviewInputError("no sentence labelled")
-            rows = review_rows(lake.cursor(), labels, source="web")
+            rows = review_rows(lake.cursor(), labels, source="web", near=_time(str(form.get("t", ""))))
         except ReviewInputError as e:
             return PlainTextResponse(f"not recorded: {e}", status_code=400)
         await run_in_threadpool(append_reviews, lake.lake, rows)  # a file, and its window's metrics again

@@ -5,14 +5,16 @@
     response = load_response(con.cursor(), "r-1", event_time)
 
 The queue is the responses routed to review (`needs_review`), read from their rollup
-(`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`), filtered by tenant, risk, reason (the route the audit
-stored, `schemas.ReviewRoute`, as bits), verifier version and event time, ordered by risk (high first), then by
-event time (oldest first: a queue is served in arrival order), then by id. A response link carries its
+(`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`, its hours not compacted held in memory), filtered by tenant,
+risk, reason (the route the audit stored, `schemas.ReviewRoute`, as bits), verifier version and event time,
+ordered by risk (high first), then by event time (oldest first: a queue is served in arrival order), then by
+id. A response link carries its
 `event_time` so that loading it reads only its hour's files (a filter on the `date` and `hour` partitions).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,10 +26,11 @@ import duckdb
 from dashboards.views import connect_lake, create_views
 from pipelines.reviewing.store import create_latest_view
 from schemas import ReviewRoute
-from transforms.io.lake.rollups import REVIEW_QUEUE_ITEMS, RISK_RANK_SQL, route_bit
+from transforms.io.lake.rollups import REVIEW_QUEUE_ITEMS, RISK_RANK_SQL, ROLLUPS, HeldRollup, route_bit
 
 __all__ = [
     "PAGE_SIZE",
+    "REFRESH_SECONDS",
     "LakeSession",
     "QueueFilters",
     "QueuePage",
@@ -37,8 +40,11 @@ __all__ = [
     "reason_choices",
 ]
 
+_log = logging.getLogger(__name__)
+
 PAGE_SIZE = 50
-_REFRESH_SECONDS = 30.0
+REFRESH_SECONDS = 30.0
+"""How old the session's views may grow before a request makes them again (new files of the lake)."""
 
 
 def reason_choices() -> list[str]:
@@ -47,30 +53,64 @@ def reason_choices() -> list[str]:
 
 
 class LakeSession:
-    """One DuckDB connection with the lake's views, made again when older than `refresh_seconds` (new audits)
-    and at once after reviews are appended (`refresh_reviews`). Requests take a `cursor()` of their own."""
+    """One DuckDB connection with the lake's views; requests take a `cursor()` of their own.
 
-    def __init__(self, lake: str, *, refresh_seconds: float = _REFRESH_SECONDS):
+    Views older than `refresh_seconds` are made again (new audits) in a thread that the next request starts,
+    while requests go on with the views they have: no page waits for the lake's listing. After reviews are
+    appended, `refresh_reviews` makes the reviews' views again at once.
+
+    The queue's rollup is held between connections (`HeldRollup`): an hour not compacted yet is aggregated
+    when the session first sees its files, and again only when they change, so a lake that is never
+    compacted costs its aggregation once, at start, rather than at every page."""
+
+    def __init__(self, lake: str, *, refresh_seconds: float = REFRESH_SECONDS):
         self.lake, self._refresh = lake, refresh_seconds
         self._lock = threading.Lock()
-        self._con = self._connect()
+        self._refreshing = False
+        self._reviews_appended = 0
+        self._queue_items = HeldRollup(ROLLUPS[REVIEW_QUEUE_ITEMS], lake)
+        self._con, self._made = self._connect(), time.monotonic()
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         con = connect_lake(self.lake)
+        self._queue_items.create_view(con)
         create_latest_view(con)
-        self._made = time.monotonic()
         return con
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         with self._lock:
-            if time.monotonic() - self._made > self._refresh:
-                self._con = self._connect()
+            if not self._refreshing and time.monotonic() - self._made > self._refresh:
+                self._refreshing = True
+                threading.Thread(target=self._refresh_in_background, name="lake-views", daemon=True).start()
             return self._con.cursor()
+
+    def refresh(self) -> None:
+        """Make every view again from the lake's files now; the next `cursor()` reads them."""
+        with self._lock:
+            appended = self._reviews_appended
+        con = self._connect()
+        with self._lock:
+            if self._reviews_appended != appended:  # reviews appended meanwhile may have been listed before
+                _make_review_views(con, self.lake)
+            self._con, self._made, self._refreshing = con, time.monotonic(), False
+
+    def _refresh_in_background(self) -> None:
+        try:
+            self.refresh()
+        except (duckdb.Error, OSError) as e:  # the lake unreadable for now: keep the views, try again later
+            _log.warning("review app: the lake's views could not be made again (%s); keeping the last", e)
+            with self._lock:
+                self._made, self._refreshing = time.monotonic(), False
 
     def refresh_reviews(self) -> None:
         with self._lock:
-            create_views(self._con, self.lake, ["reviews"])
-            create_latest_view(self._con)
+            self._reviews_appended += 1
+            _make_review_views(self._con, self.lake)
+
+
+def _make_review_views(con: duckdb.DuckDBPyConnection, lake: str) -> None:
+    create_views(con, lake, ["reviews"])
+    create_latest_view(con)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
     code, line = serve_app(args)   # args: lake, host, port, reviewer, reviewer_header
 
-The queue reads a rollup that `groundwatch compact` writes per hour; an hour not compacted is computed from its
-rows on every page, so at start the app says how many hours of `responses` are not compacted when more than
-`UNCOMPACTED_HOURS_OK` are (`uncompacted_hours`).
+The queue reads a rollup that `groundwatch compact` writes per hour; an hour not compacted is aggregated from
+its rows when the app first sees its files and held in memory (`pipelines.reviewing.queries.LakeSession`), so
+at start the app says how many hours of `responses` are not compacted when more than `UNCOMPACTED_HOURS_OK`
+are (`uncompacted_hours`): they cost start-up time and memory.
 
 The app binds to 127.0.0.1 by default. Any other address needs a token in the environment variable
 GROUNDWATCH_REVIEW_TOKEN (never a flag: flags show in `ps` and shell history); when the variable is set the
@@ -63,8 +64,9 @@ def serve_app(args: Any) -> tuple[int, str]:
     raw, hours = uncompacted_hours(args.lake)
     if raw > UNCOMPACTED_HOURS_OK:
         print(
-            f"groundwatch review: {raw} of {hours} hours of responses are not compacted, and the queue computes "
-            f"them on every page (seconds on a large lake): run groundwatch compact --lake {args.lake}",
+            f"groundwatch review: {raw} of {hours} hours of responses are not compacted; the queue aggregates "
+            f"them at start and holds them in memory (seconds on a large lake): run groundwatch compact "
+            f"--lake {args.lake}",
             flush=True,
         )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

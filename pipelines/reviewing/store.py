@@ -28,6 +28,7 @@ import duckdb
 
 from pipelines.runner.window_metrics import recompute_windows_of
 from schemas import AttributionVerdict, ReviewRow
+from transforms.io.lake.reader import in_hours_sql
 from transforms.io.lake.writer import write_table
 
 __all__ = [
@@ -53,7 +54,7 @@ _SENTENCES_OF = """
 SELECT s.response_id, s.sentence_index, s.attribution_verdict, s.confidence,
        r.verifier_version, r.calibration_sha256, r.tenant, r.risk_level, r.event_time
 FROM sentences s JOIN responses r USING (response_id)
-WHERE s.response_id IN (SELECT unnest($ids))
+WHERE s.response_id IN (SELECT unnest(?)){in_hours}
 """
 
 
@@ -93,8 +94,10 @@ def review_rows(
     source: str,
     now: datetime | None = None,
     where: Sequence[str] | None = None,
+    near: datetime | None = None,
 ) -> list[ReviewRow]:
-    """The `reviews` rows of `labels`, each with the verifier's verdict as the lake holds it now.
+    """The `reviews` rows of `labels`, each with the verifier's verdict as the lake holds it now. `near`, the
+    responses' event time when known (the app's page carries it), reads that hour's files first.
 
     Raises `ReviewInputError` on the first bad label, prefixed with `where[i]` (e.g. "line 3") when given."""
     now = now or datetime.now(UTC)
@@ -104,7 +107,9 @@ def review_rows(
         except ReviewInputError as e:
             raise ReviewInputError(f"{where[i]}: {e}" if where else str(e)) from None
     ids = sorted({label.response_id for label in labels})
-    found = {(r[0], r[1]): r for r in con.execute(_SENTENCES_OF, {"ids": ids}).fetchall()}
+    found = _sentences_of(con, ids, near) if near is not None else {}
+    if {response_id for response_id, _ in found} != set(ids):  # no hint, or a wrong one: read every hour
+        found = _sentences_of(con, ids, None)
     counts: dict[str, int] = {}
     for response_id, index in found:
         counts[response_id] = max(counts.get(response_id, 0), index + 1)
@@ -121,6 +126,18 @@ def review_rows(
             )
         rows.append(_row(label, row, source=source, now=now))
     return rows
+
+
+def _sentences_of(con: duckdb.DuckDBPyConnection, ids: list[str], near: datetime | None) -> dict[tuple, tuple]:
+    """The sentences of the responses `ids` with what a review row keeps, by (response id, sentence index);
+    with `near`, from the files of its hour only."""
+    in_hours, params = "", []
+    if near is not None:
+        in_sentences, hour = in_hours_sql([near], "s")
+        in_responses, _ = in_hours_sql([near], "r")
+        in_hours, params = f" AND {in_sentences} AND {in_responses}", [*hour, *hour]
+    rows = con.execute(_SENTENCES_OF.format(in_hours=in_hours), [ids, *params]).fetchall()
+    return {(row[0], row[1]): row for row in rows}
 
 
 def _row(label: Label, found: tuple, *, source: str, now: datetime) -> ReviewRow:

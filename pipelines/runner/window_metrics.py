@@ -27,7 +27,8 @@ from typing import Any
 
 import duckdb
 
-from dashboards.views import connect_lake
+from dashboards.views import connect_lake, create_views
+from transforms.io.lake.reader import in_hours_sql
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.review_agreement import review_counts
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
@@ -68,9 +69,10 @@ def recompute_windows_of(lake_dir: str, event_times: dict[str, datetime], *, now
     lake's `date` and `hour` partitions), so it costs an hour's rows however large the lake."""
     if not event_times:
         return 0
-    con = connect_lake(lake_dir)
+    con = duckdb.connect(":memory:")
+    create_views(con, lake_dir, ["responses", "sentences", "reviews"])  # not every table's: a tenth of the time
     try:
-        in_hours, params = _in_hours({_hour(when) for when in event_times.values()})
+        in_hours, params = in_hours_sql(event_times.values())
         spans = con.execute(
             f"SELECT DISTINCT window_start, window_end FROM responses WHERE {in_hours} "
             "AND response_id IN (SELECT unnest(?))",
@@ -85,25 +87,14 @@ def recompute_windows_of(lake_dir: str, event_times: dict[str, datetime], *, now
     return len(windows)
 
 
-def _hour(when: datetime) -> datetime:
-    return when.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-
-
 def _hours_between(start: datetime, end: datetime) -> list[datetime]:
     """The hours a window [start, end) touches: the lake partitions its responses can lie in."""
-    hour, last = _hour(start), end - timedelta(microseconds=1)
-    hours = []
-    while hour <= last:
+    hour = start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    last = end - timedelta(microseconds=1)
+    hours = [hour]
+    while (hour := hour + timedelta(hours=1)) <= last:
         hours.append(hour)
-        hour += timedelta(hours=1)
-    return hours or [_hour(start)]
-
-
-def _in_hours(hours: set[datetime]) -> tuple[str, list[Any]]:
-    """A SQL condition on the partition columns keeping `hours` (DuckDB then reads only their files)."""
-    ordered = sorted(hours)
-    sql = " OR ".join("(date = ? AND hour = ?)" for _ in ordered)
-    return f"({sql})", [value for hour in ordered for value in (hour.date(), hour.hour)]
+    return hours
 
 
 def _recompute(
@@ -116,7 +107,7 @@ def _recompute(
 ) -> None:
     in_batch, params = f"window_start IN ({', '.join('?' * len(windows))})", list(windows)
     if hours:  # the windows lie in these hours: read only their partitions
-        in_hours, hour_params = _in_hours(hours)
+        in_hours, hour_params = in_hours_sql(hours)
         in_batch, params = f"{in_hours} AND {in_batch}", [*hour_params, *params]
     responses = con.execute(f"SELECT * FROM responses WHERE {in_batch}", params).fetchall()
     columns = [d[0] for d in con.description]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import json
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -16,7 +17,7 @@ from pipelines.reviewing.queries import QueueFilters, _page_ranks, load_response
 from pipelines.reviewing.store import create_latest_view
 from tests.support.audit_messages import message
 from tests.support.review_lake import EVIDENCE, HIGH, LOW, build_lake
-from transforms.io.lake.rollups import REVIEW_QUEUE_ITEMS
+from transforms.io.lake.rollups import REVIEW_QUEUE_ITEMS, ROLLUPS, HeldRollup
 
 WRONG = "Metoprolol 80 mg twice daily was prescribed on March 3, 2024 [kb-1]."
 
@@ -127,3 +128,31 @@ def test_an_hour_not_compacted_reads_no_reason_text(lakes):
     raw, _ = lakes
     sql = rollup_sql(duckdb.connect(), ROLLUPS[REVIEW_QUEUE_ITEMS], raw)
     assert "list_contains(review_routes" in sql and "regexp" not in sql
+
+
+def test_a_held_queue_aggregates_an_hour_once_and_again_only_when_its_files_change(lakes, tmp_path):
+    raw, _ = lakes
+    lake = str(shutil.copytree(raw, tmp_path / "lake"))
+    held = HeldRollup(ROLLUPS[REVIEW_QUEUE_ITEMS], lake)
+
+    def snapshot(f: QueueFilters):
+        page = queue(_held_session(lake, held), f, page_size=3)
+        return [(i["response_id"], tuple(i["review_reasons"])) for i in page.items], page.total, page.counts
+
+    assert held.create_view(_session(lake)) == 2  # hours 9 and 10, neither compacted
+    assert held.create_view(_session(lake)) == 0  # nothing new: both held
+    assert all(snapshot(f) == _snapshot(lake, f) for f in FILTERS)
+    late = message("r-late", answer=WRONG, evidence=EVIDENCE, timestamp="2026-11-29T10:30:00Z")
+    build_lake(lake, [late])  # a new file in hour 10
+    assert held.create_view(_session(lake)) == 1
+    assert "r-late" in [item["response_id"] for item in queue(_held_session(lake, held), QueueFilters()).items]
+    assert all(snapshot(f) == _snapshot(lake, f) for f in FILTERS)
+    assert main(["compact", "--lake", lake]) == 0
+    assert held.create_view(_session(lake)) == 0  # compacted: read from the rollup files, nothing held
+    assert all(snapshot(f) == _snapshot(lake, f) for f in FILTERS)
+
+
+def _held_session(lake: str, held: HeldRollup):
+    con = _session(lake)
+    held.create_view(con)
+    return con

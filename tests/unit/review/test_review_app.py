@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 
 import pytest
 from starlette.testclient import TestClient
@@ -11,9 +12,11 @@ from starlette.testclient import TestClient
 from dashboards.views import connect_lake
 from pipelines.cli import main
 from pipelines.reviewing.app import ReviewConfig, review_app
+from pipelines.reviewing.queries import LakeSession, QueueFilters, queue
 from pipelines.reviewing.serve import TOKEN_VARIABLE, app_token
 from pipelines.reviewing.store import ReviewInputError
-from tests.support.review_lake import build_lake
+from tests.support.audit_messages import message
+from tests.support.review_lake import EVIDENCE, HIGH, build_lake
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +151,23 @@ def test_a_passage_with_two_excerpts_is_shown_once_with_both_marked():
     view = response_view({"sentences": [sentence], "passages": {"h": passage}, "labels": {}})
     [item] = view["sentences"][0]["evidence"]
     assert [text for text, marked in item["segments"] if marked] == ["Alpha one.", "Gamma three."]
+
+
+def test_a_submission_with_a_wrong_time_still_finds_its_response(client, lake):
+    form = {"label-0": "contradicted", "t": "2020-01-01T00:00:00+00:00"}  # the page's time hint, stale or forged
+    assert client.post("/response/r-high/review", data=form, follow_redirects=False).status_code == 303
+    assert connect_lake(lake).sql("SELECT response_id, label FROM reviews").fetchall() == [("r-high", "contradicted")]
+
+
+def test_new_audits_reach_the_queue_through_views_made_again_in_a_thread(lake):
+    session = LakeSession(lake, refresh_seconds=0)
+    assert "r-new" not in _queue_ids_of(session)
+    build_lake(lake, [message("r-new", answer=HIGH["answer"], evidence=EVIDENCE, metadata=HIGH["metadata"])])
+    deadline = time.monotonic() + 60
+    while "r-new" not in _queue_ids_of(session):  # the first cursor() starts the thread; later ones see its views
+        assert time.monotonic() < deadline, "the views were never made again"
+        time.sleep(0.05)
+
+
+def _queue_ids_of(session: LakeSession) -> list[str]:
+    return [item["response_id"] for item in queue(session.cursor(), QueueFilters(status="all")).items]

@@ -35,7 +35,8 @@ import functools
 import glob
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "in_hours_sql",
     "COMPACTED_PREFIX",
     "PARTITION_COLUMNS",
     "compacted_prefix",
@@ -73,6 +75,18 @@ PARTITION_COLUMNS = {"date": "DATE", "hour": "INTEGER"}
 
 COMPACTED_PREFIX = "compacted-"
 """The name of a file `groundwatch compact` wrote: one row per key of its partition."""
+
+
+def in_hours_sql(times: Iterable[datetime], alias: str = "") -> tuple[str, list[Any]]:
+    """A SQL condition keeping the partitions of the hours `times` fall in, and its `?` parameters: DuckDB
+    prunes hive partitions by `date` and `hour`, not by a time column, so a query naming its hours reads only
+    their files. `alias` qualifies the columns (`s` for `s.date`)."""
+    hours = sorted({when.astimezone(UTC).replace(minute=0, second=0, microsecond=0) for when in times})
+    if not hours:
+        return "false", []
+    column = f"{alias}." if alias else ""
+    sql = " OR ".join(f"({column}date = ? AND {column}hour = ?)" for _ in hours)
+    return f"({sql})", [value for hour in hours for value in (hour.date(), hour.hour)]
 
 
 def sql_ident(name: str) -> str:

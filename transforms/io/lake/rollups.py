@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import duckdb
+import pyarrow as pa
 
 from schemas import TABLES, ReviewRoute
 from transforms.io.lake import filesystem as lakefs
@@ -49,6 +50,7 @@ from transforms.io.lake.reader import (
 
 __all__ = [
     "REVIEW_QUEUE_ITEMS",
+    "HeldRollup",
     "RISK_RANK_SQL",
     "ROLLUPS",
     "ROUTE_BITS_SQL",
@@ -209,24 +211,83 @@ def write_rollups(
     return written
 
 
-def rollup_sql(con: duckdb.DuckDBPyConnection, rollup: Rollup, lake_dir: str) -> str:
-    """The SELECT of a rollup's rows over the whole lake: the rollup files of clean partitions, and the same
-    aggregate of every other partition's rows, one per key (a UNION ALL of the two)."""
-    spec = TABLES[rollup.table]
-    lakefs.attach_duckdb(con, lake_dir)
+def _split(lake_dir: str, rollup: Rollup) -> tuple[list[str], list[list[str]]]:
+    """The rollup files of the clean partitions that have one, and the files of every other partition."""
     present = set(rollup_files(lake_dir, rollup.table))
     stored: list[str] = []
-    live: list[str] = []
+    live: list[list[str]] = []
     for partition_files in partitions(table_files(lake_dir, rollup.table)).values():
         path = rollup_path(partition_files[0], rollup) if is_clean(partition_files) else None
         if path in present:
             stored.append(path)
         else:
-            live.extend(partition_files)
+            live.append(partition_files)
+    return stored, live
+
+
+def rollup_sql(con: duckdb.DuckDBPyConnection, rollup: Rollup, lake_dir: str) -> str:
+    """The SELECT of a rollup's rows over the whole lake: the rollup files of clean partitions, and the same
+    aggregate of every other partition's rows, one per key (a UNION ALL of the two)."""
+    lakefs.attach_duckdb(con, lake_dir)
+    stored, live = _split(lake_dir, rollup)
+    aggregated = None
+    if live or not stored:
+        files = [path for partition_files in live for path in partition_files]
+        aggregated = rollup.aggregate_sql(files_sql(con, TABLES[rollup.table], files))
+    return _union(rollup, stored, aggregated)
+
+
+def _union(rollup: Rollup, stored: list[str], aggregated: str | None) -> str:
     columns = ", ".join(sql_ident(c) for c in rollup.columns)
     parts = []
     if stored:  # every column there, by the fingerprint in the name: no footer read before the query
         parts.append(f"SELECT {columns} FROM {parquet_source(stored, by_name=False)}")
-    if live or not stored:
-        parts.append(f"SELECT {columns} FROM ({rollup.aggregate_sql(files_sql(con, spec, live))})")
+    if aggregated is not None:
+        parts.append(f"SELECT {columns} FROM ({aggregated})")
     return " UNION ALL ".join(f"({part})" for part in parts) if len(parts) > 1 else parts[0]
+
+
+class HeldRollup:
+    """A rollup for a reader that lives long (the review app), whose partitions not compacted yet are
+    aggregated once and held in memory while their files stay the same.
+
+        held = HeldRollup(ROLLUPS[REVIEW_QUEUE_ITEMS], lake)
+        held.create_view(con)   # the rollup's view on `con`; again on the next connection: only new files read
+
+    `rollup_sql` aggregates every such partition at each query: over a million responses never compacted, the
+    review queue's took 2-3 s a page. A lake's files never change once published (compaction writes new ones
+    and removes the old), so a partition's aggregate holds for as long as its list of files does: each
+    `create_view` aggregates only the partitions whose files changed since the last (the hour being written)
+    and forgets those that are gone (compacted: their rollup file is read instead)."""
+
+    def __init__(self, rollup: Rollup, lake_dir: str):
+        self.rollup, self.lake_dir = rollup, lake_dir
+        self._held: dict[tuple[str, ...], pa.Table] = {}
+
+    def create_view(self, con: duckdb.DuckDBPyConnection) -> int:
+        """Create (or replace) the rollup's view on `con`, over its stored files and the held aggregates (in a
+        table of `con`'s database, so its cursors read it too); returns how many partitions it aggregated."""
+        lakefs.attach_duckdb(con, self.lake_dir)
+        stored, live = _split(self.lake_dir, self.rollup)
+        spec = TABLES[self.rollup.table]
+        held: dict[tuple[str, ...], pa.Table] = {}
+        aggregated_now = 0
+        for files in live:
+            key = tuple(files)
+            if (table := self._held.get(key)) is None:
+                table = con.sql(self.rollup.aggregate_sql(files_sql(con, spec, files))).to_arrow_table()
+                aggregated_now += 1
+            held[key] = table
+        self._held = held
+        aggregated = None
+        if held:
+            name = sql_ident(f"_{self.rollup.name}_held")
+            con.register("held_rows", pa.concat_tables(list(held.values()), promote_options="default"))
+            con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM held_rows")
+            con.unregister("held_rows")
+            aggregated = f"SELECT * FROM {name}"
+        elif not stored:  # no rows at all: the aggregate of none, for its columns
+            aggregated = self.rollup.aggregate_sql(files_sql(con, spec, []))
+        view = _union(self.rollup, stored, aggregated)
+        con.execute(f"CREATE OR REPLACE VIEW {sql_ident(self.rollup.name)} AS {view}")
+        return aggregated_now
