@@ -1,8 +1,8 @@
 """The review workbench in a real browser: Debian's chromium driven through chromedriver (Selenium).
 
 Starts `groundwatch review` on a small audited lake, walks the queue with the keyboard, opens the high-risk
-response, corrects one sentence's verdict, adds a note and submits; then the `reviews` table has the row and
-`calibrate --from-lake` reads it. Screenshots of both pages go to `test-output/`.
+response, corrects one sentence's verdict, adds a note and submits; then the `reviews` table has the row,
+`calibrate --from-lake` reads it, and the window's agreement metrics count it. Screenshots of both pages go to `test-output/`.
 Needs `scripts/install-chromium.sh` and Debian's chromium-driver, and selenium (the `test` extra).
 """
 
@@ -129,3 +129,8 @@ def test_a_reviewer_corrects_a_verdict_in_the_browser(app, lake, browser, tmp_pa
     assert labels[1][0] == labels[1][1]  # sentence 1 confirmed as the verifier had it
     assert groundwatch(["calibrate", "--from-lake", lake]) == 0
     assert "2 reviewed sentences" in capsys.readouterr().out
+    # ... and in the agreement metrics of the response's window, with no other step: one of two agreed.
+    agreement = connect_lake(lake).sql(
+        "SELECT reviewed_sentences, review_agreement FROM window_metrics WHERE slice_value = 'clinic'"
+    )
+    assert agreement.fetchall() == [(2, 0.5)]
