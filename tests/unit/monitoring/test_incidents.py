@@ -5,9 +5,11 @@ plain functions, the same verifier, lake rows and window metrics as `groundwatch
 built once per session) and reads the `incidents` table back with DuckDB. Every scenario parameter is spelled
 out, so a change of the generator's or the demo's defaults does not change what these tests see.
 
-The seeds: each test holds for every seed, so the tests keep a few, and the sweep over many seeds is
-`scripts/bench_drift.py --seeds 3 5 7 11 13 19 21 23 31` (it counts the runs whose incidents are exactly the
-expected ones, and the false alarms on stable traffic).
+The seeds: each test holds for every seed, so the tests keep a few: regression 3 and 7, two causes 3 and 7,
+stable 5. Two causes keeps 7 because coverage.py found code that only it reaches among the seeds the sweep
+runs: after the first incident opens, several alerts stay loose and each joins the incident it overlaps
+most. The sweep over many seeds is `scripts/bench_drift.py --seeds 3 5 7 11 13 19 21 23 31` (it counts
+the runs whose incidents are exactly the expected ones, and the false alarms on stable traffic).
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def test_a_retriever_regression_is_one_incident_naming_the_new_retriever(scenari
     assert incident.citation_hygiene_share < 0.25
 
 
-@pytest.mark.parametrize("seed", [3])
+@pytest.mark.parametrize("seed", [3, 7])
 def test_two_independent_causes_are_two_incidents_each_naming_its_cause(scenario_lake, seed):
     built = scenario_lake(two_causes(seed))
     spec, lake, outcome = built.spec, built.lake, built.outcome
