@@ -2,7 +2,8 @@
 
 Starts `groundwatch review` on a small audited lake, walks the queue with the keyboard, opens the high-risk
 response, corrects one sentence's verdict, adds a note and submits; then the `reviews` table has the row,
-`calibrate --from-lake` reads it, and the window's agreement metrics count it. Screenshots of both pages go to `test-output/`.
+`calibrate --from-lake` reads it, and the window's agreement metrics count it. Screenshots of both pages go to
+`test-output/`.
 Needs `scripts/install-chromium.sh` and Debian's chromium-driver, and selenium (the `test` extra).
 """
 
