@@ -10,11 +10,12 @@ irrelevant or stale, at the healthy flaw rate). It audits each into a fresh lake
 functions and runs `groundwatch drift` with default settings (as `scripts/bench_drift.py` does), then reports:
 
 - detection delay, in windows from the change (1 = the window the change starts in): to the first retrieval
-  alert (`context_relevance_drop` or `empty_retrieval_rise`) on the cause's slice, to the first alert of any
-  kind on it, and to the window that opened the incident naming it;
+  alert (`context_relevance_drop` or `empty_retrieval_rise`) on the cause's slice, to the first
+  `evidence_use_drop` alert on it, to the first alert of any kind on it, and to the window that opened the
+  incident naming it;
 - the cause each run's incidents named: runs ending with exactly the expected incident (its slice and its
   cause, retrieval or generation), and any incident naming the other cause;
-- retrieval alerts in the generator regression (there should be none: retrieval held).
+- retrieval alerts in the generator regression (there should be none: retrieval held; evidence use falls).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from bench_drift import START, _delay, _describe, _opened, _run
 from pipelines.traffic.scenarios import NEW_GENERATOR, NEW_RETRIEVER, ScenarioSpec, change_time
 from pipelines.traffic.synthetic import HEALTHY_FLAW_RATE
 from transforms.monitoring.drift import DriftConfig
-from transforms.monitoring.retrieval_checks import RETRIEVAL_CHECKS
+from transforms.monitoring.retrieval_checks import EMPTY_RETRIEVAL_CHECK, EVIDENCE_USE_CHECK, RELEVANCE_CHECK
 
 SCENARIOS = {
     # name: (scenario, extra spec fields, cause slice, expected cause)
@@ -44,6 +45,8 @@ SCENARIOS = {
     ),
 }
 OTHER = {"retrieval": "generation", "generation": "retrieval"}
+RETRIEVAL_MOVED = (RELEVANCE_CHECK, EMPTY_RETRIEVAL_CHECK)
+"""The checks of the passages themselves: what an incident's cause is read from."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.getLogger("groundwatch.drift").setLevel(logging.ERROR)  # the figures below, not every alert's line
     config, step, started = DriftConfig(), timedelta(seconds=60), time.time()
-    delays = {label: {"retrieval": [], "any": [], "incident": []} for label in SCENARIOS}
+    delays = {label: {"retrieval": [], "evidence use": [], "any": [], "incident": []} for label in SCENARIOS}
     right = dict.fromkeys(SCENARIOS, 0)
     crossed: list[str] = []
     generator_retrieval_alerts = 0
@@ -66,15 +69,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             change, outcome = change_time(spec), _run(spec, config)
             on_cause = [a for a in outcome.fired if (a.slice_dimension, a.slice_value) == cause]
-            retrieval = [a.window_start for a in on_cause if a.check in RETRIEVAL_CHECKS]
+            retrieval = [a.window_start for a in on_cause if a.check in RETRIEVAL_MOVED]
             delays[label]["retrieval"].append(_delay(retrieval, change, step))
+            used = [a.window_start for a in on_cause if a.check == EVIDENCE_USE_CHECK]
+            delays[label]["evidence use"].append(_delay(used, change, step))
             delays[label]["any"].append(_delay([a.window_start for a in on_cause], change, step))
             delays[label]["incident"].append(_delay(_opened(outcome, cause), change, step))
             named = [((i.cause_dimension, i.cause_value), i.cause) for i in outcome.open_incidents]
             right[label] += named == [(cause, kind)]
             crossed += [f"{label} seed {seed}: {d}={v} {c}" for (d, v), c in named if c == OTHER[kind]]
             if name == "generator-regression":
-                generator_retrieval_alerts += sum(1 for a in outcome.fired if a.check in RETRIEVAL_CHECKS)
+                generator_retrieval_alerts += sum(1 for a in outcome.fired if a.check in RETRIEVAL_MOVED)
             print(f"seed {seed} {label}: incidents {named}; delays {[d[-1] for d in delays[label].values()]}")
 
     n = len(args.seeds)
@@ -82,11 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     for label, (_, _, (dimension, value), kind) in SCENARIOS.items():
         print(f"  {label} ({dimension}={value}, expected cause {kind}):")
         print(f"    first retrieval alert on its slice: {_describe(delays[label]['retrieval'])}")
+        print(f"    first evidence-use alert on its slice: {_describe(delays[label]['evidence use'])}")
         print(f"    first alert of any kind on its slice: {_describe(delays[label]['any'])}")
         print(f"    incident naming it: {_describe(delays[label]['incident'])}")
         print(f"    runs ending with exactly that incident and cause: {right[label]} of {n}")
     print(f"  incidents naming the other cause: {', '.join(crossed) or 'none'}")
-    print(f"  retrieval alerts in the generator regression runs: {generator_retrieval_alerts}")
+    print(f"  relevance or empty-retrieval alerts in the generator regression runs: {generator_retrieval_alerts}")
     print(f"  wall time {time.time() - started:.0f} s")
     return 0
 

@@ -34,6 +34,7 @@ _METRIC_OF = {
     "review_agreement_drop": "review_agreement",
     "context_relevance_drop": "mean_context_relevance",
     "empty_retrieval_rise": "empty_retrieval_rate",
+    "evidence_use_drop": "mean_passages_used_share",
 }
 _WARNING_ONLY = {"confidence_drift", "faithfulness_drift"}
 
@@ -56,9 +57,10 @@ def alert_message(check: DriftCheckRow, context: str = "") -> str:
             f"mean attribution confidence of {where} fell to {cur:.3f} from {ref:.3f} "
             f"({change:+.0%}; limit -{limit:.0%})"
         )
-    elif check.check == "context_relevance_drop":
+    elif check.check in ("context_relevance_drop", "evidence_use_drop"):
+        name = "context relevance" if check.check == "context_relevance_drop" else "evidence use"
         change = (cur - ref) / ref if ref and cur is not None else 0.0
-        text = f"mean context relevance of {where} fell to {cur:.3f} from {ref:.3f} ({change:+.0%}; {check.test})"
+        text = f"mean {name} of {where} fell to {cur:.3f} from {ref:.3f} ({change:+.0%}; {check.test})"
     elif check.check in _WARNING_ONLY:
         name = "attribution confidence" if check.check == "confidence_drift" else "faithfulness"
         text = (

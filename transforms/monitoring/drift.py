@@ -17,9 +17,9 @@ at least `min_responses` responses, one Evidently `Report` with tests checks:
 - `abstention_rise`: the share of responses with an abstaining sentence at most `max_abstention_rise` (10
   points) over the reference's, unless a binomial test finds the rise insignificant
   (`transforms.monitoring.abstention`),
-- `context_relevance_drop` and `empty_retrieval_rise`: the passages' relevance to the query fell, or the
-  share of responses with no relevant passage rose (`transforms.monitoring.retrieval_checks`), when the lake
-  has retrieval scores,
+- `context_relevance_drop`, `empty_retrieval_rise` and `evidence_use_drop`: the passages' relevance to the
+  query fell, the share of responses with no relevant passage rose, or the answers drew on fewer of their
+  passages (`transforms.monitoring.retrieval_checks`), when the lake has retrieval scores,
 - `attribution_coverage` >= 95% and `low_confidence_claims` <= 10% (spec 004), when claims are logged,
 - `review_agreement_drop`: the share of reviewed sentences whose reviewer agreed with the verifier, where
   reviews exist (`transforms.monitoring.review_agreement`).
@@ -206,6 +206,7 @@ _CHECK_COLUMN = {
     ABSTENTION_CHECK: "abstention",
     "context_relevance_drop": "mean_context_relevance",
     "empty_retrieval_rise": "empty_retrieval",
+    "evidence_use_drop": "passages_used_share",
 }
 """Checks that need a `responses` column lakes written by older versions lack."""
 

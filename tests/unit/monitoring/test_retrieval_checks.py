@@ -33,12 +33,14 @@ BASE = dict(
 )
 
 
-def _responses(n: int, relevance: float, empty_share: float, seed: int) -> pd.DataFrame:
+def _responses(n: int, relevance: float, empty_share: float, seed: int, used: float = 0.73) -> pd.DataFrame:
+    """`n` responses around these figures; evidence use as on stable scenario traffic (0.73, sd 0.24)."""
     rng = random.Random(seed)
     return pd.DataFrame(
         {
             "mean_context_relevance": [min(1.0, max(0.0, rng.gauss(relevance, 0.12))) for _ in range(n)],
             "empty_retrieval": [rng.random() < empty_share for _ in range(n)],
+            "passages_used_share": [min(1.0, max(0.0, rng.gauss(used, 0.24))) for _ in range(n)],
         }
     )
 
@@ -62,19 +64,35 @@ def test_ordinary_windows_raise_no_alert():
 
 def test_passages_off_the_topic_alert_on_relevance_and_empty_retrieval():
     statuses = _statuses(_responses(40, 0.18, 0.40, seed=2), REFERENCE)
-    assert statuses == {"context_relevance_drop": CheckStatus.alert, "empty_retrieval_rise": CheckStatus.alert}
+    assert statuses == {
+        "context_relevance_drop": CheckStatus.alert,
+        "empty_retrieval_rise": CheckStatus.alert,
+        "evidence_use_drop": CheckStatus.ok,
+    }
+
+
+def test_answers_that_stop_drawing_on_good_passages_alert_on_evidence_use_alone():
+    statuses = _statuses(_responses(40, 0.30, 0.03, seed=4, used=0.42), REFERENCE)  # the generator regression
+    assert statuses == {
+        "context_relevance_drop": CheckStatus.ok,
+        "empty_retrieval_rise": CheckStatus.ok,
+        "evidence_use_drop": CheckStatus.alert,
+    }
 
 
 def test_a_small_fall_raises_no_alert_even_when_certain_but_keeps_one_open():
-    statuses = _statuses(_responses(2000, 0.28, 0.08, seed=3), REFERENCE)  # 7% lower, 5 points more empty
+    # 7% lower relevance, 5 points more empty, about 12% less evidence use
+    statuses = _statuses(_responses(2000, 0.28, 0.08, seed=3, used=0.62), REFERENCE)
     inconclusive = CheckStatus.inconclusive  # neither raises nor clears: a regression's milder windows
-    assert statuses == {"context_relevance_drop": inconclusive, "empty_retrieval_rise": inconclusive}
+    assert set(statuses.values()) == {inconclusive} and len(statuses) == 3
 
 
 def test_a_lake_without_retrieval_scores_gets_no_retrieval_checks():
     old = pd.DataFrame({"faithfulness": [0.9] * 40})
     assert retrieval_checks(_plan(old, old), BASE, DriftConfig(), p_threshold=0.001) == []
-    nulls = pd.DataFrame({"mean_context_relevance": [None] * 40, "empty_retrieval": [None] * 40})
+    nulls = pd.DataFrame(
+        {"mean_context_relevance": [None] * 40, "empty_retrieval": [None] * 40, "passages_used_share": [None] * 40}
+    )
     assert retrieval_checks(_plan(nulls, REFERENCE), BASE, DriftConfig(), p_threshold=0.001) == []
 
 

@@ -2,8 +2,9 @@
 
 Scenario lakes (`tests.support.scenario_lakes`: generated traffic audited with the pipeline's plain functions,
 then one `run_drift`), read back with DuckDB. Over these seeds, and the wider sweep of
-`scripts/bench_drift.py --retrieval`, the off-topic retriever raises a retrieval incident, in the window it
-starts, and the generator that ignores its passages a generation incident, with no retrieval alert at all.
+`scripts/bench_drift_retrieval.py`, the off-topic retriever raises a retrieval incident, in the window it
+starts, and the generator that ignores its passages a generation incident, with no alert on the passages'
+relevance: what alerts is its evidence use.
 """
 
 from __future__ import annotations
@@ -58,4 +59,6 @@ def test_a_generator_ignoring_good_passages_is_a_generation_incident(scenario_la
     built = scenario_lake(_spec("generator-regression", seed))
     assert _incidents(built.lake) == [("generator_model", NEW_GENERATOR, "generation", False)]
     retrieval_alerts = _query(built.lake, 'SELECT count(*) FROM {alerts} WHERE "check" IN ' + str(RETRIEVAL_ALERTS))
-    assert retrieval_alerts == [(0,)]  # retrieval held: nothing about it alerts
+    assert retrieval_alerts == [(0,)]  # retrieval held: nothing about the passages alerts ...
+    unused = _query(built.lake, "SELECT DISTINCT slice_value FROM {alerts} WHERE \"check\" = 'evidence_use_drop'")
+    assert (NEW_GENERATOR,) in unused  # ... but the new model's answers stopped drawing on them
