@@ -8,8 +8,8 @@ The queue is the responses routed to review (`needs_review`), read from their ro
 (`transforms.io.lake.rollups.REVIEW_QUEUE_ITEMS`, its hours not compacted held in memory), filtered by tenant,
 risk, reason (the route the audit stored, `schemas.ReviewRoute`, as bits), verifier version and event time,
 ordered by risk (high first), then by event time (oldest first: a queue is served in arrival order), then by
-id. A response link carries its
-`event_time` so that loading it reads only its hour's files (a filter on the `date` and `hour` partitions).
+id. A response link carries its `event_time` so that loading it reads only its hour's files (a filter on the
+`date` and `hour` partitions).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50
 REFRESH_SECONDS = 30.0
-"""How old the session's views may grow before a request makes them again (new files of the lake)."""
+"""How old the session's views may grow before the next request has them made again, in a thread (new files)."""
 
 
 def reason_choices() -> list[str]:
