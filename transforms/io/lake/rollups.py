@@ -31,9 +31,9 @@ import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from schemas import TABLES, ReviewRoute
 from transforms.io.lake import filesystem as lakefs
@@ -47,6 +47,9 @@ from transforms.io.lake.reader import (
     sql_ident,
     table_files,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "REVIEW_QUEUE_ITEMS",
@@ -281,6 +284,8 @@ class HeldRollup:
         self._held = held
         aggregated = None
         if held:
+            import pyarrow as pa  # kept lazy: start-up (`groundwatch query` reads rollups without pyarrow)
+
             name = sql_ident(f"_{self.rollup.name}_held")
             con.register("held_rows", pa.concat_tables(list(held.values()), promote_options="default"))
             con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM held_rows")
