@@ -9,6 +9,7 @@ first lines of the sample traffic, and drift-checked where the page's server sho
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -19,10 +20,15 @@ import pytest
 
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
+from tests.support.audit_messages import message
+from tests.support.model_answers import MODEL_SURE
+from tests.support.openai_server import OpenAIServer
 from tests.unit.pipelines.test_cli_usage import _command
 from tests.unit.test_docs_commands import ROOT, _commands
 
 pytestmark = pytest.mark.server
+
+DOCUMENTED_JUDGE = "http://127.0.0.1:8000/v1"
 
 SERVERS = [
     # page, the command's words after `groundwatch`, the lake to prepare (drift-checked?), the page's address
@@ -68,4 +74,29 @@ def test_a_documented_server_command_answers_where_its_page_says(page, words, la
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=60)
         log.close()
+    assert code == 0, (tmp_path / "server.log").read_text(errors="replace")[-2000:]
+
+
+def test_the_documented_cascade_server_asks_the_judge_where_the_heuristic_is_unsure(tmp_path):
+    """serve-and-gate.md's `serve --verifier cascade --judge-base-url http://127.0.0.1:8000/v1 ...`, with the
+    page's judge replaced by an OpenAI-compatible server whose replies are scripted: a sentence inside the
+    cascade's band reaches the judge, which decides it."""
+    cascade = [c for c in _commands(ROOT / "docs" / "serve-and-gate.md") if c[1] == "serve" and "cascade" in c]
+    assert len(cascade) == 1, "serve-and-gate.md no longer documents the cascade server"
+    with OpenAIServer() as judge:
+        words = [judge.base_url if word == DOCUMENTED_JUDGE else word for word in cascade[0][1:]]
+        assert words != cascade[0][1:]  # the page's judge address was there to replace
+        log = open(tmp_path / "server.log", "wb")
+        env = {**os.environ, "GROUNDWATCH_JUDGE_API_KEY": "test-key"}  # the page: the key from the environment
+        process = subprocess.Popen([*_command(), *words], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            assert _answers("http://127.0.0.1:8321/healthz", process).status_code == 200
+            unsure = message("r-judge", answer=MODEL_SURE)  # heuristic confidence 0.55: inside (0.5, 0.8)
+            reply = httpx.post("http://127.0.0.1:8321/v1/verify", json=unsure, timeout=60)
+        finally:
+            process.send_signal(signal.SIGINT)
+            code = process.wait(timeout=60)
+            log.close()
+        assert reply.status_code == 200, reply.text[:2000]
+        assert judge.requests and "openai" in reply.json()["decided_by"]
     assert code == 0, (tmp_path / "server.log").read_text(errors="replace")[-2000:]
