@@ -24,6 +24,7 @@ import pytest
 
 from pipelines.demo import sample_traffic_path
 from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
+from tests.support.s3_fixtures import export_s3_env
 from tests.support.scripts import load_script
 
 LocalFlink = load_script("flink_cluster").LocalFlink
@@ -62,11 +63,15 @@ def flink_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def pooled_flink(tmp_path_factory):
-    """A running `LocalFlink` of two TaskManagers (one slot each), each with its worker pool."""
+def pooled_flink(tmp_path_factory, s3_server):
+    """A running `LocalFlink` of two TaskManagers (one slot each), each with its worker pool. The pools are
+    started with the test server's S3 credentials in their environment, as docs/flink.md says to export them
+    before `scripts/flink.sh start`: the workers that write a bucket take them from their pool."""
     flink = LocalFlink(tmp_path_factory.mktemp("flink-pools"), job_port=0, rest_port=0, pool_port=0, task_managers=2)
     try:
-        flink.start(cluster=True)
+        with pytest.MonkeyPatch.context() as env:
+            export_s3_env(env, s3_server)
+            flink.start(cluster=True)
         yield flink
     finally:
         flink.stop()

@@ -32,6 +32,7 @@ __all__ = [
     "S3_SECRET",
     "bucket_keys",
     "bucket_of",
+    "export_s3_env",
     "folder_or_bucket_lake",
     "get_object",
     "s3_client",
@@ -84,15 +85,20 @@ def s3_server(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture
-def s3_env(s3_server, monkeypatch):
-    """The environment a user of an S3-protocol store sets: credentials, region and groundwatch's endpoint."""
+def export_s3_env(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    """Set what a user of an S3-protocol store exports: credentials, region and groundwatch's endpoint."""
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", S3_KEY_ID)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", S3_SECRET)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
-    monkeypatch.setenv("GROUNDWATCH_S3_ENDPOINT", s3_server)
+    monkeypatch.setenv("GROUNDWATCH_S3_ENDPOINT", endpoint)
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    """The environment a user of an S3-protocol store sets (`export_s3_env`), for this test."""
+    export_s3_env(monkeypatch, s3_server)
     return s3_server
 
 

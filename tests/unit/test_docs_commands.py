@@ -12,7 +12,9 @@ Commands that need a service (Kafka, Flink, S3, a judge or a model, a server of 
 scenario lake) are named by `NEEDS` and not run here; `test_every_documented_command_is_run_or_named`
 keeps a new one from slipping by unseen. Some of them run as written with their service: docs/kafka.md's
 `produce` and `monitor` (tests/integration/kafka/test_kafka_docs_commands.py), the `serve`, `review` and
-`ui` servers (tests/unit/pipelines/test_docs_server_commands.py) and the README's `groundwatch demo` (the
+`ui` servers (tests/unit/pipelines/test_docs_server_commands.py), the model page's audits
+(tests/unit/pipelines/test_docs_model_commands.py), docs/flink.md's walk from a fresh machine to a stream into a
+bucket, Flink and S3 (tests/integration/flink/test_flink_pools.py) and the README's `groundwatch demo` (the
 `demo_lake` fixture runs the demo).
 """
 
@@ -47,8 +49,14 @@ NEEDS = {
 """What a command needs besides the sample traffic, by a word it contains; such commands are not run here."""
 
 
-def _commands(page: Path) -> list[list[str]]:
+def _commands(page: Path, section: str | None = None) -> list[list[str]]:
+    """The page's commands, or those of its `## section` (up to the next `## ` heading: a `# ` line inside a
+    section is a shell comment)."""
     text = page.read_text(encoding="utf-8")
+    if section is not None:
+        start = text.index(f"\n## {section}\n")
+        end = text.find("\n## ", start + 1)
+        text = text[start:end] if end > 0 else text[start:]
     found = []
     for block in re.findall(r"```(?:sh|bash|shell|console)?\n(.*?)```", text, re.S):
         for line in re.sub(r"\\\n\s*", " ", block).splitlines():

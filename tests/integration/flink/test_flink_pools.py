@@ -6,7 +6,14 @@ it (marker `flink`; what `scripts/flink.sh start --cluster --taskmanagers 2` sta
   the wall-clock stamps excluded), the audit stage read records on both TaskManagers (Flink's counts per
   subtask), and both pools started workers for it (their logs);
 - a Kafka topic of two partitions caught up there (`--until-caught-up`) leaves the rows the FnApiRunner leaves for
-  the same topic, every offset once, the group's offsets committed to the end, with both TaskManagers auditing.
+  the same topic, every offset once, the group's offsets committed to the end, with both TaskManagers auditing;
+- docs/flink.md's walk from a fresh machine to a stream writing a bucket runs as written: its bucket, its
+  `groundwatch` commands with `$FLINK` the flags `scripts/flink.sh flags` prints for this cluster (the page's
+  broker replaced by the session's). The audit into `s3://audits/groundwatch` leaves the FnApiRunner's rows and
+  nothing but Parquet objects and manifest entries; the page's query prints what it prints over the FnApiRunner's
+  lake; the stream's query shows every produced response once (polled where the page sleeps 120 s); SIGTERM ends
+  the monitor (130) and its job CANCELED; the secret key is in no log and no object. The pools hold the
+  credentials because the fixture exports them before starting the cluster, as the page does.
 
 Each TaskManager asks its own pool for workers (`scripts/flink_pools.py`), so work on both TaskManagers is work
 in processes of both pools. Waiting is bounded, never a speed assertion.
@@ -14,12 +21,19 @@ in processes of both pools. Waiting is bounded, never a speed assertion.
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
 
 from pipelines.produce import generated_messages, produce_messages
 from schemas import TABLES
+from tests.integration.kafka.test_kafka_docs_commands import _backlog, _groundwatch
 from tests.support.flink_fixtures import (
     audit_process,
     finished,
@@ -29,10 +43,17 @@ from tests.support.flink_fixtures import (
     stage_records,
     started_workers,
 )
-from tests.support.kafka_fixtures import committed_offsets, lake_accounting
+from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
 from tests.support.lake_compare import assert_same_tables
+from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object
+from tests.unit.test_docs_commands import ROOT, _commands
+from transforms.io.lake.manifest import ENTRY_NAME
 
 pytestmark = [pytest.mark.flink]
+
+FLINK_PAGE = ROOT / "docs" / "flink.md"
+WALKTHROUGH = "From a fresh machine to a stream on Flink writing a bucket"
+DOCUMENTED_BROKER = "127.0.0.1:39092"
 
 
 def _new_job(flink, before: set[str]) -> str:
@@ -79,3 +100,72 @@ def test_a_topic_caught_up_on_worker_pools_gives_the_rows_of_the_fnapirunner(
     assert committed == ends
     assert assert_same_tables(str(reference), str(lake), TABLES) > count
     _both_did_work(pooled_flink, _new_job(pooled_flink, jobs), workers)
+
+
+def _flags(flink) -> list[str]:
+    """`FLINK=$(scripts/flink.sh flags)`, as the page sets it, for the cluster of `flink`."""
+    env = {**os.environ, "GROUNDWATCH_FLINK_HOME": str(flink.home)}
+    done = subprocess.run([str(ROOT / "scripts" / "flink.sh"), "flags"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "--environment_type=EXTERNAL" in done.stdout, done.stderr
+    return done.stdout.split()
+
+
+def _as_written(command: list[str], flags: list[str], bootstrap: str) -> list[str]:
+    words = [bootstrap if w == DOCUMENTED_BROKER else w for w in command[1:] if w != "&"]
+    return [_groundwatch(), *(f for w in words for f in (flags if w == "$FLINK" else [w]))]
+
+
+def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written(
+    pooled_flink, s3_env, kafka_bootstrap, sample_lake_fnapi, tmp_path
+):
+    audit, query, produce, monitor, stream_query = _commands(FLINK_PAGE, WALKTHROUGH)
+    assert [c[1] for c in (audit, query, produce, monitor, stream_query)] == [
+        "audit", "query", "produce", "monitor", "query"]  # fmt: skip
+    flags = _flags(pooled_flink)
+    run = {"capture_output": True, "text": True, "timeout": 600, "cwd": ROOT, "check": False}
+    (create,) = re.findall(r"^python -c (\".*create_bucket.*\")$", FLINK_PAGE.read_text(), re.M)
+    made = subprocess.run([sys.executable, "-c", *shlex.split(create)], **run)
+    assert made.returncode == 0, made.stderr
+
+    audited = subprocess.run(_as_written(audit, flags, kafka_bootstrap), **run)
+    assert audited.returncode == 0, audited.stderr[-3000:]
+    lake = audit[audit.index("--lake") + 1]
+    keys = bucket_keys("audits")
+    entries = [k for k in keys if k.startswith("groundwatch/_manifest/")]
+    assert entries and all(ENTRY_NAME.match(k.rsplit("/", 1)[1]) for k in entries), entries
+    assert all(k.endswith(".parquet") for k in set(keys) - set(entries)), keys
+    assert assert_same_tables(sample_lake_fnapi, lake, TABLES) > 3000
+    in_bucket = subprocess.run(_as_written(query, flags, kafka_bootstrap), **run)
+    over_folder = [sample_lake_fnapi if w == lake else w for w in _as_written(query, flags, kafka_bootstrap)]
+    assert in_bucket.returncode == 0 and in_bucket.stdout.count("\n") > 8, in_bucket.stderr
+    assert in_bucket.stdout == subprocess.run(over_folder, **run).stdout
+
+    topic, group = monitor[monitor.index("--topic") + 1], monitor[monitor.index("--group-id") + 1]
+    count = int(produce[produce.index("--generate") + 1])
+    expected = _backlog(kafka_bootstrap, group, topic) + count
+    produced = subprocess.run(_as_written(produce, flags, kafka_bootstrap), **run)
+    assert produced.returncode == 0, produced.stderr[-2000:]
+    jobs, log = set(flink_jobs(pooled_flink)), tmp_path / "monitor.log"
+    with open(log, "wb") as out:
+        streaming = subprocess.Popen(_as_written(monitor, flags, kafka_bootstrap), stdout=out, stderr=out, cwd=ROOT)
+    try:
+
+        def counted() -> list[int] | None:
+            assert streaming.poll() is None, log_tail(log)
+            done = subprocess.run(_as_written(stream_query, flags, kafka_bootstrap), **run)
+            numbers = [int(n) for n in re.findall(r"^(\d+)\s+(\d+)\s*$", done.stdout, re.M)[0]] if done.stdout else []
+            return numbers if numbers and numbers[0] >= expected else None
+
+        found = wait_for(counted, timeout_s=300, every_s=5, what=f"{expected} responses in the page's stream query")
+        assert found == [expected, expected]  # every produced response, each once
+        streaming.send_signal(signal.SIGTERM)
+        assert streaming.wait(timeout=180) == 130, log_tail(log)
+    finally:
+        if streaming.poll() is None:
+            streaming.kill()
+    (job,) = set(flink_jobs(pooled_flink)) - jobs
+    wait_for(lambda: flink_jobs(pooled_flink)[job] == "CANCELED", timeout_s=120, what=f"job {job} CANCELED")
+    logs = [log.read_text(errors="replace"), audited.stderr, audited.stdout]
+    logs += [open(pool["log"], errors="replace").read() for pool in pooled_flink.pools()]
+    assert not any(S3_SECRET in text for text in logs)
+    assert not any(S3_SECRET.encode() in get_object("audits", key) for key in bucket_keys("audits"))

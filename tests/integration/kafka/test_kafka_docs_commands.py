@@ -30,14 +30,14 @@ def _groundwatch() -> str:
     return str(beside) if beside.exists() else shutil.which("groundwatch") or "groundwatch"
 
 
-def _backlog(bootstrap: str, group: str) -> int:
-    """Messages of the page's topic that `group` has not committed yet (0 for a topic not there yet)."""
+def _backlog(bootstrap: str, group: str, topic: str = TOPIC) -> int:
+    """Messages of `topic` (the page's) that `group` has not committed yet (0 for a topic not there yet)."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
     try:
-        partitions = consumer.partitions_for_topic(TOPIC) or set()
-        tps = [TopicPartition(TOPIC, p) for p in partitions]
+        partitions = consumer.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in partitions]
         begin, end = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
         return sum(end[tp] - (consumer.committed(tp) or begin[tp]) for tp in tps)
     finally:
