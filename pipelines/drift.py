@@ -66,9 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-span-hours",
         type=float,
-        default=0.0,
+        default=168.0,
         help="How far back a slice too small for one window pools its windows to reach --min-responses "
-        "(hours), e.g. 168 for a week. Default 0: off (docs/drift-and-dashboards.md says why).",
+        "(hours). Default 168, a week; 0 checks every slice window by window.",
     )
     parser.add_argument(
         "--recompute", action="store_true", help="Forget earlier drift runs (checks, alerts, snapshots), check all."

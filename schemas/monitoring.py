@@ -167,6 +167,9 @@ class AlertRow(StrictModel):
     """The lowest-confidence responses of the slice in the window that raised the alert."""
     message: str
     updated_at: datetime
+    span_start: datetime | None = None
+    """For a slice checked over a span of windows (too small for one): the span's first window. None: the
+    window alone."""
 
 
 class IncidentRow(StrictModel):

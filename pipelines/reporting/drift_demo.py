@@ -81,10 +81,9 @@ def regression_demo(lake_dir: str, out: Callable[[str], None] = print) -> DriftO
     with _quiet_drift_log():  # the demo prints the alerts worth reading; `groundwatch drift` logs every one
         outcome = run_drift(
             lake_dir,
-            # One-minute windows, each tenant a few responses of each: the story is the retriever's incident,
-            # told window by window. Tenants checked over spans would alert later than the retriever, in
-            # incidents of their own (the incident grouping sees only alerts of the same windows).
-            DriftConfig(max_span_hours=0),
+            # One-minute windows with a few responses of each tenant: the tenants are checked over spans of
+            # windows, and their alerts join the retriever's incident.
+            DriftConfig(),
             recompute=True,  # also replaces the workspace's earlier snapshots of the demo project
             out=lambda _: None,
             workspace_dir=os.path.join(lake_dir, "evidently"),

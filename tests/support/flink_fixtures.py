@@ -23,6 +23,7 @@ import sys
 import pytest
 
 from pipelines.demo import sample_traffic_path
+from tests.support.documented import ROOT, as_written, commands
 from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
 from tests.support.s3_fixtures import export_s3_env
 from tests.support.scripts import load_script
@@ -32,7 +33,9 @@ LocalFlink = load_script("flink_cluster").LocalFlink
 __all__ = [
     "LocalFlink",
     "RUN_TIMEOUT_S",
+    "FLINK_PAGE",
     "audit_process",
+    "documented_flags",
     "finished",
     "flink_argv",
     "flink_cluster",
@@ -47,6 +50,9 @@ __all__ = [
     "sample_lake_fnapi",
 ]
 
+FLINK_PAGE = ROOT / "docs" / "flink.md"
+DOCUMENTED_PORTS = ("localhost:38099", "127.0.0.1:38081-38090", "127.0.0.1:38081")
+"""The job endpoint, the mini-cluster's REST range and the JobManager's REST address docs/flink.md writes."""
 RUN_TIMEOUT_S = 300
 """How long one run may take before a test gives up on it (a bound, not a speed assertion)."""
 
@@ -110,6 +116,16 @@ def flink_argv(flink, parallelism: int = 2) -> list[str]:
         f"--flink_master={flink.rest_url.removeprefix('http://')}",  # where a stopped monitor cancels its job
         f"--parallelism={parallelism}",
     ]
+
+
+def documented_flags(flink, section: str, command: str) -> list[str]:
+    """The runner flags (from `--runner=` on) of docs/flink.md's `groundwatch <command>` in its `## section`, as
+    written, with the page's ports (`DOCUMENTED_PORTS`) those of `flink`."""
+    (documented,) = [c for c in commands(FLINK_PAGE, section) if c[1] == command]
+    # The REST address of a cluster, or the mini-cluster's range (the range is replaced first).
+    ports = dict(zip(DOCUMENTED_PORTS, (flink.endpoint, flink.rest_address, flink.rest_address), strict=True))
+    words = as_written(documented, ports)
+    return words[next(i for i, w in enumerate(words) if w.startswith("--runner=")) :]
 
 
 def flink_jobs(flink) -> dict[str, str]:

@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import shlex
-from pathlib import Path
 
 import pytest
 
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
+from tests.support.documented import ROOT, commands
 
-ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LABELLED = ROOT / "tests" / "data" / "paraphrase" / "answers.jsonl"
 """Hand-labelled answers in the golden file's format: the documented `calibrate --golden` commands read them."""
@@ -47,26 +45,6 @@ NEEDS = {
     "scenario": ("demo",),
 }
 """What a command needs besides the sample traffic, by a word it contains; such commands are not run here."""
-
-
-def _commands(page: Path, section: str | None = None) -> list[list[str]]:
-    """The page's commands, or those of its `## section` (up to the next `## ` heading: a `# ` line inside a
-    section is a shell comment)."""
-    text = page.read_text(encoding="utf-8")
-    if section is not None:
-        start = text.index(f"\n## {section}\n")
-        end = text.find("\n## ", start + 1)
-        text = text[start:end] if end > 0 else text[start:]
-    found = []
-    for block in re.findall(r"```(?:sh|bash|shell|console)?\n(.*?)```", text, re.S):
-        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
-            for part in line.split("&&"):
-                part = part.strip()
-                while (dropped := re.sub(r"\[[^\[\]]*\]", " ", part)) != part:  # [--optional [flags]]
-                    part = dropped
-                if part.startswith("groundwatch "):
-                    found.append(shlex.split(part, comments=True))
-    return found
 
 
 def _needs(command: list[str]) -> str | None:
@@ -94,14 +72,14 @@ def _lakes_read_first(commands: list[list[str]]) -> list[str]:
 def _runnable() -> list[pytest.param]:
     params = []
     for page in PAGES:
-        commands = [c for c in _commands(page) if _needs(c) is None]
-        if commands:
-            params.append(pytest.param(commands, id=str(page.relative_to(ROOT))))
+        runnable = [c for c in commands(page) if _needs(c) is None]
+        if runnable:
+            params.append(pytest.param(runnable, id=str(page.relative_to(ROOT))))
     return params
 
 
 def test_every_documented_command_is_run_or_named():
-    every = [c for page in PAGES for c in _commands(page)]
+    every = [c for page in PAGES for c in commands(page)]
     assert len(every) >= 20  # the extraction finds the docs' commands
     run = [c for c in every if _needs(c) is None]
     assert {c[1] for c in run} >= {"audit", "query", "drift", "report", "gate"}

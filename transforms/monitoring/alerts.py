@@ -96,6 +96,8 @@ class AlertTracker:
                 record["example_response_ids"] = [] if examples is None else [str(e) for e in examples]
                 for column in ("window_start", "window_end", "started_at", "updated_at"):
                     record[column] = pd.Timestamp(record[column]).to_pydatetime()
+                if record.get("span_start") is not None:  # a lake written before spans has no such column
+                    record["span_start"] = pd.Timestamp(record["span_start"]).to_pydatetime()
                 row = AlertRow.model_validate(record)
                 open_alerts[(row.check, row.slice_dimension, row.slice_value)] = row
         return cls(open_alerts, clear_after)
@@ -133,6 +135,7 @@ class AlertTracker:
                     example_response_ids=plan.example_ids(examples),
                     message=alert_message(check, extra),
                     updated_at=now,
+                    span_start=check.span_start,
                 )
                 self.open[key] = row
                 changed.append(row)

@@ -33,7 +33,7 @@ A slice too small for one window (a tenant with fifty answers a day, in one-minu
 windows since its last check are pooled, window after window, until they hold `min_responses`; then that
 span is checked, in the row of the window that completed it (`span_start` names its first window), and the
 next span starts. Its reference is its own last `baseline_windows` spans. A span reaches back at most
-`max_span_hours` (off by default): older windows drop out of it, so a slice that stays too small is still
+`max_span_hours` (a week by default): older windows drop out of it, so a slice that stays too small is still
 `insufficient_data`, and its first checks wait for a reference of that many spans (`no_reference`).
 """
 
@@ -167,11 +167,18 @@ def _reference(frames: LakeFrames, plan: SlicePlan, history: History, window_sta
         spans = spans[-config.baseline_windows :]
         if len(spans) < config.baseline_windows:
             continue  # a baseline of one or two windows would call their noise drift: wait for a full one
-        responses = pd.concat([_slice(frames.responses_over(*s), dimension, value) for s in spans])
+        # A slice checked over spans, without spans of its own yet, is compared with its own responses in all
+        # traffic's reference windows where they are enough: a tenant's level is not all traffic's.
+        own = plan.span_start is not None and dimension == ALL_TRAFFIC
+        responses = pd.concat([_slice(frames.responses_over(*s), *plan.key) for s in spans]) if own else None
+        if responses is None or len(responses) < config.min_responses:
+            own, responses = False, pd.concat([_slice(frames.responses_over(*s), dimension, value) for s in spans])
         if len(responses) < config.min_responses:
             continue
-        sentences = pd.concat([_slice(frames.sentences_over(*s), dimension, value) for s in spans])
+        key = plan.key if own else (dimension, value)
+        sentences = pd.concat([_slice(frames.sentences_over(*s), *key) for s in spans])
         what = "windows" if all(first == last for first, last in spans) else "spans"
+        label = f"{label}, this slice's responses" if own else label
         return (
             responses,
             sentences,

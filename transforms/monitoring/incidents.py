@@ -17,7 +17,15 @@ traffic reaches, and on all traffic. An operator needs one thing: "retriever_ver
   every slice with an open confidence alert, the slices without the open causes' responses are tested
   against the windows before the incident, and one that fell significantly on its own, and whose removal
   leaves the alerting slice unexplained no more, opens an incident (started at its most likely change point);
-- an incident clears when all of its alerts have cleared.
+- an alert of a slice checked over a span of windows (a tenant too small for one window,
+  `transforms.monitoring.drift`) takes no part in the grouping above: its span pools windows from before the
+  change, it arrives later than the window alerts, and its reference may be all traffic's, so as a candidate or
+  a suspect it would name causes of its own (on scenario traffic it did). It joins the open incident whose cause
+  served a third of the span's responses or explains it over the span (`span_explained`); without one it stays
+  an alert of its own, and tries again each window while it fires. It opens an incident of its own slice only
+  when it fires while no window alert does (a small customer's own lake, where every slice is checked over
+  spans), and holds open no other incident: it lags behind the recovery as it lagged behind the change;
+- an incident clears when all of its alerts have cleared (of span alerts, only those of its cause count).
 
 Each incident carries, pooled over its windows (`started_at` to `figures_through`) and refreshed whenever it
 changes: the drop of its cause slice against the windows before it, example responses (least supported
@@ -56,7 +64,7 @@ from transforms.monitoring.incident_stats import (
     span,
 )
 
-__all__ = ["IncidentTracker", "cause_breakdown", "explains", "format_incident", "incident_id"]
+__all__ = ["IncidentTracker", "cause_breakdown", "explains", "format_incident", "incident_id", "span_explained"]
 
 _SLICE_COLUMNS = ("retriever_version", "generator_model", "tenant")
 _RENAME_WINDOWS = POOLED_WINDOWS
@@ -98,6 +106,32 @@ def explains(cause: tuple[str, str], alert: AlertRow, responses: pd.DataFrame) -
         return False
     limit = _limit(alert)
     return ref - mean < 0.5 * max(ref - cur, 1e-9) or (limit is not None and mean >= limit)
+
+
+_SPAN_COLUMNS = {
+    "confidence_drift": "mean_attribution_confidence",
+    "mean_confidence_drop": "mean_attribution_confidence",
+    "faithfulness_drift": "faithfulness",
+    "abstention_rise": "abstention",
+    "context_relevance_drop": "mean_context_relevance",
+    "empty_retrieval_rise": "empty_retrieval",
+    "evidence_use_drop": "passages_used_share",
+}
+"""The responses' column whose span mean a span alert's check moved (a claim-rate check has none)."""
+
+
+def span_explained(cause: tuple[str, str], alert: AlertRow, mine: pd.DataFrame) -> bool:
+    """Whether a span alert's move (mostly) vanishes without the cause's responses in the span (`mine`: its slice's
+    responses over the span): less than half of the move from the reference is left, or a handful of responses.
+    A check without a column (claim rates, coverage): whether the cause served at least a third of the span."""
+    rest = mine[~in_slice(mine, *cause)]
+    if not len(rest) or (len(rest) < 2 * _MIN_CAUSE_RESPONSES and len(rest) <= len(mine) / 3):
+        return True
+    column, ref, cur = _SPAN_COLUMNS.get(alert.check), alert.reference_value, alert.current_value
+    if column not in rest or ref is None or cur is None:
+        return len(rest) <= len(mine) * 2 / 3
+    left = float(rest[column].astype(float).mean()) - ref
+    return pd.isna(left) or left * (cur - ref) <= 0 or abs(left) < 0.5 * abs(cur - ref)
 
 
 class IncidentTracker:
@@ -144,6 +178,10 @@ class IncidentTracker:
         window_start = window[0]
         changed: dict[str, IncidentRow] = {}
         loose = []
+        # Alerts of slices checked over spans are placed last, apart (see the module's docstring).
+        span_alerts = [a for a in open_alerts if a.span_start is not None]
+        changes = [a for a in changes if a.span_start is None]
+        open_alerts = [a for a in open_alerts if a.span_start is None]
         for alert in (a for a in changes if a.status == AlertStatus.firing):
             vague = next((i for i in self.open.values() if i.cause_dimension == ALL_TRAFFIC), None)
             if alert.slice_dimension != ALL_TRAFFIC and vague is not None and _slice(alert) not in self._causes():
@@ -173,7 +211,20 @@ class IncidentTracker:
             changed[row.incident_id] = row
         for row in self._second_causes(frames, window_start, open_alerts, now):
             self.open[row.incident_id] = changed[row.incident_id] = row
+        grouped = {a for i in self.open.values() for a in i.alert_ids}
+        for alert in (a for a in span_alerts if a.alert_id not in grouped):
+            joined = self._span_home(frames, window_start, alert)
+            if joined is not None:
+                self.open[joined] = changed[joined] = self._with_alert(self.open[joined], alert, now)
+            elif not open_alerts and alert.window_start == window_start:
+                # New, and nothing else fires (a small customer's own lake): its slice is the cause.
+                row = self._open(window_start, _slice(alert), [alert], alert.span_start, now)
+                self.open[row.incident_id] = changed[row.incident_id] = row
+                grouped.add(alert.alert_id)
+            # else it stays an alert of its own while the window alerts name their causes, and tries again
+        # A span alert holds open only an incident of its own slice (one it opened); elsewhere it lags.
         firing_ids = {a.alert_id for a in open_alerts}
+        firing_ids |= {a.alert_id for a in span_alerts if any(_slice(a) == _cause(i) for i in self.open.values())}
         for key, incident in list(self.open.items()):
             if not any(a in firing_ids for a in incident.alert_ids):
                 cleared = incident.model_copy(
@@ -206,6 +257,18 @@ class IncidentTracker:
             return homes[:1]
         explained = self._explains(frames, since, window_start, self._causes(), alert)
         return list(self.open.values()) if explained else []
+
+    def _span_home(self, frames, window_start: datetime, alert: AlertRow) -> str | None:
+        """The open incident a span alert belongs to: of those whose cause served a third of the span's responses
+        or explains the alert over the span (`span_explained`), the one that served the most; else None."""
+        span = frames.responses_over(alert.span_start, window_start)
+        mine = span[in_slice(span, *_slice(alert))]
+        homes = []
+        for key, incident in self.open.items():
+            served = int(in_slice(mine, *_cause(incident)).sum())
+            if served and (served >= len(mine) / 3 or span_explained(_cause(incident), alert, mine)):
+                homes.append((served, key))
+        return max(homes)[1] if homes else None
 
     def _most_overlap(self, frames, window_start: datetime, alert: AlertRow) -> list[IncidentRow]:
         mine = frames.responses_in(window_start)

@@ -115,7 +115,8 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
         )
         checks = _utc(read_table(con, lake_dir, "drift_checks"), "window_start", "window_end", "checked_at")
         alerts = _utc(
-            read_table(con, lake_dir, "alerts"), "window_start", "window_end", "started_at", "cleared_at", "updated_at"
+            read_table(con, lake_dir, "alerts"),
+            *("window_start", "window_end", "started_at", "cleared_at", "updated_at", "span_start"),
         )
     finally:
         con.close()

@@ -60,7 +60,7 @@ class DriftConfig:
     """Response ids attached to an alert (the slice's lowest-confidence responses in the window)."""
     clear_after: int = 2
     """Consecutive passing windows that clear an alert."""
-    max_span_hours: float = 0.0
+    max_span_hours: float = 168.0
     """How far back a small slice's windows grow to reach `min_responses` (a week); 0 turns growing off."""
 
     def __post_init__(self):

@@ -16,7 +16,7 @@ import signal
 
 import pytest
 
-from tests.support.flink_fixtures import LocalFlink, log_tail, monitor_process, produce_into_stream
+from tests.support.flink_fixtures import LocalFlink, documented_flags, log_tail, monitor_process, produce_into_stream
 from tests.support.kafka_fixtures import wait_for
 from tests.support.s3_fixtures import S3_SECRET
 
@@ -44,13 +44,10 @@ def test_monitor_on_the_mini_cluster_writes_the_bucket_and_sigterm_cancels_its_j
     embedded_flink, kafka_bootstrap, new_topic, s3_lake, tmp_path
 ):
     topic, log, count = new_topic(partitions=2), tmp_path / "monitor.log", 60
-    beam_argv = [
-        "--runner=FlinkRunner",
-        f"--job_endpoint={embedded_flink.endpoint}",
-        "--environment_type=LOOPBACK",
-        "--parallelism=2",
-        f"--flink-rest={embedded_flink.rest_address}",  # a range: 127.0.0.1:LOW-HIGH
-    ]
+    # docs/flink.md's flags for a stream on the mini-cluster, its ports this job server's: `--flink-rest` names the
+    # range 127.0.0.1:LOW-HIGH where the running job serves its REST API.
+    beam_argv = documented_flags(embedded_flink, "Stopping a stream", "monitor")
+    assert "--flink-rest" in beam_argv
     monitor = monitor_process(kafka_bootstrap, topic, s3_lake, beam_argv, log)
     try:
         produce_into_stream(kafka_bootstrap, topic, s3_lake, count, 21, monitor, log)

@@ -33,9 +33,9 @@ import pytest
 
 from pipelines.produce import generated_messages, produce_messages
 from schemas import TABLES
-from tests.integration.kafka.test_kafka_docs_commands import _backlog, _groundwatch
+from tests.integration.kafka.test_kafka_docs_commands import _backlog
+from tests.support.documented import ROOT, as_written, commands, groundwatch_bin
 from tests.support.flink_fixtures import (
-    audit_process,
     finished,
     flink_jobs,
     log_tail,
@@ -46,7 +46,6 @@ from tests.support.flink_fixtures import (
 from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
 from tests.support.lake_compare import assert_same_tables
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object
-from tests.unit.test_docs_commands import ROOT, _commands
 from transforms.io.lake.manifest import ENTRY_NAME
 
 pytestmark = [pytest.mark.flink]
@@ -69,9 +68,17 @@ def _both_did_work(flink, job: str, workers_before: list[int]) -> None:
 
 
 def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, sample_lake_fnapi, tmp_path):
-    lake, log = tmp_path / "lake", tmp_path / "audit.log"
+    # The page's audit on the pools, as written, from the checkout (its input's path is the sample traffic's, so
+    # the rows' origin is the reference's); only the lake is the test's own folder.
+    (audit,) = commands(FLINK_PAGE, "LOOPBACK or EXTERNAL workers")
+    lake = tmp_path / "lake"
+    command = [
+        groundwatch_bin(),
+        *as_written(audit, {"./groundwatch-lake": str(lake)}, {"$FLINK": _flags(pooled_flink)}),
+    ]
     jobs, workers = set(flink_jobs(pooled_flink)), started_workers(pooled_flink)
-    assert finished(audit_process(lake, *pooled_flink.runner_flags(), log_path=log), log) == 0, log_tail(log)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
     # responses, sentences, citations, claims, window metrics and dead letters: not empty
     assert assert_same_tables(sample_lake_fnapi, str(lake), TABLES) > 3000
     _both_did_work(pooled_flink, _new_job(pooled_flink, jobs), workers)
@@ -110,15 +117,15 @@ def _flags(flink) -> list[str]:
     return done.stdout.split()
 
 
-def _as_written(command: list[str], flags: list[str], bootstrap: str) -> list[str]:
-    words = [bootstrap if w == DOCUMENTED_BROKER else w for w in command[1:] if w != "&"]
-    return [_groundwatch(), *(f for w in words for f in (flags if w == "$FLINK" else [w]))]
+def _run_as(command: list[str], flags: list[str], bootstrap: str = DOCUMENTED_BROKER) -> list[str]:
+    """The page's command as the installed `groundwatch` runs it, `$FLINK` set, the session's broker in it."""
+    return [groundwatch_bin(), *as_written(command, {DOCUMENTED_BROKER: bootstrap}, {"$FLINK": flags})]
 
 
 def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written(
     pooled_flink, s3_env, kafka_bootstrap, sample_lake_fnapi, tmp_path
 ):
-    audit, query, produce, monitor, stream_query = _commands(FLINK_PAGE, WALKTHROUGH)
+    audit, query, produce, monitor, stream_query = commands(FLINK_PAGE, WALKTHROUGH)
     assert [c[1] for c in (audit, query, produce, monitor, stream_query)] == [
         "audit", "query", "produce", "monitor", "query"]  # fmt: skip
     flags = _flags(pooled_flink)
@@ -127,7 +134,7 @@ def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written
     made = subprocess.run([sys.executable, "-c", *shlex.split(create)], **run)
     assert made.returncode == 0, made.stderr
 
-    audited = subprocess.run(_as_written(audit, flags, kafka_bootstrap), **run)
+    audited = subprocess.run(_run_as(audit, flags, kafka_bootstrap), **run)
     assert audited.returncode == 0, audited.stderr[-3000:]
     lake = audit[audit.index("--lake") + 1]
     keys = bucket_keys("audits")
@@ -135,24 +142,24 @@ def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written
     assert entries and all(ENTRY_NAME.match(k.rsplit("/", 1)[1]) for k in entries), entries
     assert all(k.endswith(".parquet") for k in set(keys) - set(entries)), keys
     assert assert_same_tables(sample_lake_fnapi, lake, TABLES) > 3000
-    in_bucket = subprocess.run(_as_written(query, flags, kafka_bootstrap), **run)
-    over_folder = [sample_lake_fnapi if w == lake else w for w in _as_written(query, flags, kafka_bootstrap)]
+    in_bucket = subprocess.run(_run_as(query, flags, kafka_bootstrap), **run)
+    over_folder = [sample_lake_fnapi if w == lake else w for w in _run_as(query, flags, kafka_bootstrap)]
     assert in_bucket.returncode == 0 and in_bucket.stdout.count("\n") > 8, in_bucket.stderr
     assert in_bucket.stdout == subprocess.run(over_folder, **run).stdout
 
     topic, group = monitor[monitor.index("--topic") + 1], monitor[monitor.index("--group-id") + 1]
     count = int(produce[produce.index("--generate") + 1])
     expected = _backlog(kafka_bootstrap, group, topic) + count
-    produced = subprocess.run(_as_written(produce, flags, kafka_bootstrap), **run)
+    produced = subprocess.run(_run_as(produce, flags, kafka_bootstrap), **run)
     assert produced.returncode == 0, produced.stderr[-2000:]
     jobs, log = set(flink_jobs(pooled_flink)), tmp_path / "monitor.log"
     with open(log, "wb") as out:
-        streaming = subprocess.Popen(_as_written(monitor, flags, kafka_bootstrap), stdout=out, stderr=out, cwd=ROOT)
+        streaming = subprocess.Popen(_run_as(monitor, flags, kafka_bootstrap), stdout=out, stderr=out, cwd=ROOT)
     try:
 
         def counted() -> list[int] | None:
             assert streaming.poll() is None, log_tail(log)
-            done = subprocess.run(_as_written(stream_query, flags, kafka_bootstrap), **run)
+            done = subprocess.run(_run_as(stream_query, flags, kafka_bootstrap), **run)
             numbers = [int(n) for n in re.findall(r"^(\d+)\s+(\d+)\s*$", done.stdout, re.M)[0]] if done.stdout else []
             return numbers if numbers and numbers[0] >= expected else None
 

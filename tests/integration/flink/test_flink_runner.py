@@ -1,10 +1,10 @@
 """groundwatch on Apache Flink (marker `flink`): a local standalone cluster (JobManager, one TaskManager with 2
 slots) behind Beam's Flink job server, started once for the session (`tests.support.flink_fixtures`).
 
-- the sample traffic audited on Flink at parallelism 2 leaves, table by table, the rows the FnApiRunner leaves
-  (floats within 1e-9; the wall-clock stamps excluded);
-- the streaming monitor on Flink audits every produced response into the lake, commits the group's offsets to
-  the end, and stopped by SIGTERM cancels its job, which ends CANCELED (not FAILED);
+- the sample traffic audited on Flink with docs/flink.md's flags (parallelism 2) leaves, table by table, the
+  rows the FnApiRunner leaves (floats within 1e-9; the wall-clock stamps excluded);
+- the streaming monitor on Flink, with the page's flags, audits every produced response into the lake, commits
+  the group's offsets to the end, and stopped by SIGTERM cancels its job, which ends CANCELED (not FAILED);
 - a SIGKILL of the TaskManager during a bounded audit fails the job; a re-run into the same lake leaves each
   response counted once by the lake views.
 
@@ -26,6 +26,7 @@ from schemas import TABLES
 from tests.support.flink_fixtures import (
     RUN_TIMEOUT_S,
     audit_process,
+    documented_flags,
     finished,
     flink_argv,
     flink_jobs,
@@ -40,10 +41,10 @@ pytestmark = [pytest.mark.flink]
 
 
 def test_audit_on_flink_gives_the_rows_of_the_fnapirunner(flink_cluster, sample_lake_fnapi, tmp_path):
+    # docs/flink.md's audit as written (its job endpoint this cluster's), of the sample traffic.
     on_flink, log = tmp_path / "flink", tmp_path / "audit.log"
-    assert finished(audit_process(on_flink, *flink_argv(flink_cluster, parallelism=2), log_path=log), log) == 0, (
-        log_tail(log)
-    )
+    beam_argv = documented_flags(flink_cluster, "Options", "audit")
+    assert finished(audit_process(on_flink, *beam_argv, log_path=log), log) == 0, log_tail(log)
     # responses, sentences, citations, claims, window metrics and dead letters: not empty
     assert assert_same_tables(sample_lake_fnapi, str(on_flink), TABLES) > 3000
 
@@ -54,7 +55,8 @@ def test_monitor_on_flink_audits_the_stream_and_sigterm_cancels_its_job(
     topic, lake, log, count = new_topic(partitions=2), tmp_path / "lake", tmp_path / "monitor.log", 80
     before = set(flink_jobs(flink_cluster))
     drift = ["--drift-every-seconds", "2"]  # the drift stage beside the stream: it must work on Flink too
-    monitor = monitor_process(kafka_bootstrap, topic, lake, [*flink_argv(flink_cluster, parallelism=2), *drift], log)
+    beam_argv = documented_flags(flink_cluster, "Options", "monitor")  # the page's, with this cluster's ports
+    monitor = monitor_process(kafka_bootstrap, topic, lake, [*beam_argv, *drift], log)
     try:
         produce_into_stream(kafka_bootstrap, topic, lake, count, 20, monitor, log)
         wait_for(

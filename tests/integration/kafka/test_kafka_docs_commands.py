@@ -8,26 +8,18 @@ them: the installed `groundwatch`, in a folder of their own (the page's `./groun
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from dashboards.views import connect_lake
-from tests.unit.test_docs_commands import ROOT, _commands
+from tests.support.documented import ROOT, commands, groundwatch_bin
 
 pytestmark = pytest.mark.kafka
 
 PAGE = ROOT / "docs" / "kafka.md"
 DOCUMENTED_BROKER = "127.0.0.1:39092"
 TOPIC = "rag.responses"
-
-
-def _groundwatch() -> str:
-    beside = Path(sys.executable).with_name("groundwatch")
-    return str(beside) if beside.exists() else shutil.which("groundwatch") or "groundwatch"
 
 
 def _backlog(bootstrap: str, group: str, topic: str = TOPIC) -> int:
@@ -45,11 +37,11 @@ def _backlog(bootstrap: str, group: str, topic: str = TOPIC) -> int:
 
 
 def _as_written(command: list[str], bootstrap: str) -> list[str]:
-    return [_groundwatch(), *(bootstrap if word == DOCUMENTED_BROKER else word for word in command[1:])]
+    return [groundwatch_bin(), *(bootstrap if word == DOCUMENTED_BROKER else word for word in command[1:])]
 
 
 def test_the_kafka_pages_produce_and_monitor_run_as_written(kafka_bootstrap, tmp_path):
-    produce, monitor = [c for c in _commands(PAGE) if c[1] in ("produce", "monitor")][:2]
+    produce, monitor = [c for c in commands(PAGE) if c[1] in ("produce", "monitor")][:2]
     assert produce[1] == "produce" and monitor[1] == "monitor" and DOCUMENTED_BROKER in produce
     count = int(produce[produce.index("--generate") + 1])
     backlog = _backlog(kafka_bootstrap, "groundwatch")  # the page's consumer group (the flag's default)

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from dashboards.views import connect_lake
-from pipelines.runner.drift_run import run_drift
+from pipelines.cli import main as groundwatch
 from pipelines.traffic.scenarios import audit_into_lake
 from pipelines.traffic.synthetic import DEFAULT_START, generate_responses
 from transforms.monitoring.drift import DriftConfig
@@ -41,7 +41,8 @@ def _week(drop: bool) -> list[dict]:
 def small_lake(request, tmp_path_factory) -> tuple[str, bool]:
     lake = str(tmp_path_factory.mktemp("small") / "lake")
     audit_into_lake(_week(request.param), lake, window_seconds=60)
-    run_drift(lake, DriftConfig(max_span_hours=168), workspace=False, out=lambda _: None)
+    # The command as a user runs it: growing spans is its default.
+    assert groundwatch(["drift", "--lake", lake, "--no-workspace"]) == 0
     return lake, request.param
 
 
@@ -78,3 +79,7 @@ def test_a_drop_in_a_small_tenants_last_day_raises_an_alert_and_a_steady_week_no
     before = _checks(lake, f"NOT ({last_day}) AND span_start IS NOT NULL").get("alert", 0)
     assert before == 0  # the steady days raise nothing
     assert (alerts > 0) == drop
+    # Every slice of this lake is checked over spans, so nothing else names a cause: the drop is an incident.
+    incidents = connect_lake(lake).execute("SELECT cause_dimension, cause_value, started_at FROM incidents").fetchall()
+    day_before = DEFAULT_START + timedelta(days=DROP_DAY - 1)  # a span of some nine hours may start then
+    assert bool(incidents) == drop and all(started >= day_before for *_, started in incidents), incidents

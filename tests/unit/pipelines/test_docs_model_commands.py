@@ -6,7 +6,8 @@ it: `traffic.jsonl` (answers that the heuristic, the model and the judge split b
 `tests.support.model_answers`) and `./nli-onnx` (the tiny real cross-encoder written for those answers: the
 page's exported model folder, with its three files). The page's judge, `http://127.0.0.1:8000/v1`, becomes an
 OpenAI-compatible server on a free port, whose model replies are scripted (`tests.support.openai_server`).
-The page's `[--calibration cal.json]` is optional, and dropped as every `[...]` part is (`_commands`).
+The page's `[--calibration cal.json]` is optional, and dropped as every `[...]` part is
+(`tests.support.documented.commands`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import subprocess
 import pytest
 
 from dashboards.views import connect_lake
-from tests.integration.kafka.test_kafka_docs_commands import _groundwatch
 from tests.support.audit_messages import message
+from tests.support.documented import ROOT, commands, groundwatch_bin
 from tests.support.model_answers import COPIED, MODEL_SURE, MODEL_UNSURE, NEGATED, write_answer_model
 from tests.support.openai_server import OpenAIServer
-from tests.unit.test_docs_commands import ROOT, _commands
 
 pytestmark = pytest.mark.server
 
@@ -41,7 +41,7 @@ def _decided_by(lake: str, verifier: str) -> set[str]:
 
 
 def test_the_model_pages_audits_run_as_written(tmp_path):
-    audits = [c for c in _commands(PAGE) if c[1] == "audit"]
+    audits = [c for c in commands(PAGE) if c[1] == "audit"]
     assert [c[c.index("--verifier") + 1] for c in audits] == ["model", "cascade"]  # a new one is run here too
     model, cascade = audits
     (tmp_path / "traffic.jsonl").write_text(
@@ -50,7 +50,7 @@ def test_the_model_pages_audits_run_as_written(tmp_path):
     write_answer_model(tmp_path / "nli-onnx")
     run = {"capture_output": True, "text": True, "timeout": 600, "cwd": tmp_path, "check": False}
 
-    done = subprocess.run([_groundwatch(), *model[1:]], **run)
+    done = subprocess.run([groundwatch_bin(), *model[1:]], **run)
     assert done.returncode == 0, done.stderr[-2000:]
     lake = str(tmp_path / "groundwatch-lake")  # the audit's default lake
     assert "model" in _decided_by(lake, "model")
@@ -59,7 +59,7 @@ def test_the_model_pages_audits_run_as_written(tmp_path):
         as_written = [judge.base_url if word == DOCUMENTED_JUDGE else word for word in cascade[1:]]
         assert as_written != cascade[1:]  # the page's judge address was there to replace
         done = subprocess.run(
-            [_groundwatch(), *as_written], **run, env={**os.environ, "GROUNDWATCH_JUDGE_API_KEY": "test-key"}
+            [groundwatch_bin(), *as_written], **run, env={**os.environ, "GROUNDWATCH_JUDGE_API_KEY": "test-key"}
         )
         assert done.returncode == 0, done.stderr[-2000:]
         assert judge.requests  # the sentence both stages were unsure of went on to the judge

@@ -21,10 +21,10 @@ import pytest
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
 from tests.support.audit_messages import message
+from tests.support.documented import ROOT, commands
 from tests.support.model_answers import MODEL_SURE
 from tests.support.openai_server import OpenAIServer
 from tests.unit.pipelines.test_cli_usage import _command
-from tests.unit.test_docs_commands import ROOT, _commands
 
 pytestmark = pytest.mark.server
 
@@ -62,7 +62,7 @@ def _answers(url: str, process: subprocess.Popen, timeout_s: float = 120.0) -> h
 
 @pytest.mark.parametrize(("page", "words", "lake", "url"), SERVERS, ids=[s[0] for s in SERVERS])
 def test_a_documented_server_command_answers_where_its_page_says(page, words, lake, url, tmp_path):
-    assert ["groundwatch", *words] in _commands(ROOT / page), f"{page} no longer documents it"
+    assert ["groundwatch", *words] in commands(ROOT / page), f"{page} no longer documents it"
     if lake:
         _prepare(*lake, tmp_path)
     log = open(tmp_path / "server.log", "wb")
@@ -81,7 +81,7 @@ def test_the_documented_cascade_server_asks_the_judge_where_the_heuristic_is_uns
     """serve-and-gate.md's `serve --verifier cascade --judge-base-url http://127.0.0.1:8000/v1 ...`, with the
     page's judge replaced by an OpenAI-compatible server whose replies are scripted: a sentence inside the
     cascade's band reaches the judge, which decides it."""
-    cascade = [c for c in _commands(ROOT / "docs" / "serve-and-gate.md") if c[1] == "serve" and "cascade" in c]
+    cascade = [c for c in commands(ROOT / "docs" / "serve-and-gate.md") if c[1] == "serve" and "cascade" in c]
     assert len(cascade) == 1, "serve-and-gate.md no longer documents the cascade server"
     with OpenAIServer() as judge:
         words = [judge.base_url if word == DOCUMENTED_JUDGE else word for word in cascade[0][1:]]
