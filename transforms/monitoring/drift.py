@@ -94,7 +94,8 @@ class WindowEvaluation:
     plans: dict[tuple[str, str], SlicePlan] = field(default_factory=dict)
     snapshot: object | None = None
     p_threshold: float = 0.0
-    """The K-S p-value threshold each slice of this window was tested at."""
+    """The K-S p-value threshold each slice judged on this window alone was tested at (a slice judged over a
+    span: `drift_p_value` over the window's spans)."""
 
     def failing(self) -> list[DriftCheckRow]:
         return [c for c in self.checks if c.status == CheckStatus.alert]
@@ -358,15 +359,22 @@ def evaluate_window(
     evaluation = WindowEvaluation(window[0], window[1], plans={p.key: p for p in plans})
     values, passed = {}, {}
     # Bonferroni over the slices judged in this window: with a dozen slices tested every window, an
-    # uncorrected 0.001 would still raise a false alarm every few hours of ordinary traffic.
-    evaluation.p_threshold = config.drift_p_value / max(1, sum(1 for p in plans if p.status is None))
-    metrics = report_metrics(plans, config, evaluation.p_threshold)
+    # uncorrected 0.001 would still raise a false alarm every few hours of ordinary traffic. The slices judged
+    # over spans are a family of their own: their tests do not make the window's own slices less sensitive.
+    judged = [p for p in plans if p.status is None]
+    spans = sum(1 for p in judged if p.span_start is not None)
+    evaluation.p_threshold = config.drift_p_value / max(1, len(judged) - spans)
+    thresholds = {
+        p.key: config.drift_p_value / max(1, spans) if p.span_start is not None else evaluation.p_threshold
+        for p in plans
+    }
+    metrics = report_metrics(plans, config, thresholds)
     if metrics:
         current, reference = frames_for_report(plans, config)
         evaluation.snapshot = run_report(current, reference, metrics, timestamp=window[0])
         values, passed = snapshot_results(evaluation.snapshot)
     for plan in plans:
-        evaluation.checks.extend(_check_rows(plan, values, passed, window, config, now, evaluation.p_threshold))
+        evaluation.checks.extend(_check_rows(plan, values, passed, window, config, now, thresholds[plan.key]))
     return evaluation
 
 

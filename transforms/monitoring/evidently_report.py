@@ -80,7 +80,7 @@ def present(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def report_metrics(plans: list[SlicePlan], config: DriftConfig, p_threshold: float) -> list:
+def report_metrics(plans: list[SlicePlan], config: DriftConfig, p_thresholds: dict[tuple[str, str], float]) -> list:
     from evidently.metrics import MeanValue, ValueDrift
     from evidently.tests import Reference, gte, lte
 
@@ -90,7 +90,7 @@ def report_metrics(plans: list[SlicePlan], config: DriftConfig, p_threshold: flo
             continue
         d, v = plan.key
         for metric in ("response_confidence", "faithfulness"):
-            metrics.append(ValueDrift(column=column_name(metric, d, v), method="ks", threshold=p_threshold))
+            metrics.append(ValueDrift(column=column_name(metric, d, v), method="ks", threshold=p_thresholds[plan.key]))
         metrics.append(
             MeanValue(
                 column=column_name("attribution_confidence", d, v),
