@@ -260,15 +260,17 @@ class IncidentTracker:
 
     def _span_home(self, frames, window_start: datetime, alert: AlertRow) -> str | None:
         """The open incident a span alert belongs to: of those whose cause served a third of the span's responses
-        or explains the alert over the span (`span_explained`), the one that served the most; else None."""
+        or explains the alert over the span (`span_explained`), the one that served the most; else None. An
+        incident named after the alert's own slice comes last: it serves the whole span by definition, and
+        when a window's residual test named it beside another cause, its span alerts would hold it open."""
         span = frames.responses_over(alert.span_start, window_start)
         mine = span[in_slice(span, *_slice(alert))]
         homes = []
         for key, incident in self.open.items():
             served = int(in_slice(mine, *_cause(incident)).sum())
             if served and (served >= len(mine) / 3 or span_explained(_cause(incident), alert, mine)):
-                homes.append((served, key))
-        return max(homes)[1] if homes else None
+                homes.append((_cause(incident) != _slice(alert), served, key))
+        return max(homes)[2] if homes else None
 
     def _most_overlap(self, frames, window_start: datetime, alert: AlertRow) -> list[IncidentRow]:
         mine = frames.responses_in(window_start)
