@@ -68,17 +68,20 @@ def _substitutions(model, claim: str, evidence_sentence: str) -> int:
     return int(min((sims.max(axis=1) < UNMATCHED).sum(), (sims.max(axis=0) < UNMATCHED).sum()))
 
 
-def _held_out(rows: list[list[float]], positive: list[bool], groups: list[str], assignment: int) -> list[float]:
-    """Each record's P(fully grounded) from a logistic fit on the other four of five grouped folds; the fold
-    assignment varies with `assignment` (the group keys renamed in a shuffled order, 0 = as they are)."""
+def held_out(
+    rows: list[list[float]], positive: list[bool], groups: list[str], assignment: int = 0, folds: int = 5
+) -> list[float]:
+    """Each record's P(fully grounded) from a logistic fit on the other grouped folds; the fold assignment varies
+    with `assignment` (the group keys renamed in a shuffled order, 0 = as they are). With `folds` the number of
+    groups, each fold is one group: leave one group (source) out."""
     if assignment:
         names = sorted(set(groups))
         random.Random(assignment).shuffle(names)
         renamed = {name: f"{i:05d}" for i, name in enumerate(names)}
         groups = [renamed[g] for g in groups]
-    fold = grouped_folds(groups, 5)
+    fold = grouped_folds(groups, folds)
     probability = [0.0] * len(rows)
-    for f in range(5):
+    for f in range(folds):
         train = [i for i in range(len(rows)) if fold[i] != f]
         bias, weights = fit_logistic([rows[i] for i in train], [positive[i] for i in train])
         for i in range(len(rows)):
@@ -92,7 +95,7 @@ def _ranking_figures(rows: list[list[float]], positive: list[bool], groups: list
     over eight fold assignments, the lowest in brackets."""
     runs = []
     for assignment in range(8):
-        p = _held_out(rows, positive, groups, assignment)
+        p = held_out(rows, positive, groups, assignment)
         order = sorted(range(len(p)), key=lambda i: -max(p[i], 1.0 - p[i]))
         shares = []
         for share in (0.3, 0.5):

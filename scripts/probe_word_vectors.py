@@ -33,13 +33,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from probe_embeddings import held_out  # noqa: E402  (scripts/, beside this one)
 
 from transforms.evaluation.fit_calibration import source_groups  # noqa: E402
 from transforms.evaluation.golden import load_golden  # noqa: E402
-from transforms.evaluation.logistic import fit_logistic  # noqa: E402
 from transforms.evaluation.metrics import roc_auc  # noqa: E402
 from transforms.text.tokens import STOP_STEMS  # noqa: E402
-from transforms.verify.calibration import sigmoid, verdict_features  # noqa: E402
+from transforms.verify.calibration import verdict_features  # noqa: E402
 from transforms.verify.heuristic.alignment import analyse_sentence, index_evidence  # noqa: E402
 from transforms.verify.heuristic.verifier import HeuristicVerifier  # noqa: E402
 
@@ -90,18 +90,6 @@ def signals(vectors: Vectors, claim: str, evidence: str) -> tuple[float, int]:
     return soft, unmatched
 
 
-def held_out(rows: list[list[float]], positive: list[bool], sources: list[str]) -> list[float]:
-    """Each record's P(fully grounded) from a logistic fit on the other sources (leave one source out)."""
-    probability = [0.0] * len(rows)
-    for source in sorted(set(sources)):
-        train = [i for i in range(len(rows)) if sources[i] != source]
-        bias, weights = fit_logistic([rows[i] for i in train], [positive[i] for i in train])
-        for i in range(len(rows)):
-            if sources[i] == source:
-                probability[i] = sigmoid(bias + sum(w * x for w, x in zip(weights, rows[i], strict=True)))
-    return probability
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--golden", required=True, help="labelled JSONL in the golden format")
@@ -139,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  GloVe substitutions alone:       {roc_auc(positive, [-row['unmatched'] for row in rows]):.3f}")
     verdict_rows = [list(verdict_features(row["p"], row["predicted"])) for row in rows]
     both = [v + [row["soft"], float(row["unmatched"])] for v, row in zip(verdict_rows, rows, strict=True)]
-    alone = held_out(verdict_rows, positive, sources)
-    with_vectors = held_out(both, positive, sources)
+    leave_one_out = len(set(sources))  # a fold per source
+    alone = held_out(verdict_rows, positive, sources, folds=leave_one_out)
+    with_vectors = held_out(both, positive, sources, folds=leave_one_out)
     print("held out, leave one source out (a logistic map fitted on the other sources):")
     print(f"  verdict alone:              ROC-AUC {roc_auc(positive, alone):.3f}")
     print(f"  verdict + GloVe signals:    ROC-AUC {roc_auc(positive, with_vectors):.3f}")

@@ -33,6 +33,7 @@ __all__ = [
     "new_topic",
     "offsets_by_value",
     "private_broker",
+    "unread_messages",
     "wait_for",
 ]
 
@@ -255,6 +256,19 @@ def committed_offsets(bootstrap: str, group_id: str, topic: str, partitions: int
         return {tp.partition: consumer.committed(tp) for tp in tps}, {
             tp.partition: end for tp, end in consumer.end_offsets(tps).items()
         }
+    finally:
+        consumer.close()
+
+
+def unread_messages(bootstrap: str, group_id: str, topic: str) -> int:
+    """Messages of `topic` the group has not committed yet, over every partition (0 for a topic not there yet)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or set()]
+        begin, end = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+        return sum(end[tp] - (consumer.committed(tp) or begin[tp]) for tp in tps)
     finally:
         consumer.close()
 

@@ -56,7 +56,7 @@ from transforms.monitoring.evidently_report import (
     snapshot_results,
 )
 from transforms.monitoring.lake_frames import LakeFrames
-from transforms.monitoring.plans import DriftConfig, SlicePlan
+from transforms.monitoring.plans import CHECK_COLUMNS, DriftConfig, SlicePlan
 from transforms.monitoring.retrieval_checks import RETRIEVAL_CHECKS, retrieval_checks
 from transforms.monitoring.review_agreement import agreement_check
 
@@ -210,17 +210,8 @@ def _plans(frames: LakeFrames, window_start: datetime, history: History, config:
     return plans
 
 
-_CHECK_COLUMN = {
-    ABSTENTION_CHECK: "abstention",
-    "context_relevance_drop": "mean_context_relevance",
-    "empty_retrieval_rise": "empty_retrieval",
-    "evidence_use_drop": "passages_used_share",
-}
-"""Checks that need a `responses` column lakes written by older versions lack."""
-
-
 def _has_data(check: str, responses: pd.DataFrame) -> bool:
-    column = _CHECK_COLUMN.get(check)
+    column = CHECK_COLUMNS.get(check)
     return column is None or (column in responses and bool(responses[column].notna().any()))
 
 

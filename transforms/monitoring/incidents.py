@@ -21,7 +21,7 @@ traffic reaches, and on all traffic. An operator needs one thing: "retriever_ver
   `transforms.monitoring.drift`) takes no part in the grouping above: its span pools windows from before the
   change, it arrives later than the window alerts, and its reference may be all traffic's, so as a candidate or
   a suspect it would name causes of its own (on scenario traffic it did). It joins the open incident whose cause
-  served a third of the span's responses or explains it over the span (`span_explained`); without one it stays
+  served a third of the span's responses or explains it over the span (`_span_explained`); without one it stays
   an alert of its own, and tries again each window while it fires. It opens an incident of its own slice only
   when it fires while no window alert does (a small customer's own lake, where every slice is checked over
   spans), and holds open no other incident: it lags behind the recovery as it lagged behind the change;
@@ -63,8 +63,9 @@ from transforms.monitoring.incident_stats import (
     residual,
     span,
 )
+from transforms.monitoring.plans import CHECK_COLUMNS
 
-__all__ = ["IncidentTracker", "cause_breakdown", "explains", "format_incident", "incident_id", "span_explained"]
+__all__ = ["IncidentTracker", "cause_breakdown", "explains", "format_incident", "incident_id"]
 
 _SLICE_COLUMNS = ("retriever_version", "generator_model", "tenant")
 _RENAME_WINDOWS = POOLED_WINDOWS
@@ -112,25 +113,19 @@ _SPAN_COLUMNS = {
     "confidence_drift": "mean_attribution_confidence",
     "mean_confidence_drop": "mean_attribution_confidence",
     "faithfulness_drift": "faithfulness",
-    "abstention_rise": "abstention",
-    "context_relevance_drop": "mean_context_relevance",
-    "empty_retrieval_rise": "empty_retrieval",
-    "evidence_use_drop": "passages_used_share",
+    **CHECK_COLUMNS,
 }
-"""The responses' column whose span mean a span alert's check moved (a claim-rate check has none)."""
+"""The responses' column whose mean a check compares (a claim-rate or coverage check has none)."""
 
 
-def span_explained(cause: tuple[str, str], alert: AlertRow, mine: pd.DataFrame) -> bool:
-    """Whether a span alert's move (mostly) vanishes without the cause's responses in the span (`mine`: its slice's
-    responses over the span): less than half of the move from the reference is left, or a handful of responses.
-    A check without a column (claim rates, coverage): whether the cause served at least a third of the span."""
-    rest = mine[~in_slice(mine, *cause)]
-    if not len(rest) or (len(rest) < 2 * _MIN_CAUSE_RESPONSES and len(rest) <= len(mine) / 3):
-        return True
+def _span_explained(cause: tuple[str, str], alert: AlertRow, mine: pd.DataFrame) -> bool:
+    """Whether, without the cause's responses in the span (`mine`: the alert's slice over its span), less than
+    half of the alert's move from its reference is left, or the rest moved the other way. False for a check
+    without a column (`_SPAN_COLUMNS`): there only the cause's share of the span can say (`_span_home`)."""
     column, ref, cur = _SPAN_COLUMNS.get(alert.check), alert.reference_value, alert.current_value
-    if column not in rest or ref is None or cur is None:
-        return len(rest) <= len(mine) * 2 / 3
-    left = float(rest[column].astype(float).mean()) - ref
+    if column not in mine or ref is None or cur is None:
+        return False
+    left = float(mine.loc[~in_slice(mine, *cause), column].astype(float).mean()) - ref
     return pd.isna(left) or left * (cur - ref) <= 0 or abs(left) < 0.5 * abs(cur - ref)
 
 
@@ -220,7 +215,6 @@ class IncidentTracker:
                 # New, and nothing else fires (a small customer's own lake): its slice is the cause.
                 row = self._open(window_start, _slice(alert), [alert], alert.span_start, now)
                 self.open[row.incident_id] = changed[row.incident_id] = row
-                grouped.add(alert.alert_id)
             # else it stays an alert of its own while the window alerts name their causes, and tries again
         # A span alert holds open only an incident of its own slice (one it opened); elsewhere it lags.
         firing_ids = {a.alert_id for a in open_alerts}
@@ -260,7 +254,7 @@ class IncidentTracker:
 
     def _span_home(self, frames, window_start: datetime, alert: AlertRow) -> str | None:
         """The open incident a span alert belongs to: of those whose cause served a third of the span's responses
-        or explains the alert over the span (`span_explained`), the one that served the most; else None. An
+        or explains the alert over the span (`_span_explained`), the one that served the most; else None. An
         incident named after the alert's own slice comes last: it serves the whole span by definition, and
         when a window's residual test named it beside another cause, its span alerts would hold it open."""
         span = frames.responses_over(alert.span_start, window_start)
@@ -268,7 +262,7 @@ class IncidentTracker:
         homes = []
         for key, incident in self.open.items():
             served = int(in_slice(mine, *_cause(incident)).sum())
-            if served and (served >= len(mine) / 3 or span_explained(_cause(incident), alert, mine)):
+            if served and (served >= len(mine) / 3 or _span_explained(_cause(incident), alert, mine)):
                 homes.append((_cause(incident) != _slice(alert), served, key))
         return max(homes)[2] if homes else None
 

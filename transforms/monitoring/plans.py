@@ -14,7 +14,15 @@ import pandas as pd
 
 from schemas.monitoring import CheckStatus
 
-__all__ = ["DriftConfig", "SlicePlan"]
+__all__ = ["CHECK_COLUMNS", "DriftConfig", "SlicePlan"]
+
+CHECK_COLUMNS = {
+    "abstention_rise": "abstention",
+    "context_relevance_drop": "mean_context_relevance",
+    "empty_retrieval_rise": "empty_retrieval",
+    "evidence_use_drop": "passages_used_share",
+}
+"""The `responses` column a check compares, for the checks whose column lakes written by older versions lack."""
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ import pytest
 
 from pipelines.produce import generated_messages, produce_messages
 from schemas import TABLES
-from tests.integration.kafka.test_kafka_docs_commands import _backlog
 from tests.support.documented import ROOT, as_written, commands, groundwatch_bin
 from tests.support.flink_fixtures import (
     finished,
@@ -43,7 +42,7 @@ from tests.support.flink_fixtures import (
     stage_records,
     started_workers,
 )
-from tests.support.kafka_fixtures import committed_offsets, lake_accounting, wait_for
+from tests.support.kafka_fixtures import committed_offsets, lake_accounting, unread_messages, wait_for
 from tests.support.lake_compare import assert_same_tables
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object
 from transforms.io.lake.manifest import ENTRY_NAME
@@ -149,7 +148,7 @@ def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written
 
     topic, group = monitor[monitor.index("--topic") + 1], monitor[monitor.index("--group-id") + 1]
     count = int(produce[produce.index("--generate") + 1])
-    expected = _backlog(kafka_bootstrap, group, topic) + count
+    expected = unread_messages(kafka_bootstrap, group, topic) + count
     produced = subprocess.run(_run_as(produce, flags, kafka_bootstrap), **run)
     assert produced.returncode == 0, produced.stderr[-2000:]
     jobs, log = set(flink_jobs(pooled_flink)), tmp_path / "monitor.log"

@@ -14,26 +14,13 @@ import pytest
 
 from dashboards.views import connect_lake
 from tests.support.documented import ROOT, commands, groundwatch_bin
+from tests.support.kafka_fixtures import unread_messages
 
 pytestmark = pytest.mark.kafka
 
 PAGE = ROOT / "docs" / "kafka.md"
 DOCUMENTED_BROKER = "127.0.0.1:39092"
 TOPIC = "rag.responses"
-
-
-def _backlog(bootstrap: str, group: str, topic: str = TOPIC) -> int:
-    """Messages of `topic` (the page's) that `group` has not committed yet (0 for a topic not there yet)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
-    try:
-        partitions = consumer.partitions_for_topic(topic) or set()
-        tps = [TopicPartition(topic, p) for p in partitions]
-        begin, end = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
-        return sum(end[tp] - (consumer.committed(tp) or begin[tp]) for tp in tps)
-    finally:
-        consumer.close()
 
 
 def _as_written(command: list[str], bootstrap: str) -> list[str]:
@@ -44,7 +31,7 @@ def test_the_kafka_pages_produce_and_monitor_run_as_written(kafka_bootstrap, tmp
     produce, monitor = [c for c in commands(PAGE) if c[1] in ("produce", "monitor")][:2]
     assert produce[1] == "produce" and monitor[1] == "monitor" and DOCUMENTED_BROKER in produce
     count = int(produce[produce.index("--generate") + 1])
-    backlog = _backlog(kafka_bootstrap, "groundwatch")  # the page's consumer group (the flag's default)
+    backlog = unread_messages(kafka_bootstrap, "groundwatch", TOPIC)  # the page's consumer group (the flag's default)
 
     run = {"capture_output": True, "text": True, "timeout": 600, "cwd": tmp_path, "check": False}
     published = subprocess.run(_as_written(produce, kafka_bootstrap), **run)
@@ -56,4 +43,4 @@ def test_the_kafka_pages_produce_and_monitor_run_as_written(kafka_bootstrap, tmp
     responses = con.execute("SELECT count(*) FROM responses").fetchone()[0]
     dead_letters = con.execute("SELECT count(*) FROM dead_letters").fetchone()[0]
     assert responses + dead_letters == backlog + count and dead_letters > 0  # the page asks for 5% malformed
-    assert _backlog(kafka_bootstrap, "groundwatch") == 0
+    assert unread_messages(kafka_bootstrap, "groundwatch", TOPIC) == 0
