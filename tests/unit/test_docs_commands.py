@@ -56,11 +56,11 @@ def _needs(command: list[str]) -> str | None:
     return None
 
 
-def _lakes_read_first(commands: list[list[str]]) -> list[str]:
+def _lakes_read_first(page_commands: list[list[str]]) -> list[str]:
     """The lakes a page's commands read before any of its commands writes them: the page assumes one exists
     (as after `groundwatch demo`), so the test audits the sample traffic into each first."""
     written, assumed = set(), []
-    for command in (c for c in commands if "--lake" in c):
+    for command in (c for c in page_commands if "--lake" in c):
         lake = command[command.index("--lake") + 1]
         if command[1] == "audit":
             written.add(lake)
@@ -88,8 +88,8 @@ def test_every_documented_command_is_run_or_named():
 
 
 @pytest.mark.scenario  # a Beam audit or two per page: not fast, so it runs with the integration tier
-@pytest.mark.parametrize("commands", _runnable())
-def test_the_documented_commands_run_as_written(commands, tmp_path, monkeypatch):
+@pytest.mark.parametrize("page_commands", _runnable())
+def test_the_documented_commands_run_as_written(page_commands, tmp_path, monkeypatch):
     with open(sample_traffic_path(), encoding="utf-8") as sample:
         traffic = "".join(itertools.islice(sample, SAMPLE_LINES))
     for name in ("traffic.jsonl", "answers.jsonl", "logs/traffic.jsonl"):
@@ -99,9 +99,9 @@ def test_the_documented_commands_run_as_written(commands, tmp_path, monkeypatch)
         (tmp_path / name).write_bytes(LABELLED.read_bytes())
     os.symlink(ROOT / "dashboards", tmp_path / "dashboards")
     monkeypatch.chdir(tmp_path)
-    for lake in _lakes_read_first(commands):
+    for lake in _lakes_read_first(page_commands):
         assert groundwatch(["audit", "--input", "traffic.jsonl", "--lake", lake]) == 0
-    for command in commands:
+    for command in page_commands:
         code = groundwatch(command[1:])
         allowed = (0, 1) if command[1] == "gate" or "--fail-on-alert" in command else (0,)
         assert code in allowed, f"{shlex.join(command)} exited {code}"

@@ -35,6 +35,8 @@ from pipelines.produce import generated_messages, produce_messages
 from schemas import TABLES
 from tests.support.documented import ROOT, as_written, commands, groundwatch_bin
 from tests.support.flink_fixtures import (
+    FLINK_PAGE,
+    RUN_TIMEOUT_S,
     finished,
     flink_jobs,
     log_tail,
@@ -49,7 +51,6 @@ from transforms.io.lake.manifest import ENTRY_NAME
 
 pytestmark = [pytest.mark.flink]
 
-FLINK_PAGE = ROOT / "docs" / "flink.md"
 WALKTHROUGH = "From a fresh machine to a stream on Flink writing a bucket"
 DOCUMENTED_BROKER = "127.0.0.1:39092"
 
@@ -76,7 +77,7 @@ def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, s
         *as_written(audit, {"./groundwatch-lake": str(lake)}, {"$FLINK": _flags(pooled_flink)}),
     ]
     jobs, workers = set(flink_jobs(pooled_flink)), started_workers(pooled_flink)
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     # responses, sentences, citations, claims, window metrics and dead letters: not empty
     assert assert_same_tables(sample_lake_fnapi, str(lake), TABLES) > 3000
@@ -159,7 +160,8 @@ def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written
         def counted() -> list[int] | None:
             assert streaming.poll() is None, log_tail(log)
             done = subprocess.run(_run_as(stream_query, flags, kafka_bootstrap), **run)
-            numbers = [int(n) for n in re.findall(r"^(\d+)\s+(\d+)\s*$", done.stdout, re.M)[0]] if done.stdout else []
+            rows = re.findall(r"^(\d+)\s+(\d+)\s*$", done.stdout, re.M)  # none while the lake is not there yet
+            numbers = [int(n) for n in rows[0]] if rows else []
             return numbers if numbers and numbers[0] >= expected else None
 
         found = wait_for(counted, timeout_s=300, every_s=5, what=f"{expected} responses in the page's stream query")
