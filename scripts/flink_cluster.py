@@ -51,6 +51,7 @@ def _sibling(name: str):
 
 maven_libs = _sibling("maven_libs")
 pools = _sibling("flink_pools")
+staging = _sibling("flink_staging")
 POM = Path(__file__).resolve().parent / "flink" / "pom.xml"
 DEFAULT_HOME = maven_libs.CACHE / "flink" / "run"
 # Beam's defaults are 8099/8098/8097 and Flink's 8081/6123: a developer's own servers keep theirs.
@@ -255,7 +256,8 @@ class LocalFlink:
             raise FlinkError("no local cluster runs (start it with --cluster)")
         rest, slots = self.rest_url.removeprefix("http://"), state["slots"]
         parallelism = parallelism or state["task_managers"] * slots
-        return pools.runner_flags(self.endpoint, rest, state["ports"]["pool"], parallelism, slots)
+        flags = pools.runner_flags(self.endpoint, rest, state["ports"]["pool"], parallelism, slots)
+        return flags + ([staging.NOTHING_TO_STAGE_FLAG] if state.get("nothing_to_stage") else [])
 
     def rest(self, path: str, timeout_s: float = 5.0) -> dict:
         """GET `path` of the JobManager's REST API as JSON."""
@@ -300,6 +302,8 @@ class LocalFlink:
             if not self.pid("job_server"):
                 ports = state["ports"]
                 master = f"127.0.0.1:{ports['rest']}" if cluster else (master or "[local]")
+                # Our own cluster runs from the job server's jars: its jobs need not send them (flink_staging).
+                state["nothing_to_stage"] = cluster and staging.build_jar(lib, java) is not None
                 self._spawn(state, "job_server", [java, f"-Xmx{self._heap}", *self._logging("job_server"),
                             "-cp", f"{lib}/*", JOB_SERVER, f"--flink-master={master}",
                             "--job-host=127.0.0.1", f"--job-port={ports['job']}",

@@ -16,6 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.options.common import LAKE_WHAT
 from pipelines.options.flags import DEFAULT_LAKE, Flag, add_flags, add_pipeline_options
+from pipelines.options.flink import FlinkJobOptions  # noqa: F401  (registers the job server's option with Beam)
 from pipelines.options.judge import add_judge_pipeline_options
 from pipelines.options.model import add_model_pipeline_options, validate_model_options
 from pipelines.runner.passes import MAX_RECORDS_PER_RUN

@@ -125,7 +125,7 @@ def run_audit(
     opts = options.view_as(AuditOptions)
     validate_options(opts)
     clear_leftovers(opts.lake, out)
-    plan = plan_jsonl_passes(opts.input, opts.max_records_per_run) if _runs_in_process(options) else None
+    plan = _reading_plan(options, opts)
     with contextlib.ExitStack() as stack:
         counts_to = None
         if progress:
@@ -169,6 +169,18 @@ def run_checked(
         if attempt == 1:
             out(f"{what}: {shortfall}; running it again")
     raise RuntimeError(f"{what}: {shortfall}, twice; the lake lacks part of the run")
+
+
+def _reading_plan(options: PipelineOptions, opts: AuditOptions) -> JsonlPlan | None:
+    """How the input is read: by a plan of line ranges each worker reads its share of (`_audit_by_plan`), or
+    (None) whole by one worker and spread from there. The local runner holds a run's data in memory, so its plan
+    has passes of at most `--max_records_per_run`; another runner reading local files gets one pass (on Flink the
+    ranges are dealt round-robin to the subtasks, which read them side by side). A URL is not scanned here."""
+    if _runs_in_process(options):
+        return plan_jsonl_passes(opts.input, opts.max_records_per_run)
+    if "://" not in opts.input:
+        return plan_jsonl_passes(opts.input, sys.maxsize)
+    return None
 
 
 def _runs_in_process(options: PipelineOptions) -> bool:
