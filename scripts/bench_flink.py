@@ -10,7 +10,10 @@ prints (`--environment_type=EXTERNAL`).
 
 - bounded: `groundwatch audit` of `--count` generated attributed responses (a JSONL file) on the FnApiRunner (its
   default worker choice: two worker processes here) and on Flink. Responses/s is lines over the command's wall
-  time, start-up and the job's submission included.
+  time, start-up and the job's submission included; for Flink it also prints the rate over the job's own
+  duration (Flink's REST API: from the job's creation on the JobManager to its end). Last, the two targets'
+  ratios: Flink's responses/s at parallelism 2 over parallelism 1, and Flink's CPU per response over the
+  FnApiRunner's.
 - streaming: `groundwatch monitor` on Prism and on Flink; after a warm-up batch is in the lake, `--rate`
   messages a second (5 % malformed) are produced for `--seconds`, and responses/s is their number over the time
   from the first sent to the last in the lake (5 s windows: the last window's close included). At a rate the
@@ -123,9 +126,38 @@ def _runners(flink: LocalFlink, *, bounded: bool) -> list[tuple[str, list[str], 
     return [local, *((f"Flink p={p} pools", flink.runner_flags(parallelism=p), flink) for p in (1, 2))]
 
 
+def _parallelism(options: list[str]) -> int | None:
+    """The `--parallelism` of a run's options; None for the local runner's."""
+    return next((int(o.split("=", 1)[1]) for o in options if o.startswith("--parallelism=")), None)
+
+
+def _last_job_seconds(flink: LocalFlink) -> float | None:
+    """How long the cluster's most recently started job ran (Flink's own duration: from its creation on the
+    JobManager to its end, so without the command's start-up and the job's submission); None if none is found."""
+    jobs = flink.rest("/jobs/overview").get("jobs", [])
+    return max(jobs, key=lambda job: job["start-time"])["duration"] / 1000 if jobs else None
+
+
+def _print_ratios(rates: dict, cpu_ms: dict, job_rates: dict) -> None:
+    """The figures the targets are about: Flink's scaling from parallelism 1 to 2, and its CPU per response
+    against the FnApiRunner's."""
+    if {1, 2} <= rates.keys():  # keyed by parallelism; "local" is the FnApiRunner
+        print(f"parallelism 2 / 1: {rates[2] / rates[1]:.2f} times the responses/s of the whole command", end="")
+        if {1, 2} <= job_rates.keys():
+            print(f", {job_rates[2] / job_rates[1]:.2f} times while the job ran", end="")
+        print(flush=True)
+    if "local" in cpu_ms:
+        for p in sorted(k for k in cpu_ms if k != "local"):
+            ratio = cpu_ms[p] / cpu_ms["local"]
+            print(f"CPU per response, Flink parallelism {p} / FnApiRunner: {ratio:.2f} times", flush=True)
+
+
 def bench_bounded(flink: LocalFlink, count: int, work: Path) -> None:
     traffic = work / "traffic.jsonl"
     traffic.write_bytes(b"\n".join(generated_messages(count, seed=3, start=_now())) + b"\n")
+    rates: dict[int | str, float] = {}  # responses/s by parallelism ("local": the FnApiRunner)
+    cpu_ms: dict[int | str, float] = {}
+    job_rates: dict[int | str, float] = {}
     for name, options, cluster in _runners(flink, bounded=True):
         lake, log = work / f"lake-{uuid.uuid4().hex[:6]}", work / "audit.log"
         command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
@@ -139,6 +171,12 @@ def bench_bounded(flink: LocalFlink, count: int, work: Path) -> None:
             print(f"{name}: audit failed ({code}); see {log}", flush=True)
             continue
         _report(f"bounded {name}", count, seconds, cpu)
+        key = _parallelism(options) or "local"
+        rates[key], cpu_ms[key] = count / seconds, 1000 * sum(cpu.values()) / count
+        if cluster is not None and (job_seconds := _last_job_seconds(cluster)):
+            job_rates[key] = count / job_seconds
+            print(f"  the job alone ran {job_seconds:.1f} s = {count / job_seconds:.1f} responses/s", flush=True)
+    _print_ratios(rates, cpu_ms, job_rates)
 
 
 def _now() -> datetime:

@@ -60,9 +60,11 @@ def _new_job(flink, before: set[str]) -> str:
     return job
 
 
-def _both_did_work(flink, job: str, workers_before: list[int]) -> None:
+def _both_did_work(flink, job: str, workers_before: list[int], *, evenly: bool = False) -> None:
     records = stage_records(flink, job)
     assert len(records) == 2 and min(records.values()) > 0, records  # both TaskManagers audited
+    if evenly:  # the input's line ranges were dealt round-robin, not by a random key
+        assert min(records.values()) == max(records.values()), records
     started = [after - before for after, before in zip(started_workers(flink), workers_before, strict=True)]
     assert len(started) == 2 and min(started) > 0, started  # in workers of both pools
 
@@ -81,7 +83,7 @@ def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, s
     assert done.returncode == 0, done.stderr[-3000:]
     # responses, sentences, citations, claims, window metrics and dead letters: not empty
     assert assert_same_tables(sample_lake_fnapi, str(lake), TABLES) > 3000
-    _both_did_work(pooled_flink, _new_job(pooled_flink, jobs), workers)
+    _both_did_work(pooled_flink, _new_job(pooled_flink, jobs), workers, evenly=True)
 
 
 def test_a_topic_caught_up_on_worker_pools_gives_the_rows_of_the_fnapirunner(

@@ -1,0 +1,63 @@
+"""Jobs on the local cluster stage no jars: `scripts/flink/NothingToStage.java`, built by `scripts/flink_staging.py`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import zipfile
+
+import pytest
+
+from tests.support.scripts import load_script
+
+pytestmark = [pytest.mark.flink]
+
+cluster = load_script("flink_cluster")
+staging = load_script("flink_staging")
+CLASS = "dev/groundwatch/flink/NothingToStage.class"
+
+
+@pytest.fixture
+def lib(tmp_path):
+    """A jars folder holding the one jar the class compiles against: Beam's Java SDK core, from the real libs."""
+    (core,) = cluster.ensure_libs().glob("beam-sdks-java-core-*.jar")
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (folder / core.name).symlink_to(core)
+    return folder
+
+
+def test_the_class_is_compiled_into_the_folder_once(lib):
+    (lib / "groundwatch-flink-0123456789ab.jar").write_bytes(b"a build of an older source")
+    jar = staging.build_jar(lib, cluster.find_java())
+    assert jar is not None and jar.parent == lib
+    assert CLASS in zipfile.ZipFile(jar).namelist()
+    assert [p.name for p in lib.glob("groundwatch-flink-*.jar")] == [jar.name]  # the older build is gone
+    built = jar.stat().st_mtime_ns
+    assert staging.build_jar(lib, cluster.find_java()) == jar and jar.stat().st_mtime_ns == built
+
+
+def test_the_class_loads_and_stages_nothing(lib, tmp_path):
+    jar = staging.build_jar(lib, cluster.find_java())
+    # Beam calls NothingToStage.create().getPipelineResourcesDetector().detect(loader): run that in a JVM.
+    probe = tmp_path / "Probe.java"
+    probe.write_text(
+        "public class Probe { public static void main(String[] a) {"
+        " System.out.println(dev.groundwatch.flink.NothingToStage.create().getPipelineResourcesDetector()"
+        ".detect(Probe.class.getClassLoader())); } }"
+    )
+    classpath = os.pathsep.join([str(jar), *map(str, lib.glob("beam-sdks-java-core-*.jar"))])
+    java = cluster.find_java()
+    run = subprocess.run([java, "-cp", classpath, str(probe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]"
+
+
+def test_without_a_compiler_there_is_no_jar_and_jobs_stage_as_before(lib, tmp_path, monkeypatch):
+    runtime = tmp_path / "jre" / "bin"
+    runtime.mkdir(parents=True)
+    (runtime / "java").write_text(f'#!/bin/sh\nexec {cluster.find_java()} "$@"\n')  # a runtime without javac
+    (runtime / "java").chmod(0o755)
+    monkeypatch.setenv("PATH", str(runtime))  # no javac beside this java, none on PATH
+    assert staging.build_jar(lib, str(runtime / "java")) is None
+    assert not list(lib.glob("groundwatch-flink-*.jar"))
