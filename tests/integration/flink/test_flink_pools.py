@@ -63,8 +63,10 @@ def _new_job(flink, before: set[str]) -> str:
 def _both_did_work(flink, job: str, workers_before: list[int], *, evenly: bool = False) -> None:
     records = stage_records(flink, job)
     assert len(records) == 2 and min(records.values()) > 0, records  # both TaskManagers audited
-    if evenly:  # the input's line ranges were dealt round-robin, not by a random key
-        assert min(records.values()) == max(records.values()), records
+    if evenly:
+        # The input's 16 line ranges are dealt round-robin (8 and 8), not by a random key (often 6 and 10 or
+        # worse): the TaskManagers' counts differ by less than one range's responses.
+        assert max(records.values()) - min(records.values()) < sum(records.values()) / 16, records
     started = [after - before for after, before in zip(started_workers(flink), workers_before, strict=True)]
     assert len(started) == 2 and min(started) > 0, started  # in workers of both pools
 
