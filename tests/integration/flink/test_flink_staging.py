@@ -27,18 +27,37 @@ def lib(tmp_path):
     return folder
 
 
-def test_the_class_is_compiled_into_the_folder_once(lib):
-    (lib / "groundwatch-flink-0123456789ab.jar").write_bytes(b"a build of an older source")
-    jar = staging.build_jar(lib, cluster.find_java())
-    assert jar is not None and jar.parent == lib
+def test_the_class_is_compiled_into_the_clusters_folder_once(lib, tmp_path):
+    folder = tmp_path / "home" / "staging"
+    jar = staging.build_jar(folder, lib, cluster.find_java())
+    assert jar is not None and jar.parent == folder
     assert CLASS in zipfile.ZipFile(jar).namelist()
-    assert [p.name for p in lib.glob("groundwatch-flink-*.jar")] == [jar.name]  # the older build is gone
+    assert [p.name for p in folder.iterdir()] == [jar.name]  # built beside and renamed: no leftovers
+    assert not list(lib.glob("groundwatch-flink-*"))  # nothing in the shared jars folder
     built = jar.stat().st_mtime_ns
-    assert staging.build_jar(lib, cluster.find_java()) == jar and jar.stat().st_mtime_ns == built
+    assert staging.build_jar(folder, lib, cluster.find_java()) == jar and jar.stat().st_mtime_ns == built
+
+
+def test_another_version_of_the_source_never_removes_a_build_in_use(lib, tmp_path):
+    folder = tmp_path / "staging"
+    folder.mkdir()
+    in_use = folder / "groundwatch-flink-0123456789ab.jar"  # a job server started by an older checkout reads it
+    in_use.write_bytes(b"a build of an older source")
+    jar = staging.build_jar(folder, lib, cluster.find_java())
+    assert jar != in_use and in_use.read_bytes() == b"a build of an older source"
+
+
+def test_a_failed_compile_says_why(lib, tmp_path, monkeypatch):
+    broken = tmp_path / "NothingToStage.java"
+    broken.write_text("package dev.groundwatch.flink; public class NothingToStage { int x = ; }")
+    monkeypatch.setattr(staging, "SOURCE", broken)
+    with pytest.raises(staging.BuildFailed, match="(?s)NothingToStage.java.*error"):
+        staging.build_jar(tmp_path / "staging", lib, cluster.find_java())
+    assert not list((tmp_path / "staging").glob("*.jar"))
 
 
 def test_the_class_loads_and_stages_nothing(lib, tmp_path):
-    jar = staging.build_jar(lib, cluster.find_java())
+    jar = staging.build_jar(tmp_path / "staging", lib, cluster.find_java())
     # Beam calls NothingToStage.create().getPipelineResourcesDetector().detect(loader): run that in a JVM.
     probe = tmp_path / "Probe.java"
     probe.write_text(
@@ -59,5 +78,14 @@ def test_without_a_compiler_there_is_no_jar_and_jobs_stage_as_before(lib, tmp_pa
     (runtime / "java").write_text(f'#!/bin/sh\nexec {cluster.find_java()} "$@"\n')  # a runtime without javac
     (runtime / "java").chmod(0o755)
     monkeypatch.setenv("PATH", str(runtime))  # no javac beside this java, none on PATH
-    assert staging.build_jar(lib, str(runtime / "java")) is None
-    assert not list(lib.glob("groundwatch-flink-*.jar"))
+    assert staging.build_jar(tmp_path / "staging", lib, str(runtime / "java")) is None
+    assert not (tmp_path / "staging").exists()
+
+
+def test_a_cluster_whose_build_fails_warns_and_stages_as_before(lib, tmp_path, monkeypatch, capsys):
+    broken = tmp_path / "NothingToStage.java"
+    broken.write_text("package dev.groundwatch.flink; public class NothingToStage { int x = ; }")
+    monkeypatch.setattr(staging, "SOURCE", broken)
+    assert cluster.LocalFlink(tmp_path / "home")._staging_jar(lib, cluster.find_java()) is None
+    warning = capsys.readouterr().err
+    assert "warning:" in warning and "error" in warning and "stage the job server's jars" in warning
