@@ -1,4 +1,4 @@
-"""A bounded audit run on the local runner: where it runs, in how many workers, in passes, with its counts checked.
+"""A bounded audit run: where it runs, in how many workers, by which plan of line ranges, with its counts checked.
 
     counts = run_audit(["--input", "traffic.jsonl", "--lake", "./groundwatch-lake"])   # AuditCounts
     counts.audited, counts.dead_lettered
@@ -9,7 +9,8 @@ It runs on Beam's FnApiRunner unless `--runner` says otherwise (the DirectRunner
 Prism): in process for small inputs, with one worker process per core (up to 4) from 4 MiB of input on,
 unless `--direct_num_workers` / `--direct_running_mode` say otherwise. On that runner an input of more than
 `--max-records-per-run` lines (default 50,000) is audited in passes, one run each (`pipelines.runner.passes`):
-the runner holds a run's data in memory until it ends. `groundwatch audit`, `groundwatch demo` and the
+the runner holds a run's data in memory until it ends. On another runner (Flink) a local input is read by line
+ranges too, in one pass, as many ranges for each subtask. `groundwatch audit`, `groundwatch demo` and the
 streaming monitor's catch-up run through here.
 """
 
@@ -183,6 +184,19 @@ def _reading_plan(options: PipelineOptions, opts: AuditOptions) -> JsonlPlan | N
     return None
 
 
+LINE_RANGES = 16
+"""About how many line ranges a pass is cut into: each worker reads its share of them (`ReadJsonlMessages`)."""
+
+
+def _line_range_pieces(options: PipelineOptions) -> int:
+    """How many line ranges a pass is cut into: `LINE_RANGES`, or on a runner of `--parallelism` N the smallest
+    multiple of N from there (N=3: 18), since Flink deals them round-robin and every subtask should get as many."""
+    parallelism = options.get_all_options().get("parallelism") or -1
+    if _runs_in_process(options) or parallelism < 1:
+        return LINE_RANGES
+    return parallelism * -(-LINE_RANGES // parallelism)
+
+
 def _runs_in_process(options: PipelineOptions) -> bool:
     """Whether the run is Beam's local runner, which holds a bounded run's data in memory until it ends."""
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
@@ -203,15 +217,17 @@ def _audit_by_plan(
     after several passes, the window metrics of the windows that span passes are computed again from the lake
     (each pass wrote metrics of its part).
 
-    An input of one pass is read by the plan too: the repeated ids the plan found come in as a side input
-    from the graph's start, not from a look at the lines read, and each worker reads and audits its own
+    An input of one pass is read by the plan too: the repeated ids the plan found come in with the parse step
+    (`ParseResponses(first_copies=...)`), not from a look at the lines read, and each worker reads and audits its own
     parts of the line ranges (`ReadJsonlMessages(ranges=...)`), half of them each. (Looking at the lines
     read first made the runner keep them in a buffer it hands out to the workers by the chunk, often two
     thirds to one.)"""
 
+    pieces = _line_range_pieces(options)
+
     def reading(ranges):
         def build(p):
-            messages = _read_jsonl(p, ranges=ranges, counts_to=counts_to)
+            messages = _read_jsonl(p, ranges=ranges, pieces=pieces, counts_to=counts_to)
             build_pipeline(p, options, source=messages, first_copies=plan.first_copies)
 
         return build

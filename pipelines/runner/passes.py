@@ -5,7 +5,8 @@ ends. Since each worker reads its own lines and writes its own lake rows, that i
 worker processes peaked at 1.6 GiB for 40,000 responses and 1.9 GiB for 100,000), but it still grows with
 the run, so `groundwatch audit` and `groundwatch monitor --until-caught-up` read at most
 `--max-records-per-run` messages per run (a pass); `pipelines.runner.catch_up` plans the Kafka passes, this
-module the JSONL ones. Every JSONL input on the local runner is read by its plan, one pass or more.
+module the JSONL ones. Every local JSONL input is read by its plan: on the local runner in one pass or more,
+on another runner (Flink) in one pass, since only the local runner holds a run's data in memory.
 
     plan = plan_jsonl_passes("/data/traffic/*.jsonl", max_records=50_000)
     plan.passes[1]        # [LineRange("/data/traffic/a.jsonl", first=50001, stop=61234), LineRange(...b.jsonl)]

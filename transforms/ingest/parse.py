@@ -281,8 +281,12 @@ def _duplicate_dead_letter(raw: bytes, origin: Origin, response_id: str, first: 
 
 
 class _ParseDoFn(beam.DoFn):
-    def __init__(self, clock: Callable[[], datetime]):
+    """Parses each message; `first_copies`, known when the graph is built, or else the side input of that name,
+    says which copy of a repeated response id is audited."""
+
+    def __init__(self, clock: Callable[[], datetime], first_copies: Mapping[str, tuple[tuple, str]] | None = None):
         self._clock = clock
+        self._first_copies = first_copies
         self._read = Metrics.counter(METRICS_NAMESPACE, "read")
         self._parsed = Metrics.counter(METRICS_NAMESPACE, "parsed")
 
@@ -290,7 +294,7 @@ class _ParseDoFn(beam.DoFn):
         raw, origin = element
         self._read.inc()
         try:
-            out = self._parse(raw, origin, first_copies)
+            out = self._parse(raw, origin, self._first_copies if first_copies is None else first_copies)
         except Exception as e:  # anything unforeseen (a bug of ours): this message's dead letter, not a failed run
             Metrics.counter(DEAD_LETTER_NAMESPACE, "parse_failed").inc()
             out = beam.pvalue.TaggedOutput(
@@ -376,6 +380,9 @@ class ParseResponses(beam.PTransform):
     ones reach the parse step as a side input, so no response is shuffled for it. `first_copies`, the
     repeated ids of a larger input this run reads part of (`{response_id: first_copy(origin)}`, see
     `pipelines.runner.passes`), replaces that look, so a copy whose first is in another part is dropped too.
+    They travel with the parse step itself, not as a side input: Beam's Java fuser (Flink's) starts a new
+    stage at every step that reads a side input, which would send every message out of the worker that read
+    it and back again before it is parsed.
     Streaming input uses `DropDuplicateResponses` per window instead.
     """
 
@@ -394,16 +401,13 @@ class ParseResponses(beam.PTransform):
     def expand(self, messages):
         # The raw bytes ride along with each response: whichever later stage fails on it, its dead letter
         # keeps the message as it was read.
-        parse = _ParseDoFn(self._clock)
-        if not self._drop_duplicates:
+        if not self._drop_duplicates or self._first_copies is not None:
+            parse = _ParseDoFn(self._clock, dict(self._first_copies or {}))
             return messages | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTERS, main=PARSED)
-        if self._first_copies is not None:
-            repeated = messages.pipeline | "RepeatedIds" >> beam.Create(sorted(self._first_copies.items()))
-        else:
-            repeated = messages | "RepeatedIds" >> _RepeatedIds()
-        return messages | "Parse" >> beam.ParDo(parse, first_copies=beam.pvalue.AsDict(repeated)).with_outputs(
-            DEAD_LETTERS, main=PARSED
-        )
+        repeated = messages | "RepeatedIds" >> _RepeatedIds()
+        return messages | "Parse" >> beam.ParDo(
+            _ParseDoFn(self._clock), first_copies=beam.pvalue.AsDict(repeated)
+        ).with_outputs(DEAD_LETTERS, main=PARSED)
 
 
 class _KeepFirstDoFn(beam.DoFn):

@@ -4,7 +4,8 @@ it (marker `flink`; what `scripts/flink.sh start --cluster --taskmanagers 2` sta
 
 - the sample traffic audited there leaves, table by table, the rows the FnApiRunner leaves (floats within 1e-9;
   the wall-clock stamps excluded), the audit stage read records on both TaskManagers (Flink's counts per
-  subtask), and both pools started workers for it (their logs);
+  subtask), both pools started workers for it (their logs), both TaskManagers read as many of the input's line
+  ranges in the stage that audits them, and the job staged no jars (its options name `NothingToStage`);
 - a Kafka topic of two partitions caught up there (`--until-caught-up`) leaves the rows the FnApiRunner leaves for
   the same topic, every offset once, the group's offsets committed to the end, with both TaskManagers auditing;
 - docs/flink.md's walk from a fresh machine to a stream writing a bucket runs as written: its bucket, its
@@ -60,15 +61,28 @@ def _new_job(flink, before: set[str]) -> str:
     return job
 
 
-def _both_did_work(flink, job: str, workers_before: list[int], *, evenly: bool = False) -> None:
+def _both_did_work(flink, job: str, workers_before: list[int]) -> None:
     records = stage_records(flink, job)
     assert len(records) == 2 and min(records.values()) > 0, records  # both TaskManagers audited
-    if evenly:
-        # The input's 16 line ranges are dealt round-robin (8 and 8), not by a random key (often 6 and 10 or
-        # worse): the TaskManagers' counts differ by less than one range's responses.
-        assert max(records.values()) - min(records.values()) < sum(records.values()) / 16, records
     started = [after - before for after, before in zip(started_workers(flink), workers_before, strict=True)]
     assert len(started) == 2 and min(started) > 0, started  # in workers of both pools
+
+
+def _read_side_by_side(flink, job: str) -> None:
+    """Both TaskManagers read the input, as many line ranges each (Flink deals them round-robin), and audit what
+    they read in the same stage: a line leaves the worker that read it only as lake rows. Reading each file
+    whole, as a URL is read, gives one TaskManager every file; a side input read by the parse step (Beam's Java
+    fuser starts a stage at each) sent every line through Flink between the read and the audit."""
+    names = [vertex["name"] for vertex in flink.rest(f"/jobs/{job}")["vertices"]]
+    assert any("ReadJsonl" in name and "VerifySentences" in name for name in names), names
+    ranges = stage_records(flink, job)  # what that stage reads are the line ranges
+    assert len(ranges) == 2 and min(ranges.values()) > 0 and len(set(ranges.values())) == 1, ranges
+
+
+def _staged_nothing(flink, job: str) -> None:
+    """The job chose the detector that stages no jars (`scripts/flink_staging.py`): its options say so."""
+    options = flink.rest(f"/jobs/{job}/config")["execution-config"]["user-config"]
+    assert options.get("pipelineResourcesDetectorFactoryClass") == "dev.groundwatch.flink.NothingToStage", options
 
 
 def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, sample_lake_fnapi, tmp_path):
@@ -85,7 +99,10 @@ def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, s
     assert done.returncode == 0, done.stderr[-3000:]
     # responses, sentences, citations, claims, window metrics and dead letters: not empty
     assert assert_same_tables(sample_lake_fnapi, str(lake), TABLES) > 3000
-    _both_did_work(pooled_flink, _new_job(pooled_flink, jobs), workers, evenly=True)
+    job = _new_job(pooled_flink, jobs)
+    _both_did_work(pooled_flink, job, workers)
+    _read_side_by_side(pooled_flink, job)
+    _staged_nothing(pooled_flink, job)
 
 
 def test_a_topic_caught_up_on_worker_pools_gives_the_rows_of_the_fnapirunner(

@@ -2,7 +2,7 @@
 
 Between stages the runner encodes every element (a pydantic model is pickled, nested models and all) and decodes
 it again; inside a stage elements pass as they are. So no response, audited response or lake row may cross a
-stage boundary: only the line ranges, the repeated ids, the window metrics' partial sums, dead letters and the
+stage boundary: only the line ranges, the window metrics' partial sums, dead letters and the
 paths written do. A shuffle added for convenience between two audit steps fails this test.
 """
 

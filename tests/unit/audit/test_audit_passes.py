@@ -19,8 +19,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
+from pipelines.runner.bounded import _line_range_pieces, run_checked
 from pipelines.runner.bounded import run_audit as run
-from pipelines.runner.bounded import run_checked
 from pipelines.runner.passes import plan_jsonl_passes
 from schemas import Origin
 from tests.support.audit_messages import message, raw
@@ -194,3 +194,17 @@ def test_a_healthy_run_wrote_a_row_for_every_response_and_dead_letter(tmp_path):
     assert replace(counts, rows_written={"responses": counts.audited}).lake_shortfall() == (
         f"the lake got 0 dead_letters rows for {counts.dead_lettered} dead letters"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "pieces"),
+    [
+        ([], 16),  # the local runner: its own split of the work
+        (["--runner=FlinkRunner", "--parallelism=2"], 16),
+        (["--runner=FlinkRunner", "--parallelism=3"], 18),  # six each, where 16 would give 6, 5 and 5
+        (["--runner=FlinkRunner", "--parallelism=20"], 20),  # none idle
+        (["--runner=FlinkRunner"], 16),  # the runner's default parallelism is unknown here
+    ],
+)
+def test_another_runner_cuts_a_pass_into_as_many_ranges_for_each_subtask(argv, pieces):
+    assert _line_range_pieces(PipelineOptions(argv)) == pieces
