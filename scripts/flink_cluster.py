@@ -120,7 +120,7 @@ blob.server.port: {ports["blob"]}
 taskmanager.numberOfTaskSlots: {slots}
 taskmanager.memory.process.size: 1728m
 parallelism.default: 1
-# A job's jars, when the job server stages them (a machine without javac: flink_staging), are the very jars the
+# A job's jars, when the job server stages them (no javac, or a failed build: flink_staging), are the very jars the
 # TaskManagers run from: loading parent-first reuses the classes the TaskManager has loaded (and compiled) instead
 # of loading all of Beam again per job.
 classloader.resolve-order: parent-first
@@ -294,7 +294,7 @@ class LocalFlink:
                 state = self._state()
             lib, java = ensure_libs(), find_java()
             # Our own cluster runs from the job server's jars: its jobs need not send them (flink_staging).
-            jar = self._staging_jar(lib, java) if cluster else None
+            jar = self._staging_jar(lib, java, starting=not self.pid("job_server")) if cluster else None
             # The jar goes first, ahead of any build an older groundwatch left in the shared lib folder.
             classpath = (f"{jar}{os.pathsep}" if jar else "") + f"{lib}/*"
             state = self._configure(state, cluster)
@@ -320,17 +320,23 @@ class LocalFlink:
             self._wait_ready(timeout_s)
             return self.endpoint
 
-    def _staging_jar(self, lib: Path, java: str) -> Path | None:
-        """`NothingToStage` built into this cluster's home (`scripts/flink_staging.py`), or None with a warning on
-        stderr: without it every job stages the job server's jars, which only costs time."""
+    def _staging_jar(self, lib: Path, java: str, *, starting: bool = True) -> Path | None:
+        """`NothingToStage` built into this cluster's home (`scripts/flink_staging.py`), or None. When the job server
+        is `starting`, older builds are removed and a missing jar is said on stderr: without it every job stages
+        the job server's jars, which only costs time. A running job server's choice is already made: no word."""
+        folder = self.home / "staging"
         slower = "jobs will stage the job server's jars (about 13 s more per job)"
         try:
-            jar = staging.build_jar(self.home / "staging", lib, java)
+            jar = staging.build_jar(folder, lib, java)
         except staging.BuildFailed as failed:
-            print(f"warning: {failed}\n{slower}", file=sys.stderr)
-            return None
-        if jar is None:
-            print(f"warning: no javac beside {java} or on PATH; {slower}", file=sys.stderr)
+            jar = None
+            if starting:
+                print(f"warning: {failed}\n{slower}", file=sys.stderr)
+        else:
+            if jar is None and starting:
+                print(f"warning: no javac beside {java} or on PATH; {slower}", file=sys.stderr)
+        if starting:
+            staging.prune(folder, keep=jar)
         return jar
 
     def _start_task_manager(self, state: dict, index: int, java: str, lib: Path, classpath: str) -> None:

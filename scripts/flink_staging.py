@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["NOTHING_TO_STAGE_FLAG", "SOURCE", "BuildFailed", "build_jar", "find_javac"]
+__all__ = ["NOTHING_TO_STAGE_FLAG", "SOURCE", "BuildFailed", "build_jar", "find_javac", "prune"]
 
 SOURCE = Path(__file__).resolve().parent / "flink" / "NothingToStage.java"
 NOTHING_TO_STAGE_FLAG = "--pipeline_resources_detector_factory_class=dev.groundwatch.flink.NothingToStage"
@@ -71,3 +71,15 @@ def build_jar(folder: Path, lib: Path, java: str) -> Path | None:
         archive = shutil.make_archive(str(Path(work) / "build"), "zip", classes)
         os.replace(archive, jar)  # the same file system: atomic
     return jar
+
+
+def prune(folder: Path, keep: Path | None) -> None:
+    """Remove from `folder` every build but `keep`, and what a killed build left. Only for a cluster none of whose
+    job servers runs: a running one may still read an older build."""
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)  # a build's work folder, left by a killed start
+        elif entry.name.startswith(_PREFIX) and entry != keep:
+            entry.unlink(missing_ok=True)

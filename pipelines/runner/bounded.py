@@ -36,7 +36,7 @@ from pipelines.runner.progress import Progress
 from pipelines.runner.read_counts import CountMessages, counted_run
 from pipelines.runner.time_outliers import far_in_time
 from pipelines.runner.window_metrics import recompute_window_metrics
-from transforms.io.jsonl import ReadJsonlMessages
+from transforms.io.jsonl import LINE_RANGES, ReadJsonlMessages
 from transforms.io.lake.cleanup import remove_stale_temporaries
 
 __all__ = [
@@ -184,13 +184,10 @@ def _reading_plan(options: PipelineOptions, opts: AuditOptions) -> JsonlPlan | N
     return None
 
 
-LINE_RANGES = 16
-"""About how many line ranges a pass is cut into: each worker reads its share of them (`ReadJsonlMessages`)."""
-
-
 def _line_range_pieces(options: PipelineOptions) -> int:
-    """How many line ranges a pass is cut into: `LINE_RANGES`, or on a runner of `--parallelism` N the smallest
-    multiple of N from there (N=3: 18), since Flink deals them round-robin and every subtask should get as many."""
+    """How many line ranges a pass is cut into: `LINE_RANGES` (16), or on a runner of `--parallelism` N the smallest
+    multiple of N from there (N=3: 18), since Flink deals them round-robin and every subtask should get as many
+    (`split_line_ranges` makes that many wherever the pass has as many lines, and as many files at most)."""
     parallelism = options.get_all_options().get("parallelism") or -1
     if _runs_in_process(options) or parallelism < 1:
         return LINE_RANGES
@@ -219,7 +216,7 @@ def _audit_by_plan(
 
     An input of one pass is read by the plan too: the repeated ids the plan found come in with the parse step
     (`ParseResponses(first_copies=...)`), not from a look at the lines read, and each worker reads and audits its own
-    parts of the line ranges (`ReadJsonlMessages(ranges=...)`), half of them each. (Looking at the lines
+    parts of the line ranges (`ReadJsonlMessages(ranges=...)`), about as many of them each. (Looking at the lines
     read first made the runner keep them in a buffer it hands out to the workers by the chunk, often two
     thirds to one.)"""
 

@@ -33,6 +33,7 @@ __all__ = [
     "new_topic",
     "offsets_by_value",
     "private_broker",
+    "remove_topic",
     "unread_messages",
     "wait_for",
 ]
@@ -114,6 +115,21 @@ def delete_topics(bootstrap: str, names: list[str]) -> None:
         pass  # a broker that went away takes its topics with it
     finally:
         admin.close()
+
+
+def remove_topic(bootstrap: str, name: str, *, timeout_s: float = 60.0) -> None:
+    """Delete `name` and its suffixed topics, and wait until the broker no longer lists it (deletion is
+    asynchronous): a topic of a fixed name, as a page's walk uses, starts as it would on a fresh machine."""
+    delete_topics(bootstrap, [name, f"{name}.review", f"{name}.dead", f"{name}.alerts"])
+
+    def gone() -> bool:
+        admin = _admin(bootstrap)
+        try:
+            return name not in admin.list_topics()
+        finally:
+            admin.close()
+
+    wait_for(gone, timeout_s=timeout_s, every_s=0.5, what=f"topic {name} deleted")
 
 
 @pytest.fixture

@@ -380,9 +380,10 @@ class ParseResponses(beam.PTransform):
     ones reach the parse step as a side input, so no response is shuffled for it. `first_copies`, the
     repeated ids of a larger input this run reads part of (`{response_id: first_copy(origin)}`, see
     `pipelines.runner.passes`), replaces that look, so a copy whose first is in another part is dropped too.
-    They travel with the parse step itself, not as a side input: Beam's Java fuser (Flink's) starts a new
-    stage at every step that reads a side input, which would send every message out of the worker that read
-    it and back again before it is parsed.
+    When given, they travel with the parse step itself, not as a side input: Beam's Java fuser (Flink's) starts
+    a new stage at every step that reads a side input, which would send every message out of the worker that
+    read it and back again before it is parsed. Without them (an input named by URL, a Kafka catch-up) the
+    repeated ids found by the look above are still a side input.
     Streaming input uses `DropDuplicateResponses` per window instead.
     """
 

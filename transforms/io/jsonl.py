@@ -42,6 +42,7 @@ from schemas import Origin
 from schemas.records import METRICS_NAMESPACE
 
 __all__ = [
+    "LINE_RANGES",
     "SKIPPED_BLANK_COUNTER",
     "LineRange",
     "LineStream",
@@ -179,20 +180,43 @@ def absolute_pattern(pattern: str) -> str:
     return pattern if "://" in pattern else os.path.abspath(pattern)
 
 
+LINE_RANGES = 16
+"""How many ranges a reader cuts its line ranges into by default: each worker reads its share of them."""
+
+
 def split_line_ranges(ranges: Sequence[LineRange], pieces: int) -> list[LineRange]:
-    """The ranges cut into about `pieces` ranges of about as many lines each, in order (a range without a
-    `stop` stays whole)."""
+    """The ranges cut into `pieces` ranges of as many lines each, give or take one, in order.
+
+    Every range keeps at least one part, so more ranges than `pieces` stay as they are; a range without a
+    `stop` (its length unknown) stays whole, and one shorter than its share is cut into single lines. The parts
+    are shared out over the ranges by their lengths (largest remainder), so a reader of `pieces` a multiple of
+    its workers deals each worker as many."""
     sizes = [lines.stop - lines.first if lines.stop is not None else 0 for lines in ranges]
-    total = sum(sizes)
+    parts = _shares(sizes, pieces)
     out: list[LineRange] = []
-    for lines, size in zip(ranges, sizes, strict=True):
-        parts = max(1, round(pieces * size / total)) if total else 1
-        if parts == 1 or lines.stop is None:  # a range without a stop has size 0, so one part
+    for lines, size, count in zip(ranges, sizes, parts, strict=True):
+        if count == 1 or lines.stop is None:
             out.append(lines)
             continue
-        step = -(-size // parts)  # ceiling
-        out += [LineRange(lines.path, k, min(k + step, lines.stop)) for k in range(lines.first, lines.stop, step)]
+        cuts = [lines.first + size * k // count for k in range(count + 1)]
+        out += [LineRange(lines.path, a, b) for a, b in zip(cuts, cuts[1:], strict=False)]
     return out
+
+
+def _shares(sizes: Sequence[int], pieces: int) -> list[int]:
+    """Parts of `pieces` for ranges of `sizes` lines: at least one each (one for an unknown size, 0), at most its
+    size, the rest in proportion to size by largest remainder."""
+    parts = [1] * len(sizes)
+    spare, total = pieces - len(sizes), sum(sizes)
+    if spare <= 0 or total == 0:
+        return parts
+    quotas = [spare * size / total for size in sizes]
+    for i, quota in enumerate(quotas):
+        parts[i] += int(quota)
+    by_remainder = sorted(range(len(sizes)), key=lambda i: int(quotas[i]) - quotas[i])
+    for i in by_remainder[: spare - sum(int(q) for q in quotas)]:
+        parts[i] += 1
+    return [min(count, max(1, size)) for count, size in zip(parts, sizes, strict=True)]
 
 
 class ReadJsonlMessages(beam.PTransform):
@@ -204,7 +228,9 @@ class ReadJsonlMessages(beam.PTransform):
     shuffled instead, and each worker reads the lines of its parts itself: nothing as large as the lines
     goes through the shuffle, and reading is spread over the workers too."""
 
-    def __init__(self, pattern: str | None = None, *, ranges: Sequence[LineRange] | None = None, pieces: int = 16):
+    def __init__(
+        self, pattern: str | None = None, *, ranges: Sequence[LineRange] | None = None, pieces: int = LINE_RANGES
+    ):
         super().__init__()
         if ranges is None and not pattern:
             raise ValueError("input pattern must be a non-empty path or glob")

@@ -89,3 +89,21 @@ def test_a_cluster_whose_build_fails_warns_and_stages_as_before(lib, tmp_path, m
     assert cluster.LocalFlink(tmp_path / "home")._staging_jar(lib, cluster.find_java()) is None
     warning = capsys.readouterr().err
     assert "warning:" in warning and "error" in warning and "stage the job server's jars" in warning
+
+
+def test_a_starting_cluster_removes_older_builds_and_a_running_one_warns_no_more(lib, tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    older, left = home / "staging" / "groundwatch-flink-0123456789ab.jar", home / "staging" / "tmpk1lled"
+    left.mkdir(parents=True)
+    older.write_bytes(b"a build of an older source")
+    flink = cluster.LocalFlink(home)
+    running = flink._staging_jar(lib, cluster.find_java(), starting=False)
+    assert older.exists() and left.exists()  # a running job server may still read them
+    assert flink._staging_jar(lib, cluster.find_java(), starting=True) == running
+    assert sorted(p.name for p in (home / "staging").iterdir()) == [running.name]
+    broken = tmp_path / "NothingToStage.java"
+    broken.write_text("package dev.groundwatch.flink; public class NothingToStage { int x = ; }")
+    monkeypatch.setattr(staging, "SOURCE", broken)
+    capsys.readouterr()
+    assert flink._staging_jar(lib, cluster.find_java(), starting=False) is None
+    assert capsys.readouterr().err == ""

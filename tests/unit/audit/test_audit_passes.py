@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from dashboards.views import connect_lake
 from pipelines.cli import main as groundwatch
 from pipelines.demo import sample_traffic_path
-from pipelines.runner.bounded import _line_range_pieces, run_checked
+from pipelines.runner.bounded import _line_range_pieces, pipeline_options, run_checked
 from pipelines.runner.bounded import run_audit as run
 from pipelines.runner.passes import plan_jsonl_passes
 from schemas import Origin
@@ -81,7 +81,7 @@ def test_the_plan_cuts_the_files_into_passes_that_read_every_line_once(tmp_path,
     assert [m for part in plan.passes for m in _read(part)] == everything and len(everything) == 9
     # A reader cuts a pass into parts of about as many lines each, and reads every line once.
     parts = split_line_ranges(plan.passes[1] + plan.passes[2], pieces=4)
-    assert parts == [LineRange(a, 5, 7), LineRange(b, 1, 2), LineRange(b, 2, 4), LineRange(b, 4, 5)]
+    assert parts == [LineRange(a, 5, 7), LineRange(b, 1, 2), LineRange(b, 2, 3), LineRange(b, 3, 5)]
     assert _read(parts) == _read(plan.passes[1] + plan.passes[2])
     assert split_line_ranges([LineRange(a)], pieces=4) == [LineRange(a)]  # no end known: read whole
 
@@ -197,9 +197,34 @@ def test_a_healthy_run_wrote_a_row_for_every_response_and_dead_letter(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("sizes", "pieces"),
+    [([20_000], 16), ([20_000], 18), ([100], 18), ([700, 700, 700], 16), ([500] * 4, 18), ([5, 9000, 30], 20)],
+)
+def test_a_pass_is_cut_into_as_many_ranges_as_asked_of_about_as_many_lines(sizes, pieces):
+    ranges, first = [], 1
+    for number, size in enumerate(sizes):
+        ranges.append(LineRange(f"/in/{number}.jsonl", first, first + size))
+        first += 3  # a pass may start a file past its first line
+    parts = split_line_ranges(ranges, pieces)
+    assert len(parts) == pieces  # dealt round-robin to N subtasks, pieces a multiple of N: as many each
+    for lines in ranges:  # every line of every range once, in order, cut into parts of as many lines, give or take one
+        mine = [part for part in parts if part.path == lines.path]
+        assert mine[0].first == lines.first and mine[-1].stop == lines.stop
+        assert all(x.stop == y.first for x, y in zip(mine, mine[1:], strict=False))
+        lengths = [part.stop - part.first for part in mine]
+        assert min(lengths) > 0 and max(lengths) - min(lengths) <= 1, lengths
+
+
+def test_more_files_than_pieces_keep_one_range_each():
+    ranges = [LineRange(f"/in/{n}.jsonl", 1, 10) for n in range(5)] + [LineRange("/in/open.jsonl")]
+    assert split_line_ranges(ranges, 4) == ranges
+
+
+@pytest.mark.parametrize(
     ("argv", "pieces"),
     [
         ([], 16),  # the local runner: its own split of the work
+        (["--parallelism=3"], 16),  # the local runner ignores a parallelism
         (["--runner=FlinkRunner", "--parallelism=2"], 16),
         (["--runner=FlinkRunner", "--parallelism=3"], 18),  # six each, where 16 would give 6, 5 and 5
         (["--runner=FlinkRunner", "--parallelism=20"], 20),  # none idle
@@ -207,4 +232,4 @@ def test_a_healthy_run_wrote_a_row_for_every_response_and_dead_letter(tmp_path):
     ],
 )
 def test_another_runner_cuts_a_pass_into_as_many_ranges_for_each_subtask(argv, pieces):
-    assert _line_range_pieces(PipelineOptions(argv)) == pieces
+    assert _line_range_pieces(pipeline_options(argv)) == pieces

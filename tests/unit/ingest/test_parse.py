@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import apache_beam as beam
 import pytest
+from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from pydantic import ValidationError
@@ -20,6 +21,7 @@ from transforms.ingest.parse import (
     ParseError,
     ParseResponses,
     dead_letter_row,
+    first_copy,
     input_flags,
     parse_message,
     summarize_validation_error,
@@ -152,6 +154,30 @@ def test_bounded_parse_drops_duplicates_across_the_whole_input():
             ),
             label="CheckDeadLetters",
         )
+
+
+def test_repeated_ids_known_beforehand_are_no_side_input_and_drop_the_same_copies():
+    # A side input would start a stage of its own on Flink (Beam's Java fuser), away from the read.
+    copies = [(raw(message("dup", answer=f"Copy {n}.")), at(n)) for n in (7, 1, 4)]
+    inputs = [*copies, (raw(message("single")), at(2))]
+    known = {"dup": first_copy(at(1))}  # as `plan_jsonl_passes` finds them
+    p = BeamPipeline(runner="FnApiRunner")
+    result = p | beam.Create(inputs) | ParseResponses(first_copies=known, clock=lambda: FIXED_NOW)
+    assert_that(
+        result[PARSED] | beam.Map(lambda r: (r.response.response_id, r.response.answer)),
+        equal_to([("dup", "Copy 1."), ("single", ANSWER)]),
+        label="CheckKept",
+    )
+    assert_that(
+        result[DEAD_LETTERS] | beam.Map(lambda d: (d.origin_offset, d.error.split(":")[0])),
+        equal_to([(7, "duplicate_response_id"), (4, "duplicate_response_id")]),
+        label="CheckDeadLetters",
+    )
+    transforms = p.to_runner_api().components.transforms.values()
+    assert not [t.unique_name for t in transforms if "RepeatedIds" in t.unique_name]
+    (parse,) = [t for t in transforms if t.unique_name.startswith("ParseResponses/Parse/ParDo")]
+    assert not beam_runner_api_pb2.ParDoPayload.FromString(parse.spec.payload).side_inputs
+    p.run().wait_until_finish()
 
 
 @pytest.mark.parametrize(
