@@ -321,22 +321,24 @@ class LocalFlink:
             return self.endpoint
 
     def _staging_jar(self, lib: Path, java: str, *, starting: bool = True) -> Path | None:
-        """`NothingToStage` built into this cluster's home (`scripts/flink_staging.py`), or None. When the job server
-        is `starting`, older builds are removed and a missing jar is said on stderr: without it every job stages
-        the job server's jars, which only costs time. A running job server's choice is already made: no word."""
+        """`NothingToStage` built into this cluster's home (`scripts/flink_staging.py`), or None. A job server
+        `starting` gets it built, older builds removed, and a missing jar said on stderr: without it every job
+        stages the job server's jars, which only costs time. A running one's choice is made: the build it has, if
+        any, with nothing compiled, removed or said (`start` is idempotent and runs again and again)."""
         folder = self.home / "staging"
+        if not starting:
+            jar = staging.jar_path(folder)
+            return jar if jar.exists() else None
         slower = "jobs will stage the job server's jars (about 13 s more per job)"
         try:
             jar = staging.build_jar(folder, lib, java)
         except staging.BuildFailed as failed:
             jar = None
-            if starting:
-                print(f"warning: {failed}\n{slower}", file=sys.stderr)
+            print(f"warning: {failed}\n{slower}", file=sys.stderr)
         else:
-            if jar is None and starting:
+            if jar is None:
                 print(f"warning: no javac beside {java} or on PATH; {slower}", file=sys.stderr)
-        if starting:
-            staging.prune(folder, keep=jar)
+        staging.prune(folder, keep=jar)
         return jar
 
     def _start_task_manager(self, state: dict, index: int, java: str, lib: Path, classpath: str) -> None:

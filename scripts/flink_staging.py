@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["NOTHING_TO_STAGE_FLAG", "SOURCE", "BuildFailed", "build_jar", "find_javac", "prune"]
+__all__ = ["NOTHING_TO_STAGE_FLAG", "SOURCE", "BuildFailed", "build_jar", "find_javac", "jar_path", "prune"]
 
 SOURCE = Path(__file__).resolve().parent / "flink" / "NothingToStage.java"
 NOTHING_TO_STAGE_FLAG = "--pipeline_resources_detector_factory_class=dev.groundwatch.flink.NothingToStage"
@@ -41,13 +41,17 @@ def find_javac(java: str) -> str | None:
     return str(beside) if beside.exists() else shutil.which("javac")
 
 
+def jar_path(folder: Path) -> Path:
+    """Where `build_jar` puts the build of the current source in `folder` (named by the source's digest)."""
+    return folder / f"{_PREFIX}{hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]}.jar"
+
+
 def build_jar(folder: Path, lib: Path, java: str) -> Path | None:
     """`NothingToStage` compiled against Beam's jars in `lib` into `folder`, once per version of its source.
 
     None when no compiler is found. The jar appears whole or not at all (written beside, then renamed), and an
     existing build is never touched: a job server may be reading it."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    jar = folder / f"{_PREFIX}{digest}.jar"
+    jar = jar_path(folder)
     if jar.exists():
         return jar
     javac = find_javac(java)

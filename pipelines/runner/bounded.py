@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, FlinkRunnerOptions, PipelineOptions, StandardOptions
 
 from pipelines.options.audit import AuditOptions, validate_options
 from pipelines.runner.audit_graph import build_pipeline
@@ -188,7 +188,7 @@ def _line_range_pieces(options: PipelineOptions) -> int:
     """How many line ranges a pass is cut into: `LINE_RANGES` (16), or on a runner of `--parallelism` N the smallest
     multiple of N from there (N=3: 18), since Flink deals them round-robin and every subtask should get as many
     (`split_line_ranges` makes that many wherever the pass has as many lines, and as many files at most)."""
-    parallelism = options.get_all_options().get("parallelism") or -1
+    parallelism = options.view_as(FlinkRunnerOptions).parallelism  # -1 when not given
     if _runs_in_process(options) or parallelism < 1:
         return LINE_RANGES
     return parallelism * -(-LINE_RANGES // parallelism)

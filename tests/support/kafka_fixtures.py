@@ -117,19 +117,20 @@ def delete_topics(bootstrap: str, names: list[str]) -> None:
         admin.close()
 
 
+def _with_companions(name: str) -> list[str]:
+    """A topic and the review, dead-letter and alert topics the monitor derives from its name."""
+    return [name, f"{name}.review", f"{name}.dead", f"{name}.alerts"]
+
+
 def remove_topic(bootstrap: str, name: str, *, timeout_s: float = 60.0) -> None:
-    """Delete `name` and its suffixed topics, and wait until the broker no longer lists it (deletion is
+    """Delete `name` and its companion topics, and wait until the broker no longer lists it (deletion is
     asynchronous): a topic of a fixed name, as a page's walk uses, starts as it would on a fresh machine."""
-    delete_topics(bootstrap, [name, f"{name}.review", f"{name}.dead", f"{name}.alerts"])
-
-    def gone() -> bool:
-        admin = _admin(bootstrap)
-        try:
-            return name not in admin.list_topics()
-        finally:
-            admin.close()
-
-    wait_for(gone, timeout_s=timeout_s, every_s=0.5, what=f"topic {name} deleted")
+    delete_topics(bootstrap, _with_companions(name))
+    admin = _admin(bootstrap)
+    try:
+        wait_for(lambda: name not in admin.list_topics(), timeout_s=timeout_s, every_s=0.5, what=f"{name} deleted")
+    finally:
+        admin.close()
 
 
 @pytest.fixture
@@ -141,7 +142,7 @@ def new_topic(kafka_bootstrap):
         name = f"gw-test-{uuid.uuid4().hex[:10]}"
         if not auto:
             create_topic(kafka_bootstrap, name, partitions, config)
-        made.extend([name, f"{name}.review", f"{name}.dead", f"{name}.alerts"])
+        made.extend(_with_companions(name))
         return name
 
     yield make

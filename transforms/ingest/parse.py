@@ -403,7 +403,7 @@ class ParseResponses(beam.PTransform):
         # The raw bytes ride along with each response: whichever later stage fails on it, its dead letter
         # keeps the message as it was read.
         if not self._drop_duplicates or self._first_copies is not None:
-            parse = _ParseDoFn(self._clock, dict(self._first_copies or {}))
+            parse = _ParseDoFn(self._clock, self._first_copies)
             return messages | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTERS, main=PARSED)
         repeated = messages | "RepeatedIds" >> _RepeatedIds()
         return messages | "Parse" >> beam.ParDo(

@@ -195,7 +195,7 @@ def split_line_ranges(ranges: Sequence[LineRange], pieces: int) -> list[LineRang
     parts = _shares(sizes, pieces)
     out: list[LineRange] = []
     for lines, size, count in zip(ranges, sizes, parts, strict=True):
-        if count == 1 or lines.stop is None:
+        if count == 1:  # a range without a stop too: its size is 0
             out.append(lines)
             continue
         cuts = [lines.first + size * k // count for k in range(count + 1)]

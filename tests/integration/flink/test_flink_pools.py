@@ -49,7 +49,6 @@ from tests.support.kafka_fixtures import (
     committed_offsets,
     lake_accounting,
     remove_topic,
-    unread_messages,
     wait_for,
 )
 from tests.support.lake_compare import assert_same_tables
@@ -67,22 +66,24 @@ def _new_job(flink, before: set[str]) -> str:
     return job
 
 
-def _both_did_work(flink, job: str, workers_before: list[int]) -> None:
+def _both_did_work(flink, job: str, workers_before: list[int]) -> dict[str, int]:
+    """The records each TaskManager's audit stage read, once both have read some and both pools started workers."""
     records = stage_records(flink, job)
     assert len(records) == 2 and min(records.values()) > 0, records  # both TaskManagers audited
     started = [after - before for after, before in zip(started_workers(flink), workers_before, strict=True)]
     assert len(started) == 2 and min(started) > 0, started  # in workers of both pools
+    return records
 
 
-def _read_side_by_side(flink, job: str) -> None:
+def _read_side_by_side(flink, job: str, records: dict[str, int]) -> None:
     """Both TaskManagers read the input, as many line ranges each (Flink deals them round-robin), and audit what
     they read in the same stage: a line leaves the worker that read it only as lake rows. Reading each file
     whole, as a URL is read, gives one TaskManager every file; a side input read by the parse step (Beam's Java
     fuser starts a stage at each) sent every line through Flink between the read and the audit."""
     names = [vertex["name"] for vertex in flink.rest(f"/jobs/{job}")["vertices"]]
     assert any("ReadJsonl" in name and "VerifySentences" in name for name in names), names
-    ranges = stage_records(flink, job)  # what that stage reads are the line ranges
-    assert len(ranges) == 2 and min(ranges.values()) > 0 and len(set(ranges.values())) == 1, ranges
+    # What that stage reads (`records`, by TaskManager) are the line ranges.
+    assert len(records) == 2 and min(records.values()) > 0 and len(set(records.values())) == 1, records
 
 
 def _staged_nothing(flink, job: str) -> None:
@@ -106,8 +107,7 @@ def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, s
     # responses, sentences, citations, claims, window metrics and dead letters: not empty
     assert assert_same_tables(sample_lake_fnapi, str(lake), TABLES) > 3000
     job = _new_job(pooled_flink, jobs)
-    _both_did_work(pooled_flink, job, workers)
-    _read_side_by_side(pooled_flink, job)
+    _read_side_by_side(pooled_flink, job, _both_did_work(pooled_flink, job, workers))
     _staged_nothing(pooled_flink, job)
 
 
@@ -174,12 +174,12 @@ def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written
     assert in_bucket.returncode == 0 and in_bucket.stdout.count("\n") > 8, in_bucket.stderr
     assert in_bucket.stdout == subprocess.run(over_folder, **run).stdout
 
-    topic, group = monitor[monitor.index("--topic") + 1], monitor[monitor.index("--group-id") + 1]
+    topic = monitor[monitor.index("--topic") + 1]
     count = int(produce[produce.index("--generate") + 1])
     # From a fresh machine: the topic an earlier run left on a kept broker holds the same generated ids, unread
     # where its monitor was stopped before committing, and this stream would audit them again.
     remove_topic(kafka_bootstrap, topic)
-    expected = unread_messages(kafka_bootstrap, group, topic) + count
+    expected = count
     produced = subprocess.run(_run_as(produce, flags, kafka_bootstrap), **run)
     assert produced.returncode == 0, produced.stderr[-2000:]
     jobs, log = set(flink_jobs(pooled_flink)), tmp_path / "monitor.log"

@@ -93,11 +93,15 @@ def test_a_cluster_whose_build_fails_warns_and_stages_as_before(lib, tmp_path, m
 
 def test_a_starting_cluster_removes_older_builds_and_a_running_one_warns_no_more(lib, tmp_path, monkeypatch, capsys):
     home = tmp_path / "home"
+    # A job server that runs without the jar keeps running without it: nothing is compiled for it.
+    assert cluster.LocalFlink(home)._staging_jar(lib, cluster.find_java(), starting=False) is None
+    assert not (home / "staging").exists()
+    running = staging.build_jar(home / "staging", lib, cluster.find_java())  # what the running job server has
     older, left = home / "staging" / "groundwatch-flink-0123456789ab.jar", home / "staging" / "tmpk1lled"
     left.mkdir(parents=True)
     older.write_bytes(b"a build of an older source")
     flink = cluster.LocalFlink(home)
-    running = flink._staging_jar(lib, cluster.find_java(), starting=False)
+    assert flink._staging_jar(lib, cluster.find_java(), starting=False) == running
     assert older.exists() and left.exists()  # a running job server may still read them
     assert flink._staging_jar(lib, cluster.find_java(), starting=True) == running
     assert sorted(p.name for p in (home / "staging").iterdir()) == [running.name]
@@ -105,5 +109,5 @@ def test_a_starting_cluster_removes_older_builds_and_a_running_one_warns_no_more
     broken.write_text("package dev.groundwatch.flink; public class NothingToStage { int x = ; }")
     monkeypatch.setattr(staging, "SOURCE", broken)
     capsys.readouterr()
-    assert flink._staging_jar(lib, cluster.find_java(), starting=False) is None
+    assert flink._staging_jar(lib, cluster.find_java(), starting=False) is None  # not built, and not compiled now
     assert capsys.readouterr().err == ""
