@@ -118,9 +118,10 @@ def register_scenario(name: str, scenario: Scenario) -> None:
 
 register_scenario("mixed", lambda index, count, flaw_rate: Profile.with_flaw_rate(flaw_rate))
 
+_GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta")
 _DOC_STYLES = {
     "numeric": lambda i: str(i + 1),
-    "named": lambda i: f"doc_{['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta'][i]}",
+    "named": lambda i: f"doc_{_GREEK[i]}" if i < len(_GREEK) else f"doc_{i + 1}",
     "kb": lambda i: f"kb-{1040 + 7 * i}",
 }
 

@@ -39,3 +39,22 @@ def test_default_traffic_is_healthy_and_the_flawed_rate_is_asked_for():
     assert sum(h["answer"] != f["answer"] for h, f in zip(healthy, flawed, strict=True)) >= 10
     with pytest.raises(ValueError, match="flaw_rate"):
         list(generate_responses(1, flaw_rate=1.5))
+
+
+def test_as_many_passages_as_a_domain_has_facts_and_fabricated_ids_name_none_of_them():
+    # Six passages in the named style ("doc_alpha", ...): a fabricated citation names a seventh id past them.
+    from pipelines.traffic.facts import DOMAINS
+
+    most = min(len(d.facts) for d in DOMAINS.values())
+    responses = [
+        LoggedResponse.model_validate(m)
+        for m in generate_responses(300, seed=3, sentences=4, passages=most, flaw_rate=0.5)
+    ]
+    assert {len(r.evidence) for r in responses} == {most}
+    assert any(r.evidence[0].doc_id == "doc_alpha" for r in responses)
+    fabricated = 0
+    for r in responses:
+        ids = [p.doc_id for p in r.evidence]
+        assert len(set(ids)) == len(ids)
+        fabricated += sum(ref.ref not in ids for ref in parse_citations(r))
+    assert fabricated > 0
