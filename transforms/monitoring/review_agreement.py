@@ -27,7 +27,6 @@ from typing import Any
 
 import duckdb
 import pandas as pd
-from scipy.stats import binom
 
 from schemas.monitoring import CheckStatus, DriftCheckRow
 from transforms.monitoring.plans import DriftConfig, SlicePlan
@@ -59,6 +58,10 @@ def review_counts(con: duckdb.DuckDBPyConnection, where: str | None = None, para
 
 def agreement_p_value(agreed: int, reviewed: int, reference_agreed: int, reference_reviewed: int) -> float:
     """P(at most `agreed` of `reviewed` agree) at the reference's smoothed rate (k + 1) / (n + 2)."""
+    # Imported here: scipy.stats takes half a second to import, and every audit's start-up would pay it for a
+    # test that only the review-agreement check runs.
+    from scipy.stats import binom
+
     rate = (reference_agreed + 1) / (reference_reviewed + 2)
     return float(binom.cdf(agreed, reviewed, rate))
 
