@@ -14,6 +14,12 @@ prints (`--environment_type=EXTERNAL`).
   duration (Flink's REST API: from the job's creation on the JobManager to its end). Last, the two targets'
   ratios: Flink's responses/s at parallelism 2 over parallelism 1, and Flink's CPU per response over the
   FnApiRunner's.
+  Each bounded run is also split into its phases, from the CPU of the Python workers sampled every half second
+  (the pools and their workers on Flink, the command's worker processes on the FnApiRunner): the start (until
+  the workers first use half their cores together: half a core at parallelism 1, one at parallelism 2 and on the
+  FnApiRunner's two worker processes), the work (until they last do) and the tail (the rest). The work phase's
+  ratio is the scaling of the work itself, apart from what each run pays once (the command's start-up, the
+  job's submission and deployment, the workers' start, the end of the job).
 - streaming: `groundwatch monitor` on Prism and on Flink; after a warm-up batch is in the lake, `--rate`
   messages a second (5 % malformed) are produced for `--seconds`, and responses/s is their number over the time
   from the first sent to the last in the lake (5 s windows: the last window's close included). At a rate the
@@ -34,6 +40,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -109,6 +116,62 @@ class CpuMeter:
         return {part: end[part] - self._start[part] for part in end}
 
 
+def _workers_cpu(flink: LocalFlink | None, command: int):
+    """A run's Python workers' CPU seconds so far, as a function: the worker pools' and their workers' on Flink,
+    else those of the processes in the group the command `command` leads, but its own (the FnApiRunner's
+    worker processes)."""
+    if flink is not None:
+        return lambda: _cluster_cpu(flink)["pools"]
+    return lambda: _group_cpu(command) - _proc_cpu(command)
+
+
+def busy_span(samples: list[tuple[float, float]], cores: float = 0.5) -> tuple[float, float] | None:
+    """The first and last moment the sampled CPU ran at `cores` or more: `samples` are (seconds, cumulative CPU
+    seconds) in time order. None if it never did."""
+    busy = [
+        (t0, t1)
+        for (t0, c0), (t1, c1) in zip(samples, samples[1:], strict=False)
+        if t1 > t0 and (c1 - c0) / (t1 - t0) >= cores
+    ]
+    return (busy[0][0], busy[-1][1]) if busy else None
+
+
+class PhaseMeter:
+    """Samples the CPU of a run's Python workers (`workers()`: cumulative CPU seconds) every `every` seconds
+    from `start()` to `stop()`, which returns the run's phases: (start, work, tail) in seconds, the work being
+    the span in which the workers used `cores` or more, and their CPU seconds during it; None if they never did."""
+
+    def __init__(self, workers, *, cores: float, every: float = 0.5):
+        self._workers, self._cores, self._every = workers, cores, every
+        self._samples: list[tuple[float, float]] = []
+        self._done = threading.Event()
+
+    def _sample(self) -> None:
+        self._samples.append((time.monotonic() - self._t0, self._workers()))
+
+    def _run(self) -> None:
+        while not self._done.wait(self._every):
+            self._sample()
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._sample()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> tuple[tuple[float, float, float], float] | None:
+        self._done.set()
+        self._thread.join()
+        self._sample()
+        span = busy_span(self._samples, self._cores)
+        if span is None:
+            return None
+        first, last = span
+        cpu = dict(self._samples)
+        end = self._samples[-1][0]
+        return (first, last - first, end - last), cpu[last] - cpu[first]
+
+
 def _report(name: str, count: int, seconds: float, cpu: dict[str, float]) -> None:
     total = sum(cpu.values())
     parts = "  ".join(f"{part} {1000 * value / count:5.1f}" for part, value in cpu.items())
@@ -138,13 +201,15 @@ def _last_job_seconds(flink: LocalFlink) -> float | None:
     return max(jobs, key=lambda job: job["start-time"])["duration"] / 1000 if jobs else None
 
 
-def _print_ratios(rates: dict, cpu_ms: dict, job_rates: dict) -> None:
+def _print_ratios(rates: dict, cpu_ms: dict, job_rates: dict, work_rates: dict | None = None) -> None:
     """The figures the targets are about: Flink's scaling from parallelism 1 to 2, and its CPU per response
     against the FnApiRunner's."""
     if {1, 2} <= rates.keys():  # keyed by parallelism; "local" is the FnApiRunner
         print(f"parallelism 2 / 1: {rates[2] / rates[1]:.2f} times the responses/s of the whole command", end="")
         if {1, 2} <= job_rates.keys():
             print(f", {job_rates[2] / job_rates[1]:.2f} times while the job ran", end="")
+        if {1, 2} <= (work_rates or {}).keys():
+            print(f", {work_rates[2] / work_rates[1]:.2f} times over the work phase", end="")
         print(flush=True)
     if "local" in cpu_ms:
         for p in sorted(k for k in cpu_ms if k != "local"):
@@ -158,6 +223,7 @@ def bench_bounded(flink: LocalFlink, count: int, work: Path) -> None:
     rates: dict[int | str, float] = {}  # responses/s by parallelism ("local": the FnApiRunner)
     cpu_ms: dict[int | str, float] = {}
     job_rates: dict[int | str, float] = {}
+    work_rates: dict[int | str, float] = {}  # over the work phase alone
     for name, options, cluster in _runners(flink, bounded=True):
         lake, log = work / f"lake-{uuid.uuid4().hex[:6]}", work / "audit.log"
         command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
@@ -165,7 +231,12 @@ def bench_bounded(flink: LocalFlink, count: int, work: Path) -> None:
         meter, t0 = CpuMeter(cluster), time.monotonic()
         meter.start()
         with open(log, "ab") as out:
-            code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
+            audit = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            workers = _parallelism(options) or os.cpu_count() or 1  # the FnApiRunner's: one per core
+            phases = PhaseMeter(_workers_cpu(cluster, audit.pid), cores=workers / 2)
+            phases.start()
+            code = audit.wait()
+            split = phases.stop()
         seconds, cpu = time.monotonic() - t0, meter.stop()
         if code != 0:
             print(f"{name}: audit failed ({code}); see {log}", flush=True)
@@ -176,7 +247,15 @@ def bench_bounded(flink: LocalFlink, count: int, work: Path) -> None:
         if cluster is not None and (job_seconds := _last_job_seconds(cluster)):
             job_rates[key] = count / job_seconds
             print(f"  the job alone ran {job_seconds:.1f} s = {count / job_seconds:.1f} responses/s", flush=True)
-    _print_ratios(rates, cpu_ms, job_rates)
+        if split is not None:
+            (start, busy, tail), busy_cpu = split
+            work_rates[key] = count / busy
+            print(
+                f"  phases: start {start:.1f} s, work {busy:.1f} s = {count / busy:.1f} responses/s, tail {tail:.1f} s;"
+                f" the workers' CPU during the work {1000 * busy_cpu / count:.2f} ms/response",
+                flush=True,
+            )
+    _print_ratios(rates, cpu_ms, job_rates, work_rates)
 
 
 def _now() -> datetime:

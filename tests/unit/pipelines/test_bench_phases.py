@@ -1,0 +1,26 @@
+"""How `scripts/bench_flink.py` splits a run into its start, its work and its tail: from the workers' cumulative CPU
+sampled in time, the work is the span from the first to the last interval in which they used half a core."""
+
+from __future__ import annotations
+
+from tests.support.scripts import load_script
+
+bench = load_script("bench_flink")
+
+
+def test_the_work_is_the_span_the_workers_were_busy_in():
+    # 0-3 s: starting (a tenth of a core); 3-9 s: one core, with a dip to a quarter at 5-6 s; 9-11 s: idle.
+    rates = [0.1, 0.1, 0.1, 1.0, 1.0, 0.25, 1.0, 1.0, 1.0, 0.0, 0.0]
+    samples, cpu = [(0.0, 0.0)], 0.0
+    for second, rate in enumerate(rates, start=1):
+        cpu += rate
+        samples.append((float(second), cpu))
+    assert bench.busy_span(samples) == (3.0, 9.0)  # a dip inside the work does not end it
+    assert bench.busy_span(samples, cores=2.0) is None
+
+
+def test_two_busy_workers_count_as_two_cores_and_an_idle_run_has_no_work():
+    samples = [(0.0, 0.0), (0.5, 0.0), (1.0, 0.9), (1.5, 1.9), (2.0, 1.9)]
+    assert bench.busy_span(samples, cores=1.5) == (0.5, 1.5)
+    assert bench.busy_span([(0.0, 0.0), (1.0, 0.0)]) is None
+    assert bench.busy_span([(0.0, 0.0)]) is None
