@@ -1,7 +1,7 @@
 """Benchmark groundwatch on Flink worker pools beside the local runners: responses/s and CPU per response.
 
     python scripts/bench_flink.py [--count 20000] [--rate 40] [--seconds 60] \\
-        [--bootstrap-servers 127.0.0.1:39092] [--mode both|bounded|streaming]
+        [--bootstrap-servers 127.0.0.1:39092] [--mode both|bounded|streaming] [--rounds 1] [--warm-up 2000]
 
 The Flink runs are on a local cluster of two TaskManagers of one slot, each with a Beam Python worker pool
 (`scripts/flink_cluster.py start --cluster --taskmanagers 2`; started and stopped here unless one with pools
@@ -13,7 +13,8 @@ prints (`--environment_type=EXTERNAL`).
   time, start-up and the job's submission included; for Flink it also prints the rate over the job's own
   duration (Flink's REST API: from the job's creation on the JobManager to its end). Last, the two targets'
   ratios: Flink's responses/s at parallelism 2 over parallelism 1, and Flink's CPU per response over the
-  FnApiRunner's.
+  FnApiRunner's. With `--rounds N` the three runs are repeated N times and the ratios' medians printed: they
+  vary from run to run by several per cent.
   Each bounded run is also split into its phases, from the CPU of the Python workers sampled every half second
   (the pools and their workers on Flink, the command's worker processes on the FnApiRunner): the start (until
   the workers first use half their cores together: half a core at parallelism 1, one at parallelism 2 and on the
@@ -24,6 +25,10 @@ prints (`--environment_type=EXTERNAL`).
   messages a second (5 % malformed) are produced for `--seconds`, and responses/s is their number over the time
   from the first sent to the last in the lake (5 s windows: the last window's close included). At a rate the
   runner keeps up with, that is the rate; the CPU per response is the figure to read.
+
+Before the runs, an audit of `--warm-up` responses (default 2,000) at parallelism 2 runs on the cluster unmeasured,
+so that the figures are those of a cluster that has run jobs before: on a cluster's first jobs its JVMs are
+still compiling their hot code, which at parallelism 2 takes CPU from the pools (`--warm-up 0` measures that).
 
 CPU per response counts every process involved, children included (`utime + stime + cutime + cstime` from /proc):
 the groundwatch command and what it waited for (`RUSAGE_CHILDREN`), the live processes of its process group
@@ -37,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -201,61 +207,98 @@ def _last_job_seconds(flink: LocalFlink) -> float | None:
     return max(jobs, key=lambda job: job["start-time"])["duration"] / 1000 if jobs else None
 
 
-def _print_ratios(rates: dict, cpu_ms: dict, job_rates: dict, work_rates: dict | None = None) -> None:
-    """The figures the targets are about: Flink's scaling from parallelism 1 to 2, and its CPU per response
-    against the FnApiRunner's."""
-    if {1, 2} <= rates.keys():  # keyed by parallelism; "local" is the FnApiRunner
-        print(f"parallelism 2 / 1: {rates[2] / rates[1]:.2f} times the responses/s of the whole command", end="")
-        if {1, 2} <= job_rates.keys():
-            print(f", {job_rates[2] / job_rates[1]:.2f} times while the job ran", end="")
-        if {1, 2} <= (work_rates or {}).keys():
-            print(f", {work_rates[2] / work_rates[1]:.2f} times over the work phase", end="")
-        print(flush=True)
-    if "local" in cpu_ms:
-        for p in sorted(k for k in cpu_ms if k != "local"):
-            ratio = cpu_ms[p] / cpu_ms["local"]
-            print(f"CPU per response, Flink parallelism {p} / FnApiRunner: {ratio:.2f} times", flush=True)
+def _ratios(runs: dict) -> dict[str, float]:
+    """The figures the targets are about, from one round's runs (keyed by parallelism, "local" for the
+    FnApiRunner): Flink's scaling from parallelism 1 to 2, and its CPU per response against the FnApiRunner's."""
+    out = {}
+    if {1, 2} <= runs.keys():
+        for figure, what in _SCALING.items():
+            if runs[1].get(figure) and runs[2].get(figure):
+                out[what] = runs[2][figure] / runs[1][figure]
+    if "local" in runs:
+        for p in sorted(k for k in runs if k != "local"):
+            out[f"CPU per response, Flink parallelism {p} / FnApiRunner"] = runs[p]["cpu_ms"] / runs["local"]["cpu_ms"]
+    return out
 
 
-def bench_bounded(flink: LocalFlink, count: int, work: Path) -> None:
+_SCALING = {
+    "rate": "parallelism 2 / 1, responses/s of the whole command",
+    "job_rate": "parallelism 2 / 1, while the job ran",
+    "work_rate": "parallelism 2 / 1, over the work phase",
+}
+
+
+def warm_up(flink: LocalFlink, count: int, work: Path) -> None:
+    """An audit of `count` responses at parallelism 2, not measured: its JVMs compile their hot code, as those
+    of a cluster that has run jobs before have. A cluster's first jobs measured cold cost several seconds more of
+    JVM CPU, which at parallelism 2 the JVMs take from the pools' two cores."""
+    traffic, lake = work / "warm-up.jsonl", work / "lake-warm-up"
+    traffic.write_bytes(b"\n".join(generated_messages(count, seed=4, start=_now())) + b"\n")
+    command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
+               *flink.runner_flags(parallelism=2)]  # fmt: skip
+    t0 = time.monotonic()
+    with open(work / "audit.log", "ab") as out:
+        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
+    print(f"warm-up: {count} responses at parallelism 2 in {time.monotonic() - t0:.1f} s, not measured"
+          + (f" (it failed: {code})" if code else ""), flush=True)  # fmt: skip
+
+
+def _bounded_run(name: str, options: list[str], cluster, traffic: Path, count: int, work: Path) -> dict | None:
+    """One measured audit of `traffic`: prints its figures and returns them (None if it failed)."""
+    lake, log = work / f"lake-{uuid.uuid4().hex[:6]}", work / "audit.log"
+    command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
+               *options]  # fmt: skip
+    meter, t0 = CpuMeter(cluster), time.monotonic()
+    meter.start()
+    with open(log, "ab") as out:
+        audit = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        workers = _parallelism(options) or os.cpu_count() or 1  # the FnApiRunner's: one per core
+        phases = PhaseMeter(_workers_cpu(cluster, audit.pid), cores=workers / 2)
+        phases.start()
+        code = audit.wait()
+        split = phases.stop()
+    seconds, cpu = time.monotonic() - t0, meter.stop()
+    if code != 0:
+        print(f"{name}: audit failed ({code}); see {log}", flush=True)
+        return None
+    _report(f"bounded {name}", count, seconds, cpu)
+    figures = {"rate": count / seconds, "cpu_ms": 1000 * sum(cpu.values()) / count}
+    if cluster is not None and (job_seconds := _last_job_seconds(cluster)):
+        figures["job_rate"] = count / job_seconds
+        print(f"  the job alone ran {job_seconds:.1f} s = {count / job_seconds:.1f} responses/s", flush=True)
+    if split is not None:
+        (start, busy, tail), busy_cpu = split
+        figures["work_rate"] = count / busy
+        print(
+            f"  phases: start {start:.1f} s, work {busy:.1f} s = {count / busy:.1f} responses/s, tail {tail:.1f} s;"
+            f" the workers' CPU during the work {1000 * busy_cpu / count:.2f} ms/response",
+            flush=True,
+        )
+    return figures
+
+
+def bench_bounded(flink: LocalFlink, count: int, work: Path, rounds: int = 1) -> None:
+    """`rounds` rounds of the FnApiRunner, Flink at parallelism 1 and 2 on the same traffic; the ratios of each
+    round, and their medians over the rounds (the figures vary from run to run by several per cent)."""
     traffic = work / "traffic.jsonl"
     traffic.write_bytes(b"\n".join(generated_messages(count, seed=3, start=_now())) + b"\n")
-    rates: dict[int | str, float] = {}  # responses/s by parallelism ("local": the FnApiRunner)
-    cpu_ms: dict[int | str, float] = {}
-    job_rates: dict[int | str, float] = {}
-    work_rates: dict[int | str, float] = {}  # over the work phase alone
-    for name, options, cluster in _runners(flink, bounded=True):
-        lake, log = work / f"lake-{uuid.uuid4().hex[:6]}", work / "audit.log"
-        command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
-                   *options]  # fmt: skip
-        meter, t0 = CpuMeter(cluster), time.monotonic()
-        meter.start()
-        with open(log, "ab") as out:
-            audit = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-            workers = _parallelism(options) or os.cpu_count() or 1  # the FnApiRunner's: one per core
-            phases = PhaseMeter(_workers_cpu(cluster, audit.pid), cores=workers / 2)
-            phases.start()
-            code = audit.wait()
-            split = phases.stop()
-        seconds, cpu = time.monotonic() - t0, meter.stop()
-        if code != 0:
-            print(f"{name}: audit failed ({code}); see {log}", flush=True)
-            continue
-        _report(f"bounded {name}", count, seconds, cpu)
-        key = _parallelism(options) or "local"
-        rates[key], cpu_ms[key] = count / seconds, 1000 * sum(cpu.values()) / count
-        if cluster is not None and (job_seconds := _last_job_seconds(cluster)):
-            job_rates[key] = count / job_seconds
-            print(f"  the job alone ran {job_seconds:.1f} s = {count / job_seconds:.1f} responses/s", flush=True)
-        if split is not None:
-            (start, busy, tail), busy_cpu = split
-            work_rates[key] = count / busy
-            print(
-                f"  phases: start {start:.1f} s, work {busy:.1f} s = {count / busy:.1f} responses/s, tail {tail:.1f} s;"
-                f" the workers' CPU during the work {1000 * busy_cpu / count:.2f} ms/response",
-                flush=True,
-            )
-    _print_ratios(rates, cpu_ms, job_rates, work_rates)
+    by_round = []
+    for round_no in range(1, rounds + 1):
+        if rounds > 1:
+            print(f"round {round_no} of {rounds}", flush=True)
+        runs = {}
+        for name, options, cluster in _runners(flink, bounded=True):
+            figures = _bounded_run(name, options, cluster, traffic, count, work)
+            if figures is not None:
+                runs[_parallelism(options) or "local"] = figures
+        by_round.append(_ratios(runs))
+        for what, ratio in by_round[-1].items():
+            print(f"{what}: {ratio:.2f} times", flush=True)
+    if rounds > 1:
+        for what in by_round[0]:
+            values = [ratios[what] for ratios in by_round if what in ratios]
+            listed = ", ".join(f"{v:.2f}" for v in values)
+            print(f"median over {len(values)} rounds, {what}: {statistics.median(values):.2f} ({listed})", flush=True)
 
 
 def _now() -> datetime:
@@ -332,6 +375,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the stream is fed (default 60)")
     parser.add_argument("--bootstrap-servers", default=os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP", "127.0.0.1:39092"))
     parser.add_argument("--mode", choices=["both", "bounded", "streaming"], default="both")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="rounds of the bounded runs, with the ratios' medians (default 1)"
+    )
+    parser.add_argument(
+        "--warm-up",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="responses of an unmeasured audit on the cluster before the runs (default 2000; 0: measure a cold "
+        "cluster)",
+    )
     args = parser.parse_args(argv)
     env = os.environ.get
     flink = LocalFlink(
@@ -350,8 +404,10 @@ def main(argv: list[str] | None = None) -> int:
           f"worker pools {[pool['address'] for pool in flink.pools()]}, job server {flink.endpoint}")  # fmt: skip
     try:
         with tempfile.TemporaryDirectory(prefix="gw-bench-flink-") as work:
+            if args.warm_up > 0:
+                warm_up(flink, args.warm_up, Path(work))
             if args.mode in ("both", "bounded"):
-                bench_bounded(flink, args.count, Path(work))
+                bench_bounded(flink, args.count, Path(work), args.rounds)
             if args.mode in ("both", "streaming"):
                 bench_streaming(flink, args.bootstrap_servers, args.rate, args.seconds, Path(work))
     finally:

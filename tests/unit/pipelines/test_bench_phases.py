@@ -1,5 +1,6 @@
-"""How `scripts/bench_flink.py` splits a run into its start, its work and its tail: from the workers' cumulative CPU
-sampled in time, the work is the span from the first to the last interval in which they used half a core."""
+"""The figures `scripts/bench_flink.py` derives from its runs: each run split into its start, its work and its tail
+(from the workers' cumulative CPU sampled in time, the work is the span from the first to the last interval in which
+they used half their cores), and the targets' ratios."""
 
 from __future__ import annotations
 
@@ -24,3 +25,19 @@ def test_two_busy_workers_count_as_two_cores_and_an_idle_run_has_no_work():
     assert bench.busy_span(samples, cores=1.5) == (0.5, 1.5)
     assert bench.busy_span([(0.0, 0.0), (1.0, 0.0)]) is None
     assert bench.busy_span([(0.0, 0.0)]) is None
+
+
+def test_the_ratios_are_parallelism_2_over_1_and_flink_cpu_over_the_fnapirunners():
+    runs = {
+        "local": {"rate": 480.0, "cpu_ms": 4.0},
+        1: {"rate": 250.0, "cpu_ms": 4.2, "job_rate": 260.0, "work_rate": 270.0},
+        2: {"rate": 460.0, "cpu_ms": 4.4, "job_rate": 500.0},  # its phases were not found
+    }
+    ratios = bench._ratios(runs)
+    assert ratios["parallelism 2 / 1, responses/s of the whole command"] == 460.0 / 250.0
+    assert ratios["parallelism 2 / 1, while the job ran"] == 500.0 / 260.0
+    assert "parallelism 2 / 1, over the work phase" not in ratios
+    assert ratios["CPU per response, Flink parallelism 2 / FnApiRunner"] == 4.4 / 4.0
+    assert bench._ratios({"local": runs["local"], 1: runs[1]}) == {
+        "CPU per response, Flink parallelism 1 / FnApiRunner": 4.2 / 4.0
+    }
