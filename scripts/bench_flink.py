@@ -207,6 +207,13 @@ def _last_job_seconds(flink: LocalFlink) -> float | None:
     return max(jobs, key=lambda job: job["start-time"])["duration"] / 1000 if jobs else None
 
 
+_SCALING = {  # the figure of each run, and what its ratio at parallelism 2 over 1 is called
+    "rate": "parallelism 2 / 1, responses/s of the whole command",
+    "job_rate": "parallelism 2 / 1, while the job ran",
+    "work_rate": "parallelism 2 / 1, over the work phase",
+}
+
+
 def _ratios(runs: dict) -> dict[str, float]:
     """The figures the targets are about, from one round's runs (keyed by parallelism, "local" for the
     FnApiRunner): Flink's scaling from parallelism 1 to 2, and its CPU per response against the FnApiRunner's."""
@@ -219,13 +226,6 @@ def _ratios(runs: dict) -> dict[str, float]:
         for p in sorted(k for k in runs if k != "local"):
             out[f"CPU per response, Flink parallelism {p} / FnApiRunner"] = runs[p]["cpu_ms"] / runs["local"]["cpu_ms"]
     return out
-
-
-_SCALING = {
-    "rate": "parallelism 2 / 1, responses/s of the whole command",
-    "job_rate": "parallelism 2 / 1, while the job ran",
-    "work_rate": "parallelism 2 / 1, over the work phase",
-}
 
 
 def warm_up(flink: LocalFlink, count: int, work: Path) -> None:
