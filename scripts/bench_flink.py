@@ -16,7 +16,8 @@ prints (`--environment_type=EXTERNAL`).
   FnApiRunner's. With `--rounds N` the three runs are repeated N times and the ratios' medians printed: they
   vary from run to run by several per cent.
   Each bounded run is also split into its phases, from the CPU of the Python workers sampled every half second
-  (the pools and their workers on Flink, the command's worker processes on the FnApiRunner): the start (until
+  (the pools and their workers on Flink, the command's worker processes on the FnApiRunner, or the command itself
+  when it audits in process, below 4 MiB of input, its start-up then counted as work): the start (until
   the workers first use half their cores together: half a core at parallelism 1, one at parallelism 2 and on the
   FnApiRunner's two worker processes), the work (until they last do) and the tail (the rest). The work phase's
   ratio is the scaling of the work itself, apart from what each run pays once (the command's start-up, the
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -61,6 +63,7 @@ from flink_cluster import DEFAULT_HOME, DEFAULT_JOB_PORT, DEFAULT_POOL_PORT, DEF
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.monitor import find_prism  # noqa: E402
 from pipelines.produce import generated_messages, produce_messages  # noqa: E402
+from pipelines.runner.bounded import local_workers  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 TASK_MANAGERS = 2
@@ -76,16 +79,33 @@ def _proc_cpu(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / TICK  # utime, stime, cutime, cstime
 
 
-def _group_cpu(pgid: int) -> float:
-    """CPU seconds of the live processes of process group `pgid` (and of the children they reaped)."""
-    total = 0.0
+def _own_cpu(pid: int) -> float:
+    """CPU seconds process `pid` itself has used so far (utime, stime: without its reaped children); 0 once gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _groups_cpu(pgids: list[int]) -> dict[int, float]:
+    """CPU seconds of the live processes of each process group in `pgids` (and of the children they reaped), in
+    one pass over /proc."""
+    totals = dict.fromkeys(pgids, 0.0)
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if os.getpgid(int(pid)) == pgid:
-                total += _proc_cpu(int(pid))
+            pgid = os.getpgid(int(pid))
         except OSError:
             continue
-    return total
+        if pgid in totals:
+            totals[pgid] += _proc_cpu(int(pid))
+    return totals
+
+
+def _group_cpu(pgid: int) -> float:
+    """CPU seconds of the live processes of process group `pgid` (and of the children they reaped)."""
+    return _groups_cpu([pgid])[pgid]
 
 
 def _children_cpu() -> float:
@@ -97,10 +117,17 @@ def _cluster_cpu(flink: LocalFlink) -> dict[str, float]:
     """CPU seconds so far of the cluster's JVMs and of its worker pools with their workers (each a process group
     of its own)."""
     pids = flink._state().get("pids", {})
+    cpu = _groups_cpu(list(pids.values()))
     groups = {"jvm": 0.0, "pools": 0.0}
     for role, pid in pids.items():
-        groups["pools" if role.startswith("worker_pool") else "jvm"] += _group_cpu(pid)
+        groups["pools" if role.startswith("worker_pool") else "jvm"] += cpu[pid]
     return groups
+
+
+def _pools_cpu(flink: LocalFlink) -> float:
+    """CPU seconds so far of the cluster's worker pools and their workers."""
+    pools = [pid for role, pid in flink._state().get("pids", {}).items() if role.startswith("worker_pool")]
+    return sum(_groups_cpu(pools).values())
 
 
 class CpuMeter:
@@ -122,24 +149,39 @@ class CpuMeter:
         return {part: end[part] - self._start[part] for part in end}
 
 
-def _workers_cpu(flink: LocalFlink | None, command: int):
-    """A run's Python workers' CPU seconds so far, as a function: the worker pools' and their workers' on Flink,
-    else those of the processes in the group the command `command` leads, but its own (the FnApiRunner's
-    worker processes)."""
+def _workers_cpu(flink: LocalFlink | None, command: int, local_workers: int):
+    """A run's Python workers' CPU seconds so far, as a function: on Flink the worker pools' and their workers';
+    on the FnApiRunner those of the group the command `command` leads except the command's own (its worker
+    processes, live or reaped), or the command's own when it audits in process (`local_workers` 1)."""
     if flink is not None:
-        return lambda: _cluster_cpu(flink)["pools"]
-    return lambda: _group_cpu(command) - _proc_cpu(command)
+        return lambda: _pools_cpu(flink)
+    if local_workers == 1:
+        return lambda: _own_cpu(command)
+    return lambda: _group_cpu(command) - _own_cpu(command)
 
 
 def busy_span(samples: list[tuple[float, float]], cores: float = 0.5) -> tuple[float, float] | None:
-    """The first and last moment the sampled CPU ran at `cores` or more: `samples` are (seconds, cumulative CPU
-    seconds) in time order. None if it never did."""
+    """The first and last moment the sampled CPU ran at `cores` or more (cores in all, e.g. 1.0 for two
+    workers at half a core each): `samples` are (seconds, cumulative CPU seconds) in time order. None if it
+    never did."""
     busy = [
         (t0, t1)
         for (t0, c0), (t1, c1) in zip(samples, samples[1:], strict=False)
         if t1 > t0 and (c1 - c0) / (t1 - t0) >= cores
     ]
     return (busy[0][0], busy[-1][1]) if busy else None
+
+
+def phases_of(samples: list[tuple[float, float]], cores: float) -> tuple[tuple[float, float, float], float] | None:
+    """A run's phases from its workers' sampled CPU (see `busy_span`): (start, work, tail) in seconds, and the
+    workers' CPU seconds during the work; None if they never used `cores`. Each end of the work is known to the
+    sampling interval."""
+    span = busy_span(samples, cores)
+    if span is None:
+        return None
+    first, last = span
+    cpu = dict(samples)
+    return (first, last - first, samples[-1][0] - last), cpu[last] - cpu[first]
 
 
 class PhaseMeter:
@@ -169,13 +211,7 @@ class PhaseMeter:
         self._done.set()
         self._thread.join()
         self._sample()
-        span = busy_span(self._samples, self._cores)
-        if span is None:
-            return None
-        first, last = span
-        cpu = dict(self._samples)
-        end = self._samples[-1][0]
-        return (first, last - first, end - last), cpu[last] - cpu[first]
+        return phases_of(self._samples, self._cores)
 
 
 def _report(name: str, count: int, seconds: float, cpu: dict[str, float]) -> None:
@@ -248,15 +284,23 @@ def _bounded_run(name: str, options: list[str], cluster, traffic: Path, count: i
     lake, log = work / f"lake-{uuid.uuid4().hex[:6]}", work / "audit.log"
     command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
                *options]  # fmt: skip
+    # The FnApiRunner's worker processes, as the audit chooses them (`groundwatch audit`'s default options).
+    local = local_workers(traffic.stat().st_size, os.cpu_count() or 1)
+    workers = _parallelism(options) or local
     meter, t0 = CpuMeter(cluster), time.monotonic()
     meter.start()
     with open(log, "ab") as out:
+        # A session of its own, so that its worker processes can be found; killed if this script stops early.
         audit = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        workers = _parallelism(options) or os.cpu_count() or 1  # the FnApiRunner's: one per core
-        phases = PhaseMeter(_workers_cpu(cluster, audit.pid), cores=workers / 2)
-        phases.start()
-        code = audit.wait()
-        split = phases.stop()
+        try:
+            phases = PhaseMeter(_workers_cpu(cluster, audit.pid, local), cores=workers / 2)
+            phases.start()
+            code = audit.wait()
+            split = phases.stop()
+        except BaseException:
+            os.killpg(audit.pid, signal.SIGTERM)
+            audit.wait()
+            raise
     seconds, cpu = time.monotonic() - t0, meter.stop()
     if code != 0:
         print(f"{name}: audit failed ({code}); see {log}", flush=True)
@@ -295,10 +339,15 @@ def bench_bounded(flink: LocalFlink, count: int, work: Path, rounds: int = 1) ->
         for what, ratio in by_round[-1].items():
             print(f"{what}: {ratio:.2f} times", flush=True)
     if rounds > 1:
-        for what in by_round[0]:
-            values = [ratios[what] for ratios in by_round if what in ratios]
+        for what, values in by_ratio(by_round).items():
             listed = ", ".join(f"{v:.2f}" for v in values)
             print(f"median over {len(values)} rounds, {what}: {statistics.median(values):.2f} ({listed})", flush=True)
+
+
+def by_ratio(by_round: list[dict[str, float]]) -> dict[str, list[float]]:
+    """Each ratio's values over the rounds that have it (a round whose run failed lacks some), in round order."""
+    names = dict.fromkeys(name for ratios in by_round for name in ratios)
+    return {name: [ratios[name] for ratios in by_round if name in ratios] for name in names}
 
 
 def _now() -> datetime:
@@ -387,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         "cluster)",
     )
     args = parser.parse_args(argv)
+    if args.rounds < 1 or args.warm_up < 0 or args.count < 1:
+        parser.error("--rounds and --count must be at least 1, --warm-up at least 0")
     env = os.environ.get
     flink = LocalFlink(
         env("GROUNDWATCH_FLINK_HOME", str(DEFAULT_HOME)),

@@ -1,6 +1,7 @@
 """The figures `scripts/bench_flink.py` derives from its runs: each run split into its start, its work and its tail
 (from the workers' cumulative CPU sampled in time, the work is the span from the first to the last interval in which
-they used half their cores), and the targets' ratios."""
+they used at least a given number of cores; the script asks for half of their cores), and the targets' ratios with
+their values over rounds."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def test_the_work_is_the_span_the_workers_were_busy_in():
         samples.append((float(second), cpu))
     assert bench.busy_span(samples) == (3.0, 9.0)  # a dip inside the work does not end it
     assert bench.busy_span(samples, cores=2.0) is None
+    # Start 3 s, work 6 s, tail 2 s; during the work the workers used 1.0 * 5 + 0.25 = 5.25 CPU seconds.
+    assert bench.phases_of(samples, 0.5) == ((3.0, 6.0, 2.0), 5.25)
+    assert bench.phases_of(samples, 2.0) is None
 
 
 def test_two_busy_workers_count_as_two_cores_and_an_idle_run_has_no_work():
@@ -41,3 +45,10 @@ def test_the_ratios_are_parallelism_2_over_1_and_flink_cpu_over_the_fnapirunners
     assert bench._ratios({"local": runs["local"], 1: runs[1]}) == {
         "CPU per response, Flink parallelism 1 / FnApiRunner": 4.2 / 4.0
     }
+
+
+def test_each_ratio_keeps_the_values_of_the_rounds_that_have_it():
+    whole, work = "parallelism 2 / 1, responses/s of the whole command", "parallelism 2 / 1, over the work phase"
+    rounds = [{whole: 1.75}, {whole: 1.82, work: 1.96}, {}, {whole: 1.63, work: 1.69}]  # no phases in round 1
+    assert bench.by_ratio(rounds) == {whole: [1.75, 1.82, 1.63], work: [1.96, 1.69]}
+    assert bench.by_ratio([]) == {}

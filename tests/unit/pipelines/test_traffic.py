@@ -42,7 +42,8 @@ def test_default_traffic_is_healthy_and_the_flawed_rate_is_asked_for():
 
 
 def test_as_many_passages_as_a_domain_has_facts_and_fabricated_ids_name_none_of_them():
-    # Six passages in the named style ("doc_alpha", ...): a fabricated citation names a seventh id past them.
+    # Six passages in the named style ("doc_alpha" to "doc_zeta"): a fabricated citation names an id past the
+    # Greek names ("doc_8").
     from pipelines.traffic.facts import DOMAINS
 
     most = min(len(d.facts) for d in DOMAINS.values())
@@ -58,3 +59,5 @@ def test_as_many_passages_as_a_domain_has_facts_and_fabricated_ids_name_none_of_
         assert len(set(ids)) == len(ids)
         fabricated += sum(ref.ref not in ids for ref in parse_citations(r))
     assert fabricated > 0
+    named = [r for r in responses if r.evidence[0].doc_id == "doc_alpha"]
+    assert any(ref.ref == "doc_8" for r in named for ref in parse_citations(r))
