@@ -205,10 +205,12 @@ class LocalKafka:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         port, controller_port = state.get("port"), state.get("controller_port")
         if not port or not (maven_libs.port_free(port) and maven_libs.port_free(controller_port)):
-            port = self._wanted_port or maven_libs.free_port()
+            # Below the ephemeral range: a restart finds its ports free, where a port any client connection can be
+            # given while the broker is down made the restart move to new ones, away from its clients.
+            port = self._wanted_port or maven_libs.listen_port(pair=True)
             if not maven_libs.port_free(port):
-                port = maven_libs.free_port()
-            controller_port = port + 1 if maven_libs.port_free(port + 1) else maven_libs.free_port()
+                port = maven_libs.listen_port(pair=True)
+            controller_port = port + 1 if maven_libs.port_free(port + 1) else maven_libs.listen_port()
         cluster_id = state.get("cluster_id") or _cluster_id()
         (self.home / "server.properties").write_text(_server_properties(port, controller_port, data_dir))
         (self.home / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_file))

@@ -7,6 +7,7 @@ command-line tools, not a package, and tests load them by path too):
     libs = ensure_libs(POM, CACHE / "flink" / version / "lib", f"Beam {version}", FlinkError)
     java = find_java((11, 17), FlinkError, env_var="GROUNDWATCH_FLINK_JAVA")  # kafka_broker.py runs `java` from PATH
     port = free_port()                              # or port_free(38099); pid_alive(pid); terminate(pid, 20.0)
+    port = listen_port(pair=True)                   # for a server that restarts: outside the ephemeral range
 
 `ensure_libs` resolves a pom's runtime dependencies with `mvn dependency:copy-dependencies` into a staging folder
 of this process, marks it complete and renames it into place, so an interrupted or concurrent download never
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import random
 import re
 import shutil
 import signal
@@ -108,6 +110,32 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the system takes outgoing connections' own ports from (Linux's `ip_local_port_range`)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+    return low, high
+
+
+def listen_port(*, pair: bool = False, tries: int = 200) -> int:
+    """A free port of 127.0.0.1 below the system's ephemeral range (with `pair`, the next one free too), for a
+    server that stops and starts again on it: no outgoing connection is given such a port as its own, where a
+    port of `free_port` can be, while its server is down, and is then not free for the restart. Chosen at
+    random, so that two callers rarely meet; `free_port` when the range leaves no room below it."""
+    low, _ = ephemeral_ports()
+    first, last = max(1024, low - 12_000), low - 2
+    if last - first < 100:
+        return free_port()
+    rng = random.SystemRandom()
+    for _ in range(tries):
+        port = rng.randint(first, last)
+        if port_free(port) and (not pair or port_free(port + 1)):
+            return port
+    return free_port()
 
 
 def pid_alive(pid: int | None) -> bool:

@@ -56,8 +56,9 @@ def kafka_bootstrap(tmp_path_factory):
 def private_broker(tmp_path):
     """A broker of this test's own, for tests that stop and restart it.
 
-    Its ports are free when chosen, but on two pytest workers another process can take one (as a client's
-    ephemeral port) before Java binds it: then a broker on fresh ports is started instead, up to three times.
+    Its ports are chosen below the system's ephemeral range (`maven_libs.listen_port`), so that no client
+    connection is given one while the broker is down and a restart finds them free. Another server can still
+    take one before Java binds it: then a broker on fresh ports is started instead, up to three times.
     """
     for attempt in range(3):
         broker = LocalKafka(tmp_path / f"kafka-broker-{attempt}")

@@ -325,7 +325,7 @@ def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, 
     private_broker.stop()
     time.sleep(5)  # the outage itself, not a wait: the monitor polls a dead broker for 5 s
     monitor.assert_running()
-    private_broker.start()
+    assert private_broker.start() == bootstrap  # the same ports: its clients know no others
     _produce(bootstrap, topic, 200, seed=42)
     found = _wait_caught_up(bootstrap, topic, lake, monitor, "after restart")
     assert len(found["responses"]) + len(found["dead_letters"]) == 400
