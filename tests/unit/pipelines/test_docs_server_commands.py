@@ -60,19 +60,46 @@ def _answers(url: str, process: subprocess.Popen, timeout_s: float = 120.0) -> h
             time.sleep(0.5)
 
 
+def _ignores_sigint(pid: int) -> bool | None:
+    """Whether process `pid` ignores SIGINT (its `SigIgn` mask; a process started with SIGINT ignored keeps
+    ignoring it, and Python then installs no KeyboardInterrupt handler); None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            mask = next(line.split()[1] for line in status if line.startswith("SigIgn:"))
+    except (OSError, StopIteration):
+        return None
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+
+
+def _stopped_by_ctrl_c(process: subprocess.Popen, log: Path) -> int:
+    """Send the server SIGINT, as Ctrl-C does, and return its exit status. One that is still running 60 s later
+    is killed with its children (its session), so that it holds no port for the tests after it, and the test
+    fails saying whether it ignored SIGINT."""
+    ignored = _ignores_sigint(process.pid)
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        tail = log.read_text(errors="replace")[-2000:]
+        pytest.fail(f"the server did not stop within 60 s of SIGINT (SIGINT ignored: {ignored}); its log:\n{tail}")
+
+
 @pytest.mark.parametrize(("page", "words", "lake", "url"), SERVERS, ids=[s[0] for s in SERVERS])
 def test_a_documented_server_command_answers_where_its_page_says(page, words, lake, url, tmp_path):
     assert ["groundwatch", *words] in commands(ROOT / page), f"{page} no longer documents it"
     if lake:
         _prepare(*lake, tmp_path)
     log = open(tmp_path / "server.log", "wb")
-    process = subprocess.Popen([*_command(), *words], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [*_command(), *words], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         reply = _answers(url, process)
         assert reply.status_code == 200, reply.text[:2000]
     finally:
-        process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=60)
+        code = _stopped_by_ctrl_c(process, tmp_path / "server.log")
         log.close()
     assert code == 0, (tmp_path / "server.log").read_text(errors="replace")[-2000:]
 
@@ -88,14 +115,15 @@ def test_the_documented_cascade_server_asks_the_judge_where_the_heuristic_is_uns
         assert words != cascade[0][1:]  # the page's judge address was there to replace
         log = open(tmp_path / "server.log", "wb")
         env = {**os.environ, "GROUNDWATCH_JUDGE_API_KEY": "test-key"}  # the page: the key from the environment
-        process = subprocess.Popen([*_command(), *words], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(
+            [*_command(), *words], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         try:
             assert _answers("http://127.0.0.1:8321/healthz", process).status_code == 200
             unsure = message("r-judge", answer=MODEL_SURE)  # heuristic confidence 0.55: inside (0.5, 0.8)
             reply = httpx.post("http://127.0.0.1:8321/v1/verify", json=unsure, timeout=60)
         finally:
-            process.send_signal(signal.SIGINT)
-            code = process.wait(timeout=60)
+            code = _stopped_by_ctrl_c(process, tmp_path / "server.log")
             log.close()
         assert reply.status_code == 200, reply.text[:2000]
         assert judge.requests and "openai" in reply.json()["decided_by"]
