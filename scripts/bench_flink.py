@@ -69,24 +69,15 @@ TICK = os.sysconf("SC_CLK_TCK")
 TASK_MANAGERS = 2
 
 
-def _proc_cpu(pid: int) -> float:
-    """CPU seconds process `pid` and the children it reaped have used so far; 0 once it is gone."""
+def _proc_cpu(pid: int, *, reaped: bool = True) -> float:
+    """CPU seconds process `pid` has used so far, with those of the children it reaped unless not `reaped`; 0 once
+    it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return sum(int(f) for f in fields[11:15]) / TICK  # utime, stime, cutime, cstime
-
-
-def _own_cpu(pid: int) -> float:
-    """CPU seconds process `pid` itself has used so far (utime, stime: without its reaped children); 0 once gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return sum(int(f) for f in fields[11 : 15 if reaped else 13]) / TICK  # utime, stime[, cutime, cstime]
 
 
 def _groups_cpu(pgids: list[int]) -> dict[int, float]:
@@ -124,12 +115,6 @@ def _cluster_cpu(flink: LocalFlink) -> dict[str, float]:
     return groups
 
 
-def _pools_cpu(flink: LocalFlink) -> float:
-    """CPU seconds so far of the cluster's worker pools and their workers."""
-    pools = [pid for role, pid in flink._state().get("pids", {}).items() if role.startswith("worker_pool")]
-    return sum(_groups_cpu(pools).values())
-
-
 class CpuMeter:
     """CPU seconds used between `start()` and `stop()` by the command (and its group) and the cluster's parts."""
 
@@ -154,10 +139,10 @@ def _workers_cpu(flink: LocalFlink | None, command: int, local_workers: int):
     on the FnApiRunner those of the group the command `command` leads except the command's own (its worker
     processes, live or reaped), or the command's own when it audits in process (`local_workers` 1)."""
     if flink is not None:
-        return lambda: _pools_cpu(flink)
+        return lambda: _cluster_cpu(flink)["pools"]
     if local_workers == 1:
-        return lambda: _own_cpu(command)
-    return lambda: _group_cpu(command) - _own_cpu(command)
+        return lambda: _proc_cpu(command, reaped=False)
+    return lambda: _group_cpu(command) - _proc_cpu(command, reaped=False)
 
 
 def busy_span(samples: list[tuple[float, float]], cores: float = 0.5) -> tuple[float, float] | None:
@@ -264,14 +249,23 @@ def _ratios(runs: dict) -> dict[str, float]:
     return out
 
 
+def _write_traffic(path: Path, count: int, *, seed: int) -> Path:
+    """`count` generated responses as a JSONL file at `path`."""
+    path.write_bytes(b"\n".join(generated_messages(count, seed=seed, start=_now())) + b"\n")
+    return path
+
+
+def _audit_command(traffic: Path, lake: Path, options: list[str]) -> list[str]:
+    """`groundwatch audit` of `traffic` into `lake` with the runner's `options`."""
+    return [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake), *options]
+
+
 def warm_up(flink: LocalFlink, count: int, work: Path) -> None:
     """An audit of `count` responses at parallelism 2, not measured: its JVMs compile their hot code, as those
     of a cluster that has run jobs before have. A cluster's first jobs measured cold cost several seconds more of
     JVM CPU, which at parallelism 2 the JVMs take from the pools' two cores."""
-    traffic, lake = work / "warm-up.jsonl", work / "lake-warm-up"
-    traffic.write_bytes(b"\n".join(generated_messages(count, seed=4, start=_now())) + b"\n")
-    command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
-               *flink.runner_flags(parallelism=2)]  # fmt: skip
+    traffic = _write_traffic(work / "warm-up.jsonl", count, seed=4)
+    command = _audit_command(traffic, work / "lake-warm-up", flink.runner_flags(parallelism=2))
     t0 = time.monotonic()
     with open(work / "audit.log", "ab") as out:
         code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
@@ -281,9 +275,8 @@ def warm_up(flink: LocalFlink, count: int, work: Path) -> None:
 
 def _bounded_run(name: str, options: list[str], cluster, traffic: Path, count: int, work: Path) -> dict | None:
     """One measured audit of `traffic`: prints its figures and returns them (None if it failed)."""
-    lake, log = work / f"lake-{uuid.uuid4().hex[:6]}", work / "audit.log"
-    command = [sys.executable, "-m", "pipelines.cli", "audit", "--input", str(traffic), "--lake", str(lake),
-               *options]  # fmt: skip
+    log = work / "audit.log"
+    command = _audit_command(traffic, work / f"lake-{uuid.uuid4().hex[:6]}", options)
     # The FnApiRunner's worker processes, as the audit chooses them (`groundwatch audit`'s default options).
     local = local_workers(traffic.stat().st_size, os.cpu_count() or 1)
     workers = _parallelism(options) or local
@@ -324,8 +317,7 @@ def _bounded_run(name: str, options: list[str], cluster, traffic: Path, count: i
 def bench_bounded(flink: LocalFlink, count: int, work: Path, rounds: int = 1) -> None:
     """`rounds` rounds of the FnApiRunner, Flink at parallelism 1 and 2 on the same traffic; the ratios of each
     round, and their medians over the rounds (the figures vary from run to run by several per cent)."""
-    traffic = work / "traffic.jsonl"
-    traffic.write_bytes(b"\n".join(generated_messages(count, seed=3, start=_now())) + b"\n")
+    traffic = _write_traffic(work / "traffic.jsonl", count, seed=3)
     by_round = []
     for round_no in range(1, rounds + 1):
         if rounds > 1:

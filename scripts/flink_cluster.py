@@ -380,9 +380,11 @@ class LocalFlink:
             task_managers = [f"tm{index}_{kind}" for index in range(self._task_managers) for kind in ("rpc", "data")]
             taken: set[int] = set()
             for name in ("job", "artifact", "expansion", "rest", "rpc", "blob", "pool", *task_managers):
-                port = wanted.get(name) or ports.get(name) or maven_libs.free_port()
+                # Below the ephemeral range (`listen_port`): a client connection cannot be given it while the cluster
+                # is down, so a restart keeps the ports its clients know.
+                port = wanted.get(name) or ports.get(name) or maven_libs.listen_port()
                 while port in taken or not self._port_free(name, port):
-                    port = maven_libs.free_port()
+                    port = maven_libs.listen_port()
                 ports[name] = port
                 taken.add(port)
         self._conf_dir.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,18 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["CACHE", "ensure_libs", "find_java", "free_port", "pid_alive", "pom_property", "port_free", "terminate"]
+__all__ = [
+    "CACHE",
+    "ensure_libs",
+    "ephemeral_ports",
+    "find_java",
+    "free_port",
+    "listen_port",
+    "pid_alive",
+    "pom_property",
+    "port_free",
+    "terminate",
+]
 
 CACHE = Path(os.environ.get("GROUNDWATCH_CACHE", Path.home() / ".cache" / "groundwatch"))
 """The user's cache both scripts keep their jars and default run folders in (`$GROUNDWATCH_CACHE`)."""
