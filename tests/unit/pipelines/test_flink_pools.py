@@ -26,6 +26,7 @@ def test_the_flags_name_the_pools_and_one_worker_per_slot():
     assert f"--environment_config={pools.POOL_HOST}:38096" in one_slot
     assert "--parallelism=2" in one_slot and "--flink_master=127.0.0.1:38081" in one_slot
     assert not any(flag.startswith("--sdk_worker_parallelism") for flag in one_slot)
+    assert f"--experiments={pools.NO_SUBMISSION_ENVIRONMENT}" in one_slot  # no `pip freeze` at each submission
     two_slots = pools.runner_flags("localhost:38099", "127.0.0.1:38081", 38096, parallelism=4, slots=2)
     assert "--sdk_worker_parallelism=2" in two_slots
 

@@ -1,0 +1,96 @@
+"""The worker pool beside each local TaskManager (`scripts/flink_worker_pool.py`), served for real on 127.0.0.1 and
+asked for workers by a real Beam runner (the FnApiRunner with an EXTERNAL environment, as a TaskManager asks):
+its workers are forks of its warm fork server, see the pool's environment, and stop with their jobs and with the
+pool. On a Flink cluster it runs in `tests/integration/flink/test_flink_pools.py`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.transforms.environments import ExternalEnvironment
+
+from tests.support.scripts import ROOT, load_script
+
+pytestmark = pytest.mark.server
+
+maven_libs = load_script("maven_libs")
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _gone(pid: int, timeout: float = 30) -> bool:
+    """Whether process `pid` exits (or is a zombie) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.fixture
+def pool(tmp_path):
+    """The pool script on a free 127.0.0.1 port, its environment holding a secret: (address, process, log path)."""
+    address, log = f"127.0.0.1:{maven_libs.listen_port()}", tmp_path / "pool.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GROUNDWATCH_LAKE_HMAC_KEY": "pool-only-key"}
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "flink_worker_pool.py"), f"--address={address}"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "listening on" not in log.read_text(errors="replace"):
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.1)
+        yield address, process, log
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _report(path: str) -> None:
+    """Write what the worker running it says of itself to `path`: its pid, its parent's, whether
+    `pipelines.monitor` was imported before the job ran anything, the HMAC key in its environment."""
+    facts = [os.getpid(), os.getppid(), "pipelines.monitor" in sys.modules, os.environ.get("GROUNDWATCH_LAKE_HMAC_KEY")]
+    Path(path).write_text(json.dumps(facts))
+
+
+def _run_on(address: str, report: Path) -> list:
+    """Run a one-element job whose worker the pool at `address` starts; what that worker said of itself."""
+    with beam.Pipeline(runner=FnApiRunner(default_environment=ExternalEnvironment(address))) as p:
+        _ = p | beam.Create([str(report)]) | beam.Map(_report)
+    return json.loads(report.read_text())
+
+
+def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tmp_path):
+    address, process, log = pool
+    pid, parent, preloaded, key = _run_on(address, tmp_path / "first.json")
+    assert pid != process.pid and _parent(parent) == process.pid  # a fork of the pool's fork server
+    assert preloaded  # the fork server had imported groundwatch's modules before the job asked for a worker
+    assert key == "pool-only-key"  # the pool's environment reaches its workers
+    assert log.read_text(errors="replace").count("Starting worker") == 1
+    assert _gone(pid), "the worker outlived its job (StopWorker at the job's end)"
+
+    second, *_ = _run_on(address, tmp_path / "second.json")
+    assert second != pid and _parent(second) == parent  # each job a fresh fork of the same server
+    os.kill(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
+    assert _gone(parent), "the fork server outlived the pool"
