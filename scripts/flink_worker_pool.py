@@ -68,7 +68,10 @@ def _run_harness(control: str, worker_id: str, state_cache_size: int, data_buffe
 
 
 def _stop(worker: multiprocessing.Process, timeout: float = STOP_TIMEOUT_S) -> None:
-    """SIGTERM, then SIGKILL if `worker` has not exited within `timeout` seconds."""
+    """SIGTERM, then SIGKILL if `worker` has not exited within `timeout` seconds. A worker that has already exited
+    is not signalled: the fork server reaps it at once, so its pid may name another process by now."""
+    if not worker.is_alive():
+        return
     worker.terminate()
     worker.join(timeout)
     if worker.is_alive():
