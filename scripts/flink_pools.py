@@ -96,8 +96,9 @@ def pool_command(address: str) -> list[str]:
 
 def pool_env(bin_dir: Path) -> dict[str, str]:
     """The pool's environment: the caller's, with `bin_dir` first on PATH holding a `python` that runs this
-    interpreter (Beam's pool starts each worker as plain `python`), and the checkout first on PYTHONPATH (so the
-    workers import the code beside these scripts, not another installed copy)."""
+    interpreter (so that a plain `python` a worker starts is this one, as Beam's own pool starts its workers), and
+    the checkout first on PYTHONPATH (so the pool's fork server preloads, and the workers import, the code beside
+    these scripts, not another installed copy)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     shim = bin_dir / "python"
     # A script, not a symlink: a symlinked interpreter outside its virtual environment would not find it.

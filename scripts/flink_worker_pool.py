@@ -32,7 +32,6 @@ from multiprocessing import forkserver
 
 import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
-from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 from apache_beam.utils import thread_pool_executor
 
 __all__ = ["PRELOAD", "PreforkedWorkerPool", "serve"]
@@ -43,8 +42,9 @@ PRELOAD = [
     "pipelines.monitor",
 ]
 """Modules every worker starts with: Beam's SDK harness, and what the audit's and the monitor's transforms import
-when the runner hands them to a worker. One that fails to import is skipped (the worker imports it, or fails to,
-as a cold one would)."""
+when the runner hands them to a worker. One that raises ImportError is skipped by the fork server (the worker
+imports it, or fails to, as a cold one would); any other error stops the fork server, and StartWorker then
+answers with that error."""
 
 STOP_TIMEOUT_S = 10
 """How long a stopped worker has to exit after SIGTERM before it is killed (Beam's pool waits as long)."""
@@ -56,9 +56,7 @@ def _run_harness(control: str, worker_id: str, state_cache_size: int, data_buffe
     """A worker's body, in a fork of the fork server: what Beam's pool runs in a fresh `python -c`."""
     from apache_beam.runners.worker.sdk_worker import SdkHarness
 
-    # As in a fresh `python`: Ctrl-C raises KeyboardInterrupt, SIGTERM ends the worker.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # The fork server has restored SIGINT's handler for its child, and never changed SIGTERM's.
     SdkHarness(
         control,
         worker_id=worker_id,
@@ -80,18 +78,16 @@ def _stop(worker: multiprocessing.Process, timeout: float = STOP_TIMEOUT_S) -> N
         worker.join()
 
 
-class PreforkedWorkerPool(BeamFnExternalWorkerPoolServicer):
-    """Beam's worker pool servicer whose workers are forks of a fork server that has imported `preload`."""
+class PreforkedWorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
+    """Beam's worker pool service whose workers are forks of a fork server that has imported `PRELOAD`."""
 
-    def __init__(self, preload: list[str] = PRELOAD, state_cache_size: int = 0, data_buffer_time_limit_ms: int = 0):
-        super().__init__(
-            use_process=True, state_cache_size=state_cache_size, data_buffer_time_limit_ms=data_buffer_time_limit_ms
-        )
+    def __init__(self, state_cache_size: int = 0, data_buffer_time_limit_ms: int = 0):
+        self._state_cache_size, self._data_buffer_time_limit_ms = state_cache_size, data_buffer_time_limit_ms
         self._context = multiprocessing.get_context("forkserver")
         self._workers: dict[str, multiprocessing.Process] = {}
         self._lock = threading.Lock()
-        forkserver.set_forkserver_preload(preload)
-        forkserver.ensure_running()  # now, so that the imports are done before the first job asks for a worker
+        forkserver.set_forkserver_preload(PRELOAD)
+        forkserver.ensure_running()  # now: its imports run while the pool waits for its first job
 
     def StartWorker(self, request, unused_context):  # noqa: N802 (the gRPC method name)
         worker = self._context.Process(
@@ -102,8 +98,8 @@ class PreforkedWorkerPool(BeamFnExternalWorkerPoolServicer):
         )  # fmt: skip
         try:
             worker.start()
-        except OSError as e:
-            return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start an SDK worker: {e}")
+        except Exception as e:  # noqa: BLE001 (the TaskManager gets the reason, as from Beam's pool)
+            return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start an SDK worker: {e!r}")
         with self._lock:
             self._workers[request.worker_id] = worker
         _LOGGER.info("Starting worker %s (process %s)", request.worker_id, worker.pid)
@@ -126,9 +122,9 @@ class PreforkedWorkerPool(BeamFnExternalWorkerPoolServicer):
             _stop(worker)
 
 
-def serve(address: str, preload: list[str] = PRELOAD) -> None:
+def serve(address: str) -> None:
     """Serve the worker pool on `address` (`HOST:PORT`) until SIGTERM or SIGINT, then stop its workers."""
-    pool = PreforkedWorkerPool(preload)
+    pool = PreforkedWorkerPool()
     # The options Beam's pool sets: a harness client that pings without data is not cut off.
     options = [("grpc.http2.max_pings_without_data", 0), ("grpc.http2.max_ping_strikes", 0)]
     server = grpc.server(thread_pool_executor.shared_unbounded_instance(), options=options)

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import apache_beam as beam
@@ -18,6 +17,7 @@ import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
+from tests.support.kafka_fixtures import wait_for
 from tests.support.scripts import ROOT, load_script
 
 pytestmark = pytest.mark.server
@@ -36,16 +36,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _gone(pid: int, timeout: float = 30) -> bool:
-    """Whether process `pid` exits (or is a zombie) within `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 @pytest.fixture
 def pool(tmp_path):
     """The pool script on a free 127.0.0.1 port, its environment holding a secret: (address, process, log path)."""
@@ -57,10 +47,14 @@ def pool(tmp_path):
             stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while "listening on" not in log.read_text(errors="replace"):
-            assert process.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
-            time.sleep(0.1)
+        wait_for(
+            lambda: "listening on" in log.read_text(errors="replace") or process.poll() is not None,
+            timeout_s=60,
+            every_s=0.1,
+            what="the pool listening",
+            explain=lambda: log.read_text(errors="replace"),
+        )
+        assert process.poll() is None, log.read_text(errors="replace")
         yield address, process, log
     finally:
         if process.poll() is None:
@@ -89,10 +83,11 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     assert preloaded  # the fork server had imported groundwatch's modules before the job asked for a worker
     assert key == "pool-only-key"  # the pool's environment reaches its workers
     assert log.read_text(errors="replace").count("Starting worker") == 1
-    assert _gone(pid), "the worker outlived its job (StopWorker at the job's end)"
+    # The FnApiRunner sends no StopWorker: the worker ends when the job's control stream closes.
+    wait_for(lambda: not _alive(pid), timeout_s=30, every_s=0.1, what="the worker's exit at its job's end")
 
     second, second_parent, *_ = _run_on(address, tmp_path / "second.json")
     assert second != pid and second_parent == parent  # each job a fresh fork of the same server
     os.kill(process.pid, signal.SIGTERM)
     assert process.wait(timeout=30) == 0
-    assert _gone(parent), "the fork server outlived the pool"
+    wait_for(lambda: not _alive(parent), timeout_s=30, every_s=0.1, what="the fork server's exit with the pool")
