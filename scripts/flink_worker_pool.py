@@ -16,8 +16,8 @@ worker is a fork of it: a new process, as isolated as Beam's (a worker that cras
 that starts with them imported. The fork server holds no gRPC channel or thread: each worker makes its own after
 the fork.
 
-The log shows which workers this pool ran ("Starting worker ...", as Beam's pool says it), and the workers' own
-stderr (a traceback) lands there too.
+The log shows which workers this pool ran ("Starting worker ...", as Beam's pool says it), the exit code of any
+that ended without being stopped (found at the next start), and the workers' own stderr (a traceback).
 """
 
 from __future__ import annotations
@@ -101,9 +101,19 @@ class PreforkedWorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer)
         except Exception as e:  # noqa: BLE001 (the TaskManager gets the reason, as from Beam's pool)
             return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start an SDK worker: {e!r}")
         with self._lock:
+            self._forget_exited()
             self._workers[request.worker_id] = worker
         _LOGGER.info("Starting worker %s (process %s)", request.worker_id, worker.pid)
         return beam_fn_api_pb2.StartWorkerResponse()
+
+    def _forget_exited(self) -> None:
+        """Drop the workers that exited without a StopWorker (a runner that sends none, or a crash), saying how
+        each ended. Called with the lock held, at each StartWorker: the table holds at most the workers alive then
+        and the one starting."""
+        for worker_id, worker in list(self._workers.items()):
+            if not worker.is_alive():
+                del self._workers[worker_id]
+                _LOGGER.info("Worker %s had exited (exit code %s)", worker_id, worker.exitcode)
 
     def StopWorker(self, request, unused_context):  # noqa: N802 (the gRPC method name)
         with self._lock:

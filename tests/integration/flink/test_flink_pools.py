@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +54,7 @@ from tests.support.kafka_fixtures import (
 )
 from tests.support.lake_compare import assert_same_tables
 from tests.support.s3_fixtures import S3_SECRET, bucket_keys, get_object
+from tests.support.scripts import load_script
 from transforms.io.lake.manifest import ENTRY_NAME
 
 pytestmark = [pytest.mark.flink]
@@ -109,6 +111,19 @@ def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, s
     job = _new_job(pooled_flink, jobs)
     _read_side_by_side(pooled_flink, job, _both_did_work(pooled_flink, job, workers))
     _staged_nothing(pooled_flink, job)
+
+
+def test_the_cluster_jvms_run_with_the_client_compiler_and_the_serial_collector(pooled_flink):
+    """The JobManager, both TaskManagers and the job server before them get `CLUSTER_JVM_FLAGS` (a job's JVM CPU
+    halved), ahead of the main class so the JVM reads them."""
+    flags = list(load_script("flink_cluster").CLUSTER_JVM_FLAGS)
+    assert flags
+    for role in ("job_manager", "task_manager", "task_manager_1", "job_server"):
+        pid = pooled_flink.pid(role)
+        assert pid is not None, role
+        argv = [arg.decode() for arg in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+        main = next(i for i, arg in enumerate(argv) if arg.startswith("org.apache."))
+        assert all(flag in argv[:main] for flag in flags), (role, argv[:main])
 
 
 def test_a_topic_caught_up_on_worker_pools_gives_the_rows_of_the_fnapirunner(

@@ -88,6 +88,8 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
 
     second, second_parent, *_ = _run_on(address, tmp_path / "second.json")
     assert second != pid and second_parent == parent  # each job a fresh fork of the same server
+    # The first worker was never stopped: the second start finds it gone, forgets it and says how it ended.
+    assert log.read_text(errors="replace").count("had exited (exit code 0)") == 1
     os.kill(process.pid, signal.SIGTERM)
     assert process.wait(timeout=30) == 0
     wait_for(lambda: not _alive(parent), timeout_s=30, every_s=0.1, what="the fork server's exit with the pool")
