@@ -16,8 +16,9 @@ worker is a fork of it: a new process, as isolated as Beam's (a worker that cras
 that starts with them imported. The fork server holds no gRPC channel or thread: each worker makes its own after
 the fork.
 
-The log shows which workers this pool ran ("Starting worker ...", as Beam's pool says it), the exit code of any
-that ended without being stopped (found at the next start), and the workers' own stderr (a traceback).
+The log shows whether the fork server imported `PRELOAD` ("fork server ready", or what it could not import),
+which workers this pool ran ("Starting worker ...", as Beam's pool says it), the exit code of any that ended
+without being stopped (found at the next start), and the workers' own stderr (a traceback).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ PRELOAD = [
     "pipelines.monitor",
 ]
 """Modules every worker starts with: Beam's SDK harness, and what the audit's and the monitor's transforms import
-when the runner hands them to a worker. One that raises ImportError is skipped by the fork server (the worker
-imports it, or fails to, as a cold one would); any other error stops the fork server, and StartWorker then
-answers with that error."""
+when the runner hands them to a worker. One that raises ImportError is skipped by the fork server, quietly (the
+worker imports it, or fails to, as a cold one would): the pool asks a first fork which ones it has and logs any
+missing; any other error stops the fork server, and StartWorker then answers with that error."""
 
 STOP_TIMEOUT_S = 10
 """How long a stopped worker has to exit after SIGTERM before it is killed (Beam's pool waits as long)."""
@@ -63,6 +64,11 @@ def _run_harness(control: str, worker_id: str, state_cache_size: int, data_buffe
         state_cache_size=state_cache_size,
         data_buffer_time_limit_ms=data_buffer_time_limit_ms,
     ).run()
+
+
+def _not_preloaded() -> list[str]:
+    """In a fork of the fork server: the `PRELOAD` modules it does not have (it could not import them)."""
+    return [name for name in PRELOAD if name not in sys.modules]
 
 
 def _stop(worker: multiprocessing.Process, timeout: float = STOP_TIMEOUT_S) -> None:
@@ -88,6 +94,20 @@ class PreforkedWorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer)
         self._lock = threading.Lock()
         forkserver.set_forkserver_preload(PRELOAD)
         forkserver.ensure_running()  # now: its imports run while the pool waits for its first job
+        threading.Thread(target=self._check_preloaded, name="preload-check", daemon=True).start()
+
+    def _check_preloaded(self) -> None:
+        """Log what the fork server imported, once it has, from a first fork: a module it skipped on ImportError
+        makes every worker start cold, or fail, and the fork server says nothing of it."""
+        with self._context.Pool(1) as probe:
+            missing = probe.apply(_not_preloaded)
+        if missing:
+            _LOGGER.warning(
+                "the fork server could not import %s: workers import it at their start, or fail to (python -c "
+                "'import %s' in the pool's environment says why)", ", ".join(missing), missing[0],
+            )  # fmt: skip
+        else:
+            _LOGGER.info("fork server ready, workers start with %s imported", ", ".join(PRELOAD))
 
     def StartWorker(self, request, unused_context):  # noqa: N802 (the gRPC method name)
         worker = self._context.Process(

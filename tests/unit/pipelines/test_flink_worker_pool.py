@@ -1,10 +1,12 @@
 """The worker pool beside each local TaskManager (`scripts/flink_worker_pool.py`), served for real on 127.0.0.1 and
 asked for workers by a real Beam runner (the FnApiRunner with an EXTERNAL environment, as a TaskManager asks):
 its workers are forks of its warm fork server, see the pool's environment, and stop with their jobs and with the
-pool. On a Flink cluster it runs in `tests/integration/flink/test_flink_pools.py`."""
+pool; a module the fork server could not import is named in its log. On a Flink cluster it runs in
+`tests/integration/flink/test_flink_pools.py`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -39,12 +41,21 @@ def _alive(pid: int) -> bool:
 @pytest.fixture
 def pool(tmp_path):
     """The pool script on a free 127.0.0.1 port, its environment holding a secret: (address, process, log path)."""
+    with _served_pool(tmp_path, pythonpath=[ROOT]) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def _served_pool(tmp_path, pythonpath):
+    """The pool script serving on a free port, with `pythonpath` as its PYTHONPATH, until the block ends."""
     address, log = f"127.0.0.1:{maven_libs.listen_port()}", tmp_path / "pool.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GROUNDWATCH_LAKE_HMAC_KEY": "pool-only-key"}
+    path = os.pathsep.join(map(str, pythonpath))
+    env = {**os.environ, "PYTHONPATH": path, "GROUNDWATCH_LAKE_HMAC_KEY": "pool-only-key"}
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, str(ROOT / "scripts" / "flink_worker_pool.py"), f"--address={address}"],
             stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            cwd=tmp_path,  # not the checkout: the fork server's `python -c` has its folder first on the path
         )  # fmt: skip
     try:
         wait_for(
@@ -80,6 +91,8 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     address, process, log = pool
     pid, parent, preloaded, key = _run_on(address, tmp_path / "first.json")
     assert pid != process.pid and _parent(parent) == process.pid  # a fork of the pool's fork server
+    wait_for(lambda: "fork server ready" in log.read_text(errors="replace"), timeout_s=30, every_s=0.1,
+             what="the pool's word that its fork server imported PRELOAD")  # fmt: skip
     assert preloaded  # the fork server had imported groundwatch's modules before the job asked for a worker
     assert key == "pool-only-key"  # the pool's environment reaches its workers
     assert log.read_text(errors="replace").count("Starting worker") == 1
@@ -93,3 +106,22 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     os.kill(process.pid, signal.SIGTERM)
     assert process.wait(timeout=30) == 0
     wait_for(lambda: not _alive(parent), timeout_s=30, every_s=0.1, what="the fork server's exit with the pool")
+
+
+def test_a_module_the_fork_server_cannot_import_is_named_in_the_log(tmp_path):
+    """A groundwatch that fails to import (here a `pipelines` package ahead of ours on the path that raises
+    ImportError) leaves the workers cold: the fork server skips such a module quietly, the pool says so."""
+    broken = tmp_path / "broken" / "pipelines"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("broken on purpose")\n')
+    with _served_pool(tmp_path, pythonpath=[broken.parent, ROOT]) as (_, process, log):
+        line = wait_for(
+            lambda: next((x for x in log.read_text(errors="replace").splitlines() if "could not import" in x), None),
+            timeout_s=60,
+            every_s=0.1,
+            what="the pool's word on what its fork server could not import",
+            explain=lambda: log.read_text(errors="replace"),
+        )
+        assert "pipelines.runner.bounded, pipelines.monitor:" in line
+        assert "sdk_worker" not in line and "fork server ready" not in log.read_text(errors="replace")
+        assert process.poll() is None  # the pool still serves: a cold worker is slower, not refused
