@@ -16,9 +16,9 @@ worker is a fork of it: a new process, as isolated as Beam's (a worker that cras
 that starts with them imported. The fork server holds no gRPC channel or thread: each worker makes its own after
 the fork.
 
-The log shows whether the fork server imported `PRELOAD` ("fork server ready", or what it could not import),
-which workers this pool ran ("Starting worker ...", as Beam's pool says it), the exit code of any that ended
-without being stopped (found at the next start), and the workers' own stderr (a traceback).
+The log shows whether the fork server imported `PRELOAD` ("fork server ready", what it could not import, or that
+it could not be asked), which workers this pool ran ("Starting worker ...", as Beam's pool says it), the exit code
+of any that ended without being stopped (found at the next start), and the workers' own stderr (a traceback).
 """
 
 from __future__ import annotations
@@ -99,8 +99,12 @@ class PreforkedWorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer)
     def _check_preloaded(self) -> None:
         """Log what the fork server imported, once it has, from a first fork: a module it skipped on ImportError
         makes every worker start cold, or fail, and the fork server says nothing of it."""
-        with self._context.Pool(1) as probe:
-            missing = probe.apply(_not_preloaded)
+        try:
+            with self._context.Pool(1) as probe:
+                missing = probe.apply(_not_preloaded)
+        except Exception as e:  # noqa: BLE001 (the fork server died: StartWorker will answer with the reason)
+            _LOGGER.error("could not ask the fork server what it imported: %r", e)
+            return
         if missing:
             _LOGGER.warning(
                 "the fork server could not import %s: workers import it at their start, or fail to (python -c "
@@ -116,11 +120,13 @@ class PreforkedWorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer)
                   self._data_buffer_time_limit_ms),
             name=f"sdk-worker-{request.worker_id}",
         )  # fmt: skip
-        try:
-            worker.start()
-        except Exception as e:  # noqa: BLE001 (the TaskManager gets the reason, as from Beam's pool)
-            return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start an SDK worker: {e!r}")
+        # Under the lock: `start` polls every finished child, as `_forget_exited` does, and of two threads that poll
+        # one exited fork at once, one reads its exit code and the other reads end-of-file (exit code 255).
         with self._lock:
+            try:
+                worker.start()
+            except Exception as e:  # noqa: BLE001 (the TaskManager gets the reason, as from Beam's pool)
+                return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start an SDK worker: {e!r}")
             self._forget_exited()
             self._workers[request.worker_id] = worker
         _LOGGER.info("Starting worker %s (process %s)", request.worker_id, worker.pid)
