@@ -72,9 +72,9 @@ CLUSTER_JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 """JVM flags of the local cluster's JobManager, TaskManagers and the job server before them: the client compiler
 only, and one garbage-collector thread. With worker pools their work per job is control (submitting, scheduling,
 a few records to and from the Python workers), mostly code run once per job, which the optimising compiler
-spent more CPU compiling than it saved. Measured on 2 cores, 2,000 responses at parallelism 2, after a warm-up:
-the four JVMs used 5.0-5.6 CPU seconds per job before, 2.0-2.5 with these flags. The embedded mini-cluster's job
-server, which runs the work itself, keeps the JVM's defaults."""
+spent more CPU compiling than it saved: about half the JVMs' CPU per job goes (docs/benchmarks.md, "The cluster's
+JVMs on the client compiler"). The embedded mini-cluster's job server, which runs the work itself, keeps the JVM's
+defaults."""
 
 
 class FlinkError(RuntimeError):

@@ -121,7 +121,9 @@ class PreforkedWorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer)
             name=f"sdk-worker-{request.worker_id}",
         )  # fmt: skip
         # Under the lock: `start` polls every finished child, as `_forget_exited` does, and of two threads that poll
-        # one exited fork at once, one reads its exit code and the other reads end-of-file (exit code 255).
+        # one exited fork at once, one reads its exit code and the other reads end-of-file (exit code 255). `_stop`,
+        # which may wait STOP_TIMEOUT_S, polls outside it: a worker it stops is no longer in `_workers`, and its
+        # exit code is not logged.
         with self._lock:
             try:
                 worker.start()
