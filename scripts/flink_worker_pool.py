@@ -18,7 +18,8 @@ the fork.
 
 The log shows whether the fork server imported `PRELOAD` ("fork server ready", what it could not import, or that
 it could not be asked), which workers this pool ran ("Starting worker ...", as Beam's pool says it), the exit code
-of any that ended without being stopped (found at the next start), and the workers' own stderr (a traceback).
+of any that ended without being stopped (found at the next start), and the workers' own warnings and errors, in
+the pool's format. A worker whose runner closed its streams at the job's end says so in one line.
 """
 
 from __future__ import annotations
@@ -53,17 +54,56 @@ STOP_TIMEOUT_S = 10
 _LOGGER = logging.getLogger("groundwatch.worker_pool")
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+_CLOSED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+"""How a worker's streams end when the runner closes them rather than finishing them: Flink's TaskManager drops
+the connection at every job's end ("Stream removed (Socket closed)", "Multiplexer hanging up"), often before
+its StopWorker arrives."""
+
+
+def _closed_by_runner(error: BaseException | None) -> bool:
+    return isinstance(error, grpc.RpcError) and error.code() in _CLOSED
+
+
+class _DropClosedByRunner(logging.Filter):
+    """Drops the data plane's "Failed to read inputs" record (a traceback) for a stream the runner closed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and _closed_by_runner(record.exc_info[1]))
+
+
+def _thread_exception(args: threading.ExceptHookArgs) -> None:
+    """A thread that ends on a stream the runner closed ends quietly; any other error prints as it would."""
+    if not _closed_by_runner(args.exc_value):
+        threading.__excepthook__(args)
+
+
 def _run_harness(control: str, worker_id: str, state_cache_size: int, data_buffer_time_limit_ms: int) -> None:
-    """A worker's body, in a fork of the fork server: what Beam's pool runs in a fresh `python -c`."""
+    """A worker's body, in a fork of the fork server: what Beam's pool runs in a fresh `python -c`.
+
+    A runner that closes the worker's streams instead of finishing them (Flink, at each job's end) ends the worker
+    as a finished stream would: one line in the pool's log and exit code 0, where Beam's harness leaves three
+    tracebacks that bury a real failure. A failure in the job itself reaches the runner, which reports it."""
     from apache_beam.runners.worker.sdk_worker import SdkHarness
 
+    # The fork server's logging is Beam's default (warnings, no time): the pool's format, and this module's lines.
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr, force=True)
+    _LOGGER.setLevel(logging.INFO)
+    logging.getLogger("apache_beam.runners.worker.data_plane").addFilter(_DropClosedByRunner())
+    threading.excepthook = _thread_exception
     # The fork server has restored SIGINT's handler for its child, and never changed SIGTERM's.
-    SdkHarness(
-        control,
-        worker_id=worker_id,
-        state_cache_size=state_cache_size,
-        data_buffer_time_limit_ms=data_buffer_time_limit_ms,
-    ).run()
+    try:
+        SdkHarness(
+            control,
+            worker_id=worker_id,
+            state_cache_size=state_cache_size,
+            data_buffer_time_limit_ms=data_buffer_time_limit_ms,
+        ).run()
+    except grpc.RpcError as e:
+        if not _closed_by_runner(e):
+            raise
+        _LOGGER.info("Worker %s: the runner closed its control stream (%s: %s)", worker_id, e.code().name, e.details())
 
 
 def _not_preloaded() -> list[str]:
@@ -184,8 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--address", required=True, help="HOST:PORT to listen on, a loopback address")
     args = parser.parse_args(argv)
     # force: importing Beam has already configured the root logger (its warnings at import).
-    log_format = "%(asctime)s %(levelname)s %(message)s"
-    logging.basicConfig(level=logging.INFO, format=log_format, stream=sys.stderr, force=True)
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr, force=True)
     serve(args.address)
     return 0
 

@@ -5,7 +5,8 @@ folder of the session's own, and stopped at its end. `pytest -m "not flink"` nev
 
 `pooled_flink` is a cluster of two TaskManagers of one slot, each with a Beam Python worker pool beside it (the
 EXTERNAL environment; `LocalFlink.runner_flags()` are the options of a run there), once per module that asks for
-it; `stage_records` and `started_workers` tell which TaskManagers and pools did a job's work.
+it; `stage_records` and `started_workers` tell which TaskManagers and pools did a job's work, and
+`workers_ended_quietly` that the pools' workers ended without a traceback.
 
 `sample_lake_fnapi` is the sample traffic audited by the FnApiRunner into a local folder, once per session: the
 reference the Flink runs are compared with. `audit_process` / `finished` run `groundwatch audit` as a process of
@@ -16,6 +17,7 @@ starts `groundwatch monitor`; `produce_into_stream` feeds it and waits until the
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,9 +95,31 @@ def stage_records(flink, job: str, stage: str = "VerifySentences") -> dict[str, 
     return records
 
 
+def pool_logs(flink) -> list[str]:
+    """What each worker pool of `flink` has logged so far."""
+    return [open(pool["log"], errors="replace").read() for pool in flink.pools()]
+
+
 def started_workers(flink) -> list[int]:
     """How many SDK workers each worker pool has started so far (its log has a line for each)."""
-    return [open(pool["log"], errors="replace").read().count("Starting worker") for pool in flink.pools()]
+    return [text.count("Starting worker") for text in pool_logs(flink)]
+
+
+def workers_ended_quietly(flink) -> None:
+    """Wait until every worker the pools started was stopped or told its runner closed its stream, then check that
+    no pool logged a traceback: a job's end on Flink leaves one line per worker, a failure stands out."""
+
+    def running() -> list[str]:
+        return [
+            worker
+            for text in pool_logs(flink)
+            for worker in re.findall(r"Starting worker (\S+)", text)
+            if f"Stopping worker {worker}\n" not in text and f"Worker {worker}: the runner closed" not in text
+        ]
+
+    wait_for(lambda: not running(), timeout_s=120, every_s=1, what="the end of every pool's workers", explain=running)
+    for text in pool_logs(flink):
+        assert "Traceback" not in text, text[-6000:]
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,8 @@ it (marker `flink`; what `scripts/flink.sh start --cluster --taskmanagers 2` sta
 - the sample traffic audited there leaves, table by table, the rows the FnApiRunner leaves (floats within 1e-9;
   the wall-clock stamps excluded), the audit stage read records on both TaskManagers (Flink's counts per
   subtask), both pools started workers for it (their logs), both TaskManagers read as many of the input's line
-  ranges in the stage that audits them, and the job staged no jars (its options name `NothingToStage`);
+  ranges in the stage that audits them, the job staged no jars (its options name `NothingToStage`), and its
+  workers ended with no traceback in the pools' logs (Flink drops their streams at the job's end);
 - a Kafka topic of two partitions caught up there (`--until-caught-up`) leaves the rows the FnApiRunner leaves for
   the same topic, every offset once, the group's offsets committed to the end, with both TaskManagers auditing;
 - docs/flink.md's walk from a fresh machine to a stream writing a bucket runs as written: its bucket, its
@@ -45,6 +46,7 @@ from tests.support.flink_fixtures import (
     monitor_process,
     stage_records,
     started_workers,
+    workers_ended_quietly,
 )
 from tests.support.kafka_fixtures import (
     committed_offsets,
@@ -111,6 +113,7 @@ def test_audit_on_worker_pools_gives_the_rows_of_the_fnapirunner(pooled_flink, s
     job = _new_job(pooled_flink, jobs)
     _read_side_by_side(pooled_flink, job, _both_did_work(pooled_flink, job, workers))
     _staged_nothing(pooled_flink, job)
+    workers_ended_quietly(pooled_flink)
 
 
 def test_the_cluster_jvms_run_with_the_client_compiler_and_the_serial_collector(pooled_flink):

@@ -1,21 +1,27 @@
 """The worker pool beside each local TaskManager (`scripts/flink_worker_pool.py`), served for real on 127.0.0.1 and
 asked for workers by a real Beam runner (the FnApiRunner with an EXTERNAL environment, as a TaskManager asks):
 its workers are forks of its warm fork server, see the pool's environment, and stop with their jobs and with the
-pool; a module the fork server could not import is named in its log. On a Flink cluster it runs in
-`tests/integration/flink/test_flink_pools.py`."""
+pool; a worker whose runner drops its control stream (as Flink does at a job's end) ends with one line and exit
+code 0, no traceback, and one still connected stops on StopWorker; a module the fork server could not import is
+named in its log. On a Flink cluster it runs in `tests/integration/flink/test_flink_pools.py`."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
+from concurrent import futures
 from pathlib import Path
 
 import apache_beam as beam
+import grpc
 import pytest
+from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc, endpoints_pb2
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.transforms.environments import ExternalEnvironment
 
@@ -125,3 +131,63 @@ def test_a_module_the_fork_server_cannot_import_is_named_in_the_log(tmp_path):
         assert "pipelines.runner.bounded, pipelines.monitor:" in line
         assert "sdk_worker" not in line and "fork server ready" not in log.read_text(errors="replace")
         assert process.poll() is None  # the pool still serves: a cold worker is slower, not refused
+
+
+class _ControlThatHangsUp(beam_fn_api_pb2_grpc.BeamFnControlServicer):
+    """The runner's side of a worker's control stream, on a free 127.0.0.1 port: it sends nothing, and is dropped
+    when its server stops, as a TaskManager drops its workers' streams when a job ends."""
+
+    def __init__(self):
+        self.connected, self._released = threading.Event(), threading.Event()
+        self._server = grpc.server(futures.ThreadPoolExecutor(4))
+        beam_fn_api_pb2_grpc.add_BeamFnControlServicer_to_server(self, self._server)
+        port = self._server.add_insecure_port("127.0.0.1:0")
+        self.endpoint = endpoints_pb2.ApiServiceDescriptor(url=f"127.0.0.1:{port}")
+        self._server.start()
+
+    def Control(self, request_iterator, context):  # noqa: N802 (the gRPC method name)
+        self.connected.set()
+        self._released.wait(60)
+        yield from ()
+
+    def hang_up(self) -> None:
+        self._server.stop(grace=None).wait()  # the connection goes first: the worker sees its stream cut, not ended
+        self._released.set()
+
+
+def test_a_worker_whose_runner_drops_its_stream_ends_with_one_line_and_no_traceback(pool):
+    address, _, log = pool
+    dropped, following = _ControlThatHangsUp(), _ControlThatHangsUp()
+    try:
+        with grpc.insecure_channel(address) as channel:
+            start = beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StartWorker
+            answer = start(beam_fn_api_pb2.StartWorkerRequest(worker_id="dropped", control_endpoint=dropped.endpoint))
+            assert not answer.error, answer.error
+            assert dropped.connected.wait(60), log.read_text(errors="replace")
+            dropped.hang_up()
+            line = wait_for(
+                lambda: next((x for x in log.read_text().splitlines() if "closed its control stream" in x), None),
+                timeout_s=30,
+                every_s=0.1,
+                what="the worker's word that its runner closed its stream",
+                explain=lambda: log.read_text(errors="replace"),
+            )
+            assert " INFO Worker dropped: the runner closed its control stream (" in line, line
+            assert "(UNAVAILABLE: " in line or "(CANCELLED: " in line, line
+            # Once it has exited, the next start finds it gone, and says it exited as a worker whose stream ended does.
+            (pid,) = re.findall(r"Starting worker dropped \(process (\d+)\)", log.read_text())
+            wait_for(lambda: not _alive(int(pid)), timeout_s=30, every_s=0.1, what="the dropped worker's exit")
+            start(beam_fn_api_pb2.StartWorkerRequest(worker_id="following", control_endpoint=following.endpoint))
+            assert following.connected.wait(60), log.read_text(errors="replace")
+            # A StopWorker (Flink sends one per worker at a job's end) stops a worker still connected.
+            (pid,) = re.findall(r"Starting worker following \(process (\d+)\)", log.read_text())
+            beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StopWorker(
+                beam_fn_api_pb2.StopWorkerRequest(worker_id="following")
+            )
+            assert not _alive(int(pid))  # StopWorker answers once the worker has exited
+        text = log.read_text(errors="replace")
+        assert "Worker dropped had exited (exit code 0)" in text and "Stopping worker following" in text, text
+        assert "Traceback" not in text and "ERROR" not in text, text
+    finally:
+        dropped.hang_up()
+        following.hang_up()
