@@ -8,7 +8,8 @@ it (marker `flink`; what `scripts/flink.sh start --cluster --taskmanagers 2` sta
   ranges in the stage that audits them, the job staged no jars (its options name `NothingToStage`), and its
   workers ended with no traceback in the pools' logs (Flink drops their streams at the job's end);
 - a Kafka topic of two partitions caught up there (`--until-caught-up`) leaves the rows the FnApiRunner leaves for
-  the same topic, every offset once, the group's offsets committed to the end, with both TaskManagers auditing;
+  the same topic, every offset once, the group's offsets committed to the end, with both TaskManagers auditing
+  (and, as after every job here, no traceback in the pools' logs);
 - docs/flink.md's walk from a fresh machine to a stream writing a bucket runs as written: its bucket, its
   `groundwatch` commands with `$FLINK` the flags `scripts/flink.sh flags` prints for this cluster (the page's
   broker replaced by the session's). The audit into `s3://audits/groundwatch` leaves the FnApiRunner's rows and
@@ -152,6 +153,7 @@ def test_a_topic_caught_up_on_worker_pools_gives_the_rows_of_the_fnapirunner(
     assert committed == ends
     assert assert_same_tables(str(reference), str(lake), TABLES) > count
     _both_did_work(pooled_flink, _new_job(pooled_flink, jobs), workers)
+    workers_ended_quietly(pooled_flink)
 
 
 def _flags(flink) -> list[str]:
@@ -225,3 +227,4 @@ def test_the_walk_from_a_fresh_machine_to_a_stream_into_a_bucket_runs_as_written
     logs += [open(pool["log"], errors="replace").read() for pool in pooled_flink.pools()]
     assert not any(S3_SECRET in text for text in logs)
     assert not any(S3_SECRET.encode() in get_object("audits", key) for key in bucket_keys("audits"))
+    workers_ended_quietly(pooled_flink)  # a cancelled stream's workers too
