@@ -18,8 +18,8 @@ the fork.
 
 The log shows whether the fork server imported `PRELOAD` ("fork server ready", what it could not import, or that
 it could not be asked), which workers this pool ran ("Starting worker ...", as Beam's pool says it), the exit code
-of any that ended without being stopped (found at the next start), and the workers' own warnings and errors, in
-the pool's format. A worker whose runner closed its streams at the job's end says so in one line.
+of any that ended without being stopped (found at the next start), and the workers' own log records (warnings
+and errors, in the pool's format) and tracebacks. A worker whose streams were dropped says so in one line.
 """
 
 from __future__ import annotations
@@ -56,54 +56,74 @@ _LOGGER = logging.getLogger("groundwatch.worker_pool")
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
-_CLOSED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
-"""How a worker's streams end when the runner closes them rather than finishing them: Flink's TaskManager drops
-the connection at every job's end ("Stream removed (Socket closed)", "Multiplexer hanging up"), often before
-its StopWorker arrives."""
+_DROPPED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+"""How a worker's streams end when they are dropped rather than finished: Flink's TaskManager drops them at many
+jobs' ends, racing the StopWorker that follows ("Stream removed (Socket closed)", "Multiplexer hanging up"). A
+runner that crashed, or a reset connection, ends them the same way."""
+
+_STREAM_READERS = ("read_grpc_client_inputs", "read_state")
+"""The harness's threads that read the data and state streams (Beam's names): each dies on a dropped stream."""
+
+_DATA_PLANE_FAILURE = "Failed to read inputs in the data plane."
+"""What Beam's data plane logs, with the traceback, when its stream ends other than by the worker's own close."""
 
 
-def _closed_by_runner(error: BaseException | None) -> bool:
-    return isinstance(error, grpc.RpcError) and error.code() in _CLOSED
+def _dropped(error: BaseException | None) -> bool:
+    return isinstance(error, grpc.RpcError) and error.code() in _DROPPED
 
 
-class _DropClosedByRunner(logging.Filter):
-    """Drops the data plane's "Failed to read inputs" record (a traceback) for a stream the runner closed."""
+class _QuietDroppedDataStream(logging.Filter):
+    """Drops the data plane's `_DATA_PLANE_FAILURE` record for a dropped stream; keeps every other record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and _closed_by_runner(record.exc_info[1]))
+        return not (record.msg == _DATA_PLANE_FAILURE and record.exc_info and _dropped(record.exc_info[1]))
 
 
 def _thread_exception(args: threading.ExceptHookArgs) -> None:
-    """A thread that ends on a stream the runner closed ends quietly; any other error prints as it would."""
-    if not _closed_by_runner(args.exc_value):
+    """A stream reader (`_STREAM_READERS`) that dies on a dropped stream ends quietly; any other thread's error,
+    a DoFn's own threads' included, prints as it would."""
+    if not (args.thread is not None and args.thread.name in _STREAM_READERS and _dropped(args.exc_value)):
         threading.__excepthook__(args)
 
 
 def _run_harness(control: str, worker_id: str, state_cache_size: int, data_buffer_time_limit_ms: int) -> None:
     """A worker's body, in a fork of the fork server: what Beam's pool runs in a fresh `python -c`.
 
-    A runner that closes the worker's streams instead of finishing them (Flink, at each job's end) ends the worker
-    as a finished stream would: one line in the pool's log and exit code 0, where Beam's harness leaves three
-    tracebacks that bury a real failure. A failure in the job itself reaches the runner, which reports it."""
+    When its streams are dropped (Flink does so at many jobs' ends) Beam's harness leaves three tracebacks, which
+    bury a real failure. Here the worker logs one line instead and exits: with code 0 when it had no bundle in
+    flight, else with a warning naming the bundles and code 1 (a runner gone mid-job: the job failed or was
+    cancelled). Either way it exits at once, without the teardown a finished stream gets. A job's failure while
+    the runner is there reaches the runner as before, which reports it; the worker logs its traceback too."""
     from apache_beam.runners.worker.sdk_worker import SdkHarness
 
     # The fork server's logging is Beam's default (warnings, no time): the pool's format, and this module's lines.
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT, stream=sys.stderr, force=True)
     _LOGGER.setLevel(logging.INFO)
-    logging.getLogger("apache_beam.runners.worker.data_plane").addFilter(_DropClosedByRunner())
+    logging.getLogger("apache_beam.runners.worker.data_plane").addFilter(_QuietDroppedDataStream())
     threading.excepthook = _thread_exception
     # The fork server has restored SIGINT's handler for its child, and never changed SIGTERM's.
+    harness = SdkHarness(
+        control,
+        worker_id=worker_id,
+        state_cache_size=state_cache_size,
+        data_buffer_time_limit_ms=data_buffer_time_limit_ms,
+    )
     try:
-        SdkHarness(
-            control,
-            worker_id=worker_id,
-            state_cache_size=state_cache_size,
-            data_buffer_time_limit_ms=data_buffer_time_limit_ms,
-        ).run()
+        harness.run()
     except grpc.RpcError as e:
-        if not _closed_by_runner(e):
+        if not _dropped(e):
             raise
-        _LOGGER.info("Worker %s: the runner closed its control stream (%s: %s)", worker_id, e.code().name, e.details())
+        how = f"{e.code().name}: {e.details()}"
+        cache = harness._bundle_processor_cache  # noqa: SLF001 (Beam keeps its bundles in flight there only)
+        in_flight = sorted({*cache.active_bundle_processors, *cache.processors_being_created})
+        if not in_flight:
+            _LOGGER.info("Worker %s: its control stream was dropped (%s)", worker_id, how)
+            return
+        _LOGGER.warning(
+            "Worker %s: its control stream was dropped (%s) with bundles in flight (%s): the runner is gone, "
+            "the job failed or was cancelled", worker_id, how, ", ".join(in_flight),
+        )  # fmt: skip
+        sys.exit(1)
 
 
 def _not_preloaded() -> list[str]:

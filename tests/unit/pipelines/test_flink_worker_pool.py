@@ -1,9 +1,10 @@
 """The worker pool beside each local TaskManager (`scripts/flink_worker_pool.py`), served for real on 127.0.0.1 and
 asked for workers by a real Beam runner (the FnApiRunner with an EXTERNAL environment, as a TaskManager asks):
 its workers are forks of its warm fork server, see the pool's environment, and stop with their jobs and with the
-pool; a worker whose runner drops its control stream (as Flink does at a job's end) ends with one line and exit
-code 0, no traceback, and one still connected stops on StopWorker; a module the fork server could not import is
-named in its log. On a Flink cluster it runs in `tests/integration/flink/test_flink_pools.py`."""
+pool; a worker whose control stream is dropped (as Flink does at many jobs' ends; here a real gRPC control
+server that hangs up) ends with one line and exit code 0, no traceback; one whose runner dies mid-bundle warns
+and exits 1; one still connected stops on StopWorker; a module the fork server could not import is named in its
+log. On a Flink cluster it runs in `tests/integration/flink/test_flink_pools.py`."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from concurrent import futures
 from pathlib import Path
 
@@ -79,6 +81,27 @@ def _served_pool(tmp_path, pythonpath):
             process.wait()
 
 
+def _line_with(log: Path, text: str, what: str, timeout_s: float = 60) -> str:
+    """The first line of the pool's log holding `text`, once there is one."""
+    return wait_for(
+        lambda: next((x for x in log.read_text(errors="replace").splitlines() if text in x), None),
+        timeout_s=timeout_s,
+        every_s=0.1,
+        what=what,
+        explain=lambda: log.read_text(errors="replace"),
+    )
+
+
+def _worker_pid(log: Path, worker_id: str) -> int:
+    (pid,) = re.findall(rf"Starting worker {worker_id} \(process (\d+)\)", log.read_text(errors="replace"))
+    return int(pid)
+
+
+def _reaped(pid: int) -> bool:
+    """Gone for good: the fork server, its parent, has reaped it and is about to tell the pool its exit code."""
+    return not Path(f"/proc/{pid}").exists()
+
+
 def _report(path: str) -> None:
     """Write what the worker running it says of itself to `path`: its pid, its parent's, whether
     `pipelines.monitor` was imported before the job ran anything, the HMAC key in its environment."""
@@ -121,13 +144,7 @@ def test_a_module_the_fork_server_cannot_import_is_named_in_the_log(tmp_path):
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text('raise ImportError("broken on purpose")\n')
     with _served_pool(tmp_path, pythonpath=[broken.parent, ROOT]) as (_, process, log):
-        line = wait_for(
-            lambda: next((x for x in log.read_text(errors="replace").splitlines() if "could not import" in x), None),
-            timeout_s=60,
-            every_s=0.1,
-            what="the pool's word on what its fork server could not import",
-            explain=lambda: log.read_text(errors="replace"),
-        )
+        line = _line_with(log, "could not import", "the pool's word on what its fork server could not import")
         assert "pipelines.runner.bounded, pipelines.monitor:" in line
         assert "sdk_worker" not in line and "fork server ready" not in log.read_text(errors="replace")
         assert process.poll() is None  # the pool still serves: a cold worker is slower, not refused
@@ -139,7 +156,8 @@ class _ControlThatHangsUp(beam_fn_api_pb2_grpc.BeamFnControlServicer):
 
     def __init__(self):
         self.connected, self._released = threading.Event(), threading.Event()
-        self._server = grpc.server(futures.ThreadPoolExecutor(4))
+        self._executor = futures.ThreadPoolExecutor(4)
+        self._server = grpc.server(self._executor)
         beam_fn_api_pb2_grpc.add_BeamFnControlServicer_to_server(self, self._server)
         port = self._server.add_insecure_port("127.0.0.1:0")
         self.endpoint = endpoints_pb2.ApiServiceDescriptor(url=f"127.0.0.1:{port}")
@@ -153,41 +171,87 @@ class _ControlThatHangsUp(beam_fn_api_pb2_grpc.BeamFnControlServicer):
     def hang_up(self) -> None:
         self._server.stop(grace=None).wait()  # the connection goes first: the worker sees its stream cut, not ended
         self._released.set()
+        self._executor.shutdown()
 
 
-def test_a_worker_whose_runner_drops_its_stream_ends_with_one_line_and_no_traceback(pool):
+@pytest.fixture
+def control_servers():
+    """Makes `_ControlThatHangsUp` servers, each hung up at the test's end."""
+    with contextlib.ExitStack() as stack:
+
+        def make() -> _ControlThatHangsUp:
+            server = _ControlThatHangsUp()
+            stack.callback(server.hang_up)
+            return server
+
+        yield make
+
+
+def _start(channel, worker_id: str, control: _ControlThatHangsUp) -> None:
+    """StartWorker on the pool behind `channel`, for a worker whose runner is `control`; once it is connected."""
+    start = beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StartWorker
+    answer = start(beam_fn_api_pb2.StartWorkerRequest(worker_id=worker_id, control_endpoint=control.endpoint))
+    assert not answer.error, answer.error
+    assert control.connected.wait(60)
+
+
+def test_a_worker_whose_stream_is_dropped_ends_with_one_line_and_no_traceback(pool, control_servers):
     address, _, log = pool
-    dropped, following = _ControlThatHangsUp(), _ControlThatHangsUp()
-    try:
-        with grpc.insecure_channel(address) as channel:
-            start = beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StartWorker
-            answer = start(beam_fn_api_pb2.StartWorkerRequest(worker_id="dropped", control_endpoint=dropped.endpoint))
-            assert not answer.error, answer.error
-            assert dropped.connected.wait(60), log.read_text(errors="replace")
-            dropped.hang_up()
-            line = wait_for(
-                lambda: next((x for x in log.read_text().splitlines() if "closed its control stream" in x), None),
-                timeout_s=30,
-                every_s=0.1,
-                what="the worker's word that its runner closed its stream",
-                explain=lambda: log.read_text(errors="replace"),
-            )
-            assert " INFO Worker dropped: the runner closed its control stream (" in line, line
-            assert "(UNAVAILABLE: " in line or "(CANCELLED: " in line, line
-            # Once it has exited, the next start finds it gone, and says it exited as a worker whose stream ended does.
-            (pid,) = re.findall(r"Starting worker dropped \(process (\d+)\)", log.read_text())
-            wait_for(lambda: not _alive(int(pid)), timeout_s=30, every_s=0.1, what="the dropped worker's exit")
-            start(beam_fn_api_pb2.StartWorkerRequest(worker_id="following", control_endpoint=following.endpoint))
-            assert following.connected.wait(60), log.read_text(errors="replace")
-            # A StopWorker (Flink sends one per worker at a job's end) stops a worker still connected.
-            (pid,) = re.findall(r"Starting worker following \(process (\d+)\)", log.read_text())
-            beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StopWorker(
-                beam_fn_api_pb2.StopWorkerRequest(worker_id="following")
-            )
-            assert not _alive(int(pid))  # StopWorker answers once the worker has exited
-        text = log.read_text(errors="replace")
-        assert "Worker dropped had exited (exit code 0)" in text and "Stopping worker following" in text, text
-        assert "Traceback" not in text and "ERROR" not in text, text
-    finally:
+    dropped, following = control_servers(), control_servers()
+    with grpc.insecure_channel(address) as channel:
+        _start(channel, "dropped", dropped)
         dropped.hang_up()
-        following.hang_up()
+        line = _line_with(log, "control stream was dropped", "the worker's word that its stream was dropped", 30)
+        assert " INFO Worker dropped: its control stream was dropped (" in line, line
+        assert "(UNAVAILABLE: " in line or "(CANCELLED: " in line, line
+        # Once it has exited, the next start finds it gone, and says it exited as a worker whose stream ended does.
+        pid = _worker_pid(log, "dropped")
+        wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what="the dropped worker's exit")
+        _start(channel, "following", following)
+        # A StopWorker (Flink sends one per worker at a job's end) stops a worker still connected.
+        pid = _worker_pid(log, "following")
+        beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StopWorker(
+            beam_fn_api_pb2.StopWorkerRequest(worker_id="following")
+        )
+        assert not _alive(pid)  # StopWorker answers once the worker has exited
+    text = log.read_text(errors="replace")
+    assert "Worker dropped had exited (exit code 0)" in text and "Stopping worker following" in text, text
+    assert "Traceback" not in text and "ERROR" not in text and "WARNING Worker" not in text, text
+
+
+def _hold(marker: str) -> None:
+    """A bundle that says it started, then runs until its worker ends."""
+    Path(marker).write_text("started")
+    time.sleep(300)
+
+
+def test_a_worker_whose_runner_dies_mid_bundle_says_so_and_exits_1(pool, control_servers, tmp_path):
+    """A runner SIGKILLed while a bundle runs: the worker's warning names the bundle in flight, it exits 1."""
+    address, _, log = pool
+    marker = tmp_path / "bundle-started"
+    job = f"""
+import apache_beam as beam
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.transforms.environments import ExternalEnvironment
+from tests.unit.pipelines.test_flink_worker_pool import _hold
+with beam.Pipeline(runner=FnApiRunner(default_environment=ExternalEnvironment({address!r}))) as p:
+    _ = p | beam.Create([{str(marker)!r}]) | beam.Map(_hold)
+"""
+    runner = subprocess.Popen([sys.executable, "-c", job], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: marker.exists() or runner.poll() is not None, timeout_s=120, every_s=0.1,
+                 what="the bundle's start", explain=lambda: log.read_text(errors="replace"))  # fmt: skip
+        assert runner.poll() is None, runner.communicate()[1][-3000:]
+    finally:
+        runner.kill()
+        runner.wait()
+    line = _line_with(log, "with bundles in flight", "the worker's warning that its runner left mid-bundle", 30)
+    assert " WARNING Worker " in line and "control stream was dropped (" in line, line
+    worker_id = line.split(" WARNING Worker ", 1)[1].split(":", 1)[0]
+    pid = _worker_pid(log, worker_id)
+    wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what="the worker's exit")
+    with grpc.insecure_channel(address) as channel:
+        _start(channel, "following", control_servers())
+    text = log.read_text(errors="replace")
+    assert f"Worker {worker_id} had exited (exit code 1)" in text, text
+    assert "Traceback" not in text, text
