@@ -22,7 +22,11 @@ of any that ended without being stopped (found at the next start), and the worke
 and errors, in the pool's format) and tracebacks. A worker whose streams were dropped says so in one line.
 """
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001 (transforms.beam_quiet goes before Beam's first import)
+
+# Here and in the fork server (first in PRELOAD): no "apitools not found" line. The checkout is on the pool's
+# PYTHONPATH (scripts/flink_pools.py).
+import transforms.beam_quiet  # noqa: F401
 
 import argparse
 import logging
@@ -39,14 +43,16 @@ from apache_beam.utils import thread_pool_executor
 __all__ = ["PRELOAD", "PreforkedWorkerPool", "serve"]
 
 PRELOAD = [
+    "transforms.beam_quiet",
     "apache_beam.runners.worker.sdk_worker",
     "pipelines.runner.bounded",
     "pipelines.monitor",
 ]
-"""Modules every worker starts with: Beam's SDK harness, and what the audit's and the monitor's transforms import
-when the runner hands them to a worker. One that raises ImportError is skipped by the fork server, quietly (the
-worker imports it, or fails to, as a cold one would): the pool asks a first fork which ones it has and logs any
-missing; any other error stops the fork server, and StartWorker then answers with that error."""
+"""Modules every worker starts with: the filter of Beam's import notices (first, before Beam's import), Beam's SDK
+harness, and what the audit's and the monitor's transforms import when the runner hands them to a worker. One
+that raises ImportError is skipped by the fork server, quietly (the worker imports it, or fails to, as a cold one
+would): the pool asks a first fork which ones it has and logs any missing; any other error stops the fork server,
+and StartWorker then answers with that error."""
 
 STOP_TIMEOUT_S = 10
 """How long a stopped worker has to exit after SIGTERM before it is killed (Beam's pool waits as long)."""

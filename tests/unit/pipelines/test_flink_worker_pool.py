@@ -125,6 +125,7 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     assert preloaded  # the fork server had imported groundwatch's modules before the job asked for a worker
     assert key == "pool-only-key"  # the pool's environment reaches its workers
     assert log.read_text(errors="replace").count("Starting worker") == 1
+    assert "apitools" not in log.read_text(errors="replace")  # Beam's import notice, filtered in pool and fork server
     # The FnApiRunner sends no StopWorker: the worker ends when the job's control stream closes.
     wait_for(lambda: not _alive(pid), timeout_s=30, every_s=0.1, what="the worker's exit at its job's end")
 
