@@ -97,11 +97,6 @@ def _worker_pid(log: Path, worker_id: str) -> int:
     return int(pid)
 
 
-def _reaped(pid: int) -> bool:
-    """Gone for good: the fork server, its parent, has reaped it and is about to tell the pool its exit code."""
-    return not Path(f"/proc/{pid}").exists()
-
-
 def _report(path: str) -> None:
     """Write what the worker running it says of itself to `path`: its pid, its parent's, whether
     `pipelines.monitor` was imported before the job ran anything, the HMAC key in its environment."""
@@ -120,8 +115,7 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     address, process, log = pool
     pid, parent, preloaded, key = _run_on(address, tmp_path / "first.json")
     assert pid != process.pid and _parent(parent) == process.pid  # a fork of the pool's fork server
-    wait_for(lambda: "fork server ready" in log.read_text(errors="replace"), timeout_s=30, every_s=0.1,
-             what="the pool's word that its fork server imported PRELOAD")  # fmt: skip
+    _line_with(log, "fork server ready", "the pool's word that its fork server imported PRELOAD", 30)
     assert preloaded  # the fork server had imported groundwatch's modules before the job asked for a worker
     assert key == "pool-only-key"  # the pool's environment reaches its workers
     assert log.read_text(errors="replace").count("Starting worker") == 1
@@ -196,6 +190,16 @@ def _start(channel, worker_id: str, control: _ControlThatHangsUp) -> None:
     assert control.connected.wait(60)
 
 
+def _exit_code(channel, log: Path, worker_id: str, following: _ControlThatHangsUp) -> str:
+    """How worker `worker_id` exited, by the pool's word at the next StartWorker (for a worker called "following"),
+    once the fork server has reaped it (until then the pool would still count it as running)."""
+    pid = _worker_pid(log, worker_id)
+    wait_for(lambda: not maven_libs.pid_alive(pid), timeout_s=30, every_s=0.1, what=f"worker {worker_id}'s exit")
+    _start(channel, "following", following)
+    (code,) = re.findall(rf"Worker {worker_id} had exited \(exit code (-?\d+)\)", log.read_text(errors="replace"))
+    return code
+
+
 def test_a_worker_whose_stream_is_dropped_ends_with_one_line_and_no_traceback(pool, control_servers):
     address, _, log = pool
     dropped, following = control_servers(), control_servers()
@@ -205,10 +209,8 @@ def test_a_worker_whose_stream_is_dropped_ends_with_one_line_and_no_traceback(po
         line = _line_with(log, "control stream was dropped", "the worker's word that its stream was dropped", 30)
         assert " INFO Worker dropped: its control stream was dropped (" in line, line
         assert "(UNAVAILABLE: " in line or "(CANCELLED: " in line, line
-        # Once it has exited, the next start finds it gone, and says it exited as a worker whose stream ended does.
-        pid = _worker_pid(log, "dropped")
-        wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what="the dropped worker's exit")
-        _start(channel, "following", following)
+        # It exited as a worker whose stream ended does.
+        assert _exit_code(channel, log, "dropped", following) == "0", log.read_text(errors="replace")
         # A StopWorker (Flink sends one per worker at a job's end) stops a worker still connected.
         pid = _worker_pid(log, "following")
         beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StopWorker(
@@ -216,7 +218,7 @@ def test_a_worker_whose_stream_is_dropped_ends_with_one_line_and_no_traceback(po
         )
         assert not _alive(pid)  # StopWorker answers once the worker has exited
     text = log.read_text(errors="replace")
-    assert "Worker dropped had exited (exit code 0)" in text and "Stopping worker following" in text, text
+    assert "Stopping worker following" in text, text
     assert "Traceback" not in text and "ERROR" not in text and "WARNING Worker" not in text, text
 
 
@@ -249,10 +251,6 @@ with beam.Pipeline(runner=FnApiRunner(default_environment=ExternalEnvironment({a
     line = _line_with(log, "with bundles in flight", "the worker's warning that its runner left mid-bundle", 30)
     assert " WARNING Worker " in line and "control stream was dropped (" in line, line
     worker_id = line.split(" WARNING Worker ", 1)[1].split(":", 1)[0]
-    pid = _worker_pid(log, worker_id)
-    wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what="the worker's exit")
     with grpc.insecure_channel(address) as channel:
-        _start(channel, "following", control_servers())
-    text = log.read_text(errors="replace")
-    assert f"Worker {worker_id} had exited (exit code 1)" in text, text
-    assert "Traceback" not in text, text
+        assert _exit_code(channel, log, worker_id, control_servers()) == "1", log.read_text(errors="replace")
+    assert "Traceback" not in log.read_text(errors="replace")
