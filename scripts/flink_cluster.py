@@ -40,10 +40,11 @@ from pathlib import Path
 __all__ = ["FlinkError", "LocalFlink", "beam_version", "ensure_libs", "find_java"]
 
 
-def _sibling(name: str):
-    """`scripts/<name>.py` as a module, loaded by its path beside this file (run as a script or loaded by tests)."""
+def _sibling(name: str, path: Path | None = None):
+    """`scripts/<name>.py` (or the file at `path`) as a module, loaded by its path (run as a script or loaded by
+    tests)."""
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        spec = importlib.util.spec_from_file_location(name, path or Path(__file__).resolve().parent / f"{name}.py")
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]
@@ -478,6 +479,9 @@ class LocalFlink:
 def _job_service_answers(endpoint: str, timeout_s: float) -> bool:
     """Whether a Beam job service answers GetJobs at `endpoint` (a bare TCP accept says less: the JVM opens the
     port before the service is ready)."""
+    # Beam's import logs "apitools not found" unless groundwatch's filter is in place first, as in the CLI and the
+    # pools (the filter imports nothing but `logging`).
+    _sibling("groundwatch_beam_quiet", Path(__file__).resolve().parent.parent / "transforms" / "beam_quiet.py")
     try:
         import grpc
         from apache_beam.portability.api import beam_job_api_pb2, beam_job_api_pb2_grpc

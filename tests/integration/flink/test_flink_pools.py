@@ -10,6 +10,8 @@ it (marker `flink`; what `scripts/flink.sh start --cluster --taskmanagers 2` sta
 - a Kafka topic of two partitions caught up there (`--until-caught-up`) leaves the rows the FnApiRunner leaves for
   the same topic, every offset once, the group's offsets committed to the end, with both TaskManagers auditing
   (and, as after the audit, no traceback or error in the pools' logs);
+- `scripts/flink.sh status --json` lists both TaskManagers' pools, alive, with their logs, and says nothing on
+  stderr;
 - docs/flink.md's walk from a fresh machine to a stream writing a bucket runs as written: its bucket, its
   `groundwatch` commands with `$FLINK` the flags `scripts/flink.sh flags` prints for this cluster (the page's
   broker replaced by the session's). The audit into `s3://audits/groundwatch` leaves the FnApiRunner's rows and
@@ -24,6 +26,7 @@ in processes of both pools. Waiting is bounded, never a speed assertion.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -129,6 +132,22 @@ def test_the_cluster_jvms_run_with_the_client_compiler_and_the_serial_collector(
         argv = [arg.decode() for arg in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
         main = next(i for i, arg in enumerate(argv) if arg.startswith("org.apache."))
         assert all(flag in argv[:main] for flag in flags), (role, argv[:main])
+
+
+def test_status_json_lists_both_pools_and_says_nothing_else(pooled_flink):
+    """`scripts/flink.sh status --json` on the running cluster: exit 0, the job service answering, each
+    TaskManager's pool with its address, live pid and log; stderr empty (Beam's import notice, printed by the
+    status check's import of Beam before groundwatch's filter was loaded first, is gone)."""
+    env = {**os.environ, "GROUNDWATCH_FLINK_HOME": str(pooled_flink.home)}
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "flink.sh"), "status", "--json"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    state = json.loads(done.stdout)
+    assert state["answers"] is True and state["task_managers"] == 2
+    listed = [(p["task_manager"], p["address"], p["alive"]) for p in state["pools"]]
+    assert listed == [(p["task_manager"], p["address"], True) for p in pooled_flink.pools()], listed
+    assert all(load_script("maven_libs").pid_alive(p["pid"]) and Path(p["log"]).is_file() for p in state["pools"])
 
 
 def test_a_topic_caught_up_on_worker_pools_gives_the_rows_of_the_fnapirunner(
