@@ -77,6 +77,9 @@ def _serve(command: list[str]) -> int:
     process = subprocess.Popen(command, env=ui_environment())
     # Stopped by a signal, stop the server too rather than leave it serving alone.
     signal.signal(signal.SIGTERM, lambda *_: process.terminate())
+    # Ctrl-C stops it even when it was started with SIGINT ignored (a script's background job, a CI runner), where
+    # Python installs no KeyboardInterrupt of its own: as `serve` and `review`, whose uvicorn sets its handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return process.wait()
     except KeyboardInterrupt:

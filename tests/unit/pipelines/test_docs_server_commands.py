@@ -24,6 +24,7 @@ from tests.support.audit_messages import message
 from tests.support.documented import ROOT, commands
 from tests.support.model_answers import MODEL_SURE
 from tests.support.openai_server import OpenAIServer
+from tests.support.ports import free_port
 from tests.unit.pipelines.test_cli_usage import _command
 
 pytestmark = pytest.mark.server
@@ -102,6 +103,32 @@ def test_a_documented_server_command_answers_where_its_page_says(page, words, la
         code = _stopped_by_ctrl_c(process, tmp_path / "server.log")
         log.close()
     assert code == 0, (tmp_path / "server.log").read_text(errors="replace")[-2000:]
+
+
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_ui_stops_on_ctrl_c_when_started_with_sigint_ignored(tmp_path):
+    """A background job of a non-interactive shell starts with SIGINT ignored, and Python then installs no
+    KeyboardInterrupt: `groundwatch ui` (a parent waiting on Evidently's server) stops on SIGINT all the same,
+    as `serve` and `review` do."""
+    _prepare("lake", True, tmp_path)
+    port = free_port()
+    log = open(tmp_path / "server.log", "wb")
+    process = subprocess.Popen(
+        [*_command(), "ui", "--lake", "lake", "--port", str(port)],
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=_sigint_ignored,
+    )
+    try:
+        assert _answers(f"http://127.0.0.1:{port}/", process).status_code == 200
+    finally:
+        code = _stopped_by_ctrl_c(process, tmp_path / "server.log")
+    assert code == 0
 
 
 def test_the_documented_cascade_server_asks_the_judge_where_the_heuristic_is_unsure(tmp_path):
