@@ -111,6 +111,11 @@ def _runner_mode(argv: list[str]) -> str:
     return where_it_runs(pipeline_options(argv))
 
 
+def _flaw_rate(args) -> float:
+    """Flawed by default: the traffic the documented figures were measured on."""
+    return HEALTHY_FLAW_RATE if args.healthy else FLAWED_FLAW_RATE
+
+
 def _traffic(args):
     """The generated responses to measure: 5 sentences and 5 passages each, with or without attribution."""
     return generate_responses(
@@ -119,20 +124,19 @@ def _traffic(args):
         sentences=5,
         passages=5,
         attributed=not args.unattributed,
-        # Flawed by default: the traffic the documented figures were measured on.
-        flaw_rate=HEALTHY_FLAW_RATE if args.healthy else FLAWED_FLAW_RATE,
+        flaw_rate=_flaw_rate(args),
     )
 
 
 # Run in a fresh interpreter with one checkout first on the path: its own traffic generator, splitter and verifier.
 _RATE_PROBE = """
 import json, sys, time
-from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses
+from pipelines.traffic.synthetic import generate_responses
 from schemas import LoggedResponse
 from transforms.text.sentences import split_sentences
 from transforms.verify.registry import make_verifier
-n, seed, name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-messages = generate_responses(n, seed=seed, sentences=5, passages=5, attributed=True, flaw_rate=FLAWED_FLAW_RATE)
+n, seed, name, flaw_rate = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+messages = generate_responses(n, seed=seed, sentences=5, passages=5, attributed=True, flaw_rate=flaw_rate)
 work = [(split_sentences(r.answer), r.evidence) for r in map(LoggedResponse.model_validate, messages)]
 verifier = make_verifier(name)
 start, count = time.process_time(), 0
@@ -145,7 +149,7 @@ print(json.dumps({"sentences": count, "seconds": time.process_time() - start}))
 def _rate(root: str, args) -> tuple[int, float]:
     env = {**os.environ, "PYTHONPATH": root}
     done = subprocess.run(
-        [sys.executable, "-c", _RATE_PROBE, str(args.responses), str(args.seed), args.verifier],
+        [sys.executable, "-c", _RATE_PROBE, str(args.responses), str(args.seed), args.verifier, str(_flaw_rate(args))],
         cwd=root,
         env=env,
         capture_output=True,
