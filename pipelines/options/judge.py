@@ -25,6 +25,7 @@ __all__ = [
     "add_judge_pipeline_options",
     "apply_judge_reports",
     "judge_argv",
+    "judge_report_tasks",
     "judge_tasks",
     "judge_verifier_config",
 ]
@@ -141,9 +142,14 @@ def judge_tasks(value: str | None) -> list[str]:
     return tasks
 
 
+def judge_report_tasks(opts: Any) -> list[str]:
+    """The judge's tasks beyond verifying sentences (citation audit, claim checks) that `--judge-tasks` asks for."""
+    return [t for t in judge_tasks(getattr(opts, "judge_tasks", None)) if t != "sentences"]
+
+
 def apply_judge_reports(opts: Any, audited):
     """`audited` with the judge's citation audit and claim checks applied, if `--judge-tasks` asks for them."""
-    tasks = [t for t in judge_tasks(getattr(opts, "judge_tasks", None)) if t != "sentences"]
+    tasks = judge_report_tasks(opts)
     if not tasks:
         return audited
     from transforms.verify.judge.reports import JudgeReports  # kept lazy: start-up (only with --judge-tasks)

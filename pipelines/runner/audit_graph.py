@@ -7,7 +7,10 @@
 Stages (each a labelled composite in `transforms/`):
 ReadJsonl -> ParseResponses -> WindowByEventTime -> SampleResponses -> VerifySentences -> [audit steps]
 -> ScoreRetrieval -> ScoreAndFlag -> ToLakeRows (+ WindowMetrics) -> WriteAuditLake. A bounded run drops
-duplicate response ids while parsing; a stream (`groundwatch monitor`) drops them per window just before ScoreAndFlag.
+duplicate response ids while parsing. A stream (`groundwatch monitor`) scores each response and builds its rows
+where it was audited (`ScoreToRows`, in its audit lane), then drops repeated ids per window
+(`DropDuplicateResponses`) before the window metrics and the lake: what crosses from the lanes is plain data
+(`transforms.audit.stream`).
 A message any stage fails on, for any reason, becomes a dead letter `stage_failed: <stage>: ...` with its
 original bytes, and the run goes on. `groundwatch audit` and `groundwatch monitor` both build this graph.
 """
@@ -17,17 +20,15 @@ from __future__ import annotations
 import functools
 import zlib
 from collections.abc import Mapping
-from datetime import datetime
 from operator import attrgetter
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipelines.options.audit import AuditOptions, load_calibration, validate_options
-from pipelines.options.judge import apply_judge_reports, judge_verifier_config
+from pipelines.options.judge import apply_judge_reports, judge_report_tasks, judge_verifier_config
 from pipelines.options.model import model_verifier_config
 from pipelines.runner.worker_pool import separate_environment
-from schemas.base import utc_now
 from transforms.audit.stages import (
     AUDITED,
     ApplyAuditStep,
@@ -37,6 +38,7 @@ from transforms.audit.stages import (
     VerifySentences,
 )
 from transforms.audit.steps import audit_steps
+from transforms.audit.stream import SCORED_ROWS_COPIES, CountAudited, ScoreToRows
 from transforms.ingest.parse import DEAD_LETTERS, PARSED, DropDuplicateResponses, ParseResponses
 from transforms.ingest.sample import SampleResponses
 from transforms.ingest.windows import LatePanesJoinOpenWindows, WindowByEventTime
@@ -64,8 +66,8 @@ def build_pipeline(
     each). `first_copies` are the repeated response ids of a whole input this run audits part of
     (`pipelines.runner.passes`).
 
-    Returns the outputs: `audited` (scored AuditedResponses), `dead_letters` (DeadLetterRows)
-    and `lake_files` (paths written).
+    Returns the outputs: `audited` (scored AuditedResponses; a stream's are `ScoredRows`), `dead_letters`
+    (DeadLetterRows) and `lake_files` (paths written).
     """
     opts = options.view_as(AuditOptions)
     validate_options(opts, need_input=source is None)
@@ -80,34 +82,42 @@ def build_pipeline(
     windowed = parsed[PARSED] | "WindowByEventTime" >> window
     dead = [parsed[DEAD_LETTERS], *dead_letters]
     sampled = windowed | "SampleResponses" >> SampleResponses(opts.sample_rate)
+    to_rows = lake_rows(redact=bool(getattr(opts, "redact", False)))
+    # A stream's lanes score each response and build its rows themselves, so that what crosses back and through
+    # the dedupe is plain data (`transforms.audit.stream`); the judge's reports, if asked for, need the
+    # whole response, so then that happens after them.
+    rows_in_lanes = streaming and not judge_report_tasks(opts)
+    finish = functools.partial(_score_to_rows, opts, to_rows) if rows_in_lanes else None
     if audit_lanes:
         parts = sampled | "SplitAuditLanes" >> beam.Partition(lane_of, audit_lanes)
         lanes = [
-            _verify_and_audit(part, opts, label=f" (lane {i})", place=functools.partial(separate_environment, lane=i))
+            _verify_and_audit(
+                part,
+                opts,
+                label=f" (lane {i})",
+                place=functools.partial(separate_environment, lane=i),
+                finish=finish,
+            )
             for i, part in enumerate(parts)
         ]
         audited = [lane_audited for lane_audited, _ in lanes] | "JoinAuditLanes" >> beam.Flatten()
         dead = [*dead, *(d for _, lane_dead in lanes for d in lane_dead)]
     else:
-        audited, stage_dead = _verify_and_audit(sampled, opts)
+        audited, stage_dead = _verify_and_audit(sampled, opts, finish=finish)
         dead = [*dead, *stage_dead]
     audited = apply_judge_reports(opts, audited)  # the judge's citation / claim audit, if --judge-tasks asks
     if streaming:
-        # A stream drops repeated copies per window, which it can only do once the window closes: after the
-        # audit, so that verifying goes on while the window is open and only scoring and writing wait for it.
-        unique = audited | "DropDuplicateResponses" >> DropDuplicateResponses(parsed_of=attrgetter("parsed"))
-        audited, dead = unique[PARSED], [*dead, unique[DEAD_LETTERS]]
-    routed = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold, review_sample=opts.review_sample)
-    scored, dead = routed[AUDITED], [*dead, routed[DEAD_LETTERS]]
-    lake_bound = scored
-    if streaming:
-        # A response arriving after its window closed comes out of the dedupe in a late pane, and would be
-        # written in files of its own (one per table); it is written with the window open when it was audited.
-        lake_bound = scored | "LateToOpenWindow" >> LatePanesJoinOpenWindows(
-            opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds, time_of=_audit_time
-        )
-    response_rows = lake_bound | "ToLakeRows" >> ToLakeRows(lake_rows(redact=bool(getattr(opts, "redact", False))))
-    dead.append(response_rows[DEAD_LETTERS])
+        if not rows_in_lanes:
+            audited, finish_dead = _score_to_rows(opts, to_rows, audited)
+            dead = [*dead, *finish_dead]
+        scored, response_rows, dead = _stream_tail(audited, opts, dead)
+        metrics = scored | "WindowMetrics" >> WindowMetrics(per_window=True, stats_of=attrgetter("stats"))
+    else:
+        routed = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold, review_sample=opts.review_sample)
+        scored, dead = routed[AUDITED], [*dead, routed[DEAD_LETTERS]]
+        built = scored | "ToLakeRows" >> ToLakeRows(to_rows)
+        response_rows, dead = built[AUDITED], [*dead, built[DEAD_LETTERS]]
+        metrics = scored | "WindowMetrics" >> WindowMetrics(per_window=False)
 
     # Dead letters are windowed by when they were received, so they flatten with the audited rows
     # and reach the lake in bounded and streaming runs alike.
@@ -123,8 +133,8 @@ def build_pipeline(
     ]
     dead_letters = windowed_dead | "FlattenDeadLetters" >> beam.Flatten()
     rows = (
-        response_rows[AUDITED],
-        scored | "WindowMetrics" >> WindowMetrics(per_window=streaming),
+        response_rows,
+        metrics,
         dead_letters | "DeadLetterRows" >> beam.Map(lambda d: ("dead_letters", row_dict(d))),
     )
     # Streaming writes each window as it closes; a bounded run writes one file per table and hour.
@@ -132,9 +142,10 @@ def build_pipeline(
     return {"audited": scored, "dead_letters": dead_letters, "lake_files": lake_files}
 
 
-def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform):
-    """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`.
-    Returns the audited responses and the dead letters of each stage."""
+def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform, finish=None):
+    """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`;
+    then `finish(opts, audited, label=, place=)` if given (`_score_to_rows`). Returns the audited responses
+    and the dead letters of each stage."""
     config = {**judge_verifier_config(opts), **model_verifier_config(opts)}
     if opts.calibration:
         config["calibration"] = load_calibration(opts)
@@ -147,13 +158,38 @@ def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lamb
         audited, dead = result[AUDITED], [*dead, result[DEAD_LETTERS]]
     # Retrieval is scored where the audit's CPU work runs (in the lanes), not after a stream's dedupe waits.
     scored = audited | f"ScoreRetrieval{label}" >> place(ScoreRetrieval())
-    return scored[AUDITED], [*dead, scored[DEAD_LETTERS]]
+    audited, dead = scored[AUDITED], [*dead, scored[DEAD_LETTERS]]
+    if finish is not None:
+        audited, finish_dead = finish(audited, label=label, place=place)
+        dead = [*dead, *finish_dead]
+    return audited, dead
+
+
+def _score_to_rows(opts: AuditOptions, to_rows, audited, *, label: str = "", place=lambda transform: transform):
+    """A stream's responses routed and made into `ScoredRows` (`transforms.audit.stream`); returns them and
+    the dead letters."""
+    built = audited | f"ScoreToRows{label}" >> place(
+        ScoreToRows(opts.confidence_threshold, rows=to_rows, review_sample=opts.review_sample)
+    )
+    return built[AUDITED], [built[DEAD_LETTERS]]
+
+
+def _stream_tail(scored_rows, opts: AuditOptions, dead: list):
+    """A stream's ScoredRows with repeated ids dropped per window, counted, and late panes moved into the
+    window open when they were audited. Returns the kept ones, their rows and the dead letters."""
+    # Dropping repeated copies per window waits for the window to close: after the audit, so that verifying
+    # goes on while the window is open and only writing waits for it.
+    unique = scored_rows | "DropDuplicateResponses" >> DropDuplicateResponses(**SCORED_ROWS_COPIES)
+    scored = unique[PARSED] | "CountAudited" >> CountAudited()
+    # A response arriving after its window closed comes out of the dedupe in a late pane, and would be
+    # written in files of its own (one per table); it is written with the window open when it was audited.
+    lake_bound = scored | "LateToOpenWindow" >> LatePanesJoinOpenWindows(
+        opts.window_seconds, allowed_lateness_seconds=opts.allowed_lateness_seconds, time_of=attrgetter("audited_at")
+    )
+    rows = lake_bound | "LakeRows" >> beam.Map(attrgetter("rows"))
+    return scored, rows, [*dead, unique[DEAD_LETTERS]]
 
 
 def lane_of(parsed, lanes: int) -> int:
     """The audit lane of a response: by a stable hash of its id, so every copy of a response takes the same lane."""
     return zlib.crc32(parsed.response.response_id.encode("utf-8")) % lanes
-
-
-def _audit_time(audited) -> datetime:
-    return audited.audited_at or utc_now()

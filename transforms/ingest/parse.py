@@ -26,7 +26,8 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -412,8 +413,8 @@ class ParseResponses(beam.PTransform):
 
 
 class _KeepFirstDoFn(beam.DoFn):
-    def __init__(self, clock: Callable[[], datetime], parsed_of: Callable[[Any], ParsedResponse]):
-        self._clock, self._parsed_of = clock, parsed_of
+    def __init__(self, clock: Callable[[], datetime], copies: _Copies):
+        self._clock, self._copies = clock, copies
 
     def process(self, element, pane=beam.DoFn.PaneInfoParam):
         response_id, copies = element
@@ -423,27 +424,31 @@ class _KeepFirstDoFn(beam.DoFn):
             out = []
             for copy in copies:
                 Metrics.counter(DEAD_LETTER_NAMESPACE, "dedupe_failed").inc()
-                parsed = self._parsed_of(copy)
                 row = stage_failed_row(
-                    _raw_of(parsed), parsed.origin, stage="dedupe", error=e, received_at=self._clock()
+                    self._copies.raw_of(copy),
+                    self._copies.origin_of(copy),
+                    stage="dedupe",
+                    error=e,
+                    received_at=self._clock(),
                 )
                 out.append(beam.pvalue.TaggedOutput(DEAD_LETTERS, row))
         yield from out
 
     def _keep_first(self, response_id: str, copies, is_first: bool):
+        origin_of = self._copies.origin_of
         if is_first:
-            first, *duplicates = sorted(copies, key=lambda c: _origin_key(self._parsed_of(c).origin))
+            first, *duplicates = sorted(copies, key=lambda c: _origin_key(origin_of(c)))
             # The raw bytes stay with the copy kept: a later stage that fails on it dead-letters them.
             yield first
-            where = _describe(self._parsed_of(first).origin)
+            where = _describe(origin_of(first))
         else:
             # A late pane of this response id: an earlier pane of the window already kept a copy, so every
             # copy here arrived after the window closed and is a duplicate, not a first audit.
             duplicates, where = copies, "an earlier pane of the same window (this copy came after the window closed)"
         for dup in duplicates:
-            parsed = self._parsed_of(dup)
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, _duplicate_dead_letter(_raw_of(parsed), parsed.origin, response_id, where, self._clock())
+                DEAD_LETTERS,
+                _duplicate_dead_letter(self._copies.raw_of(dup), origin_of(dup), response_id, where, self._clock()),
             )
 
 
@@ -452,30 +457,46 @@ def _raw_of(parsed: ParsedResponse) -> bytes:
     return parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
 
 
+class _Copies(NamedTuple):
+    """How `DropDuplicateResponses` reads its elements: the response id, the origin, the original bytes."""
+
+    id_of: Callable[[Any], str]
+    origin_of: Callable[[Any], Origin]
+    raw_of: Callable[[Any], bytes]
+
+
+def _response_id(parsed: ParsedResponse) -> str:
+    return parsed.response.response_id
+
+
 class DropDuplicateResponses(beam.PTransform):
     """Keep the first-read copy of each response_id per window; later copies become dead letters.
 
     At-least-once producers repeat messages; auditing a response twice would count it twice in every
     rate. The copy kept is the one with the smallest origin (source, partition, offset), so reruns agree.
-    The elements are ParsedResponses, or anything carrying one (`parsed_of`, e.g. an AuditedResponse: a
-    stream drops its duplicates after verifying, so the verification is not left until the window closes).
+    The elements are ParsedResponses by default; anything else says how to read its response id, origin
+    and original bytes (`id_of`, `origin_of`, `raw_of`: a stream drops its duplicates after the audit, as
+    `transforms.audit.stream.ScoredRows`, so the verification is not left until the window closes).
     Returns a tagged result like `ParseResponses`. (Bounded runs use `ParseResponses(drop_duplicates=True)`.)
     """
 
     def __init__(
         self,
         *,
-        parsed_of: Callable[[Any], ParsedResponse] = lambda parsed: parsed,
+        id_of: Callable[[Any], str] = _response_id,
+        origin_of: Callable[[Any], Origin] = attrgetter("origin"),
+        raw_of: Callable[[Any], bytes] = _raw_of,
         clock: Callable[[], datetime] = utc_now,
     ):
         super().__init__()
-        self._parsed_of, self._clock = parsed_of, clock
+        self._copies, self._clock = _Copies(id_of, origin_of, raw_of), clock
 
     def expand(self, copies):
-        parsed_of = self._parsed_of
+        id_of = self._copies.id_of
+        keep_first = _KeepFirstDoFn(self._clock, self._copies)
         return (
             copies
-            | "KeyByResponseId" >> beam.Map(lambda c: (parsed_of(c).response.response_id, c))
+            | "KeyByResponseId" >> beam.Map(lambda c: (id_of(c), c))
             | "GroupCopies" >> beam.GroupByKey()
-            | "KeepFirst" >> beam.ParDo(_KeepFirstDoFn(self._clock, parsed_of)).with_outputs(DEAD_LETTERS, main=PARSED)
+            | "KeepFirst" >> beam.ParDo(keep_first).with_outputs(DEAD_LETTERS, main=PARSED)
         )

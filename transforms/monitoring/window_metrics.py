@@ -378,8 +378,8 @@ def compute_window_metrics(
     return [window_metrics_row(*key, acc, when) for key, acc in sorted(accumulators.items(), key=lambda kv: kv[0])]
 
 
-def _slice_contributions(audited: AuditedResponse):
-    stats = stats_from_audited(audited)
+def _slice_contributions(audited: Any, stats_of: Callable[[Any], ResponseStats] = stats_from_audited):
+    stats = stats_of(audited)
     for dimension, value in slices_of(stats):
         yield (stats.window_start.isoformat(), stats.window_end.isoformat(), dimension, value), stats
 
@@ -431,12 +431,21 @@ class WindowMetrics(beam.PTransform):
     from its event-time window, so the metrics of a window hold exactly the responses audited in it
     by its first pane (streaming: responses later than that are in the `responses` table, not in these
     figures). With `per_window=False` (bounded runs) all windows are grouped at once, at the end of the input.
+    `stats_of` reads an element's figures: elements other than `AuditedResponse`s carry theirs (a stream's
+    `transforms.audit.stream.ScoredRows`, whose lane computed them).
     """
 
-    def __init__(self, clock: Callable[[], datetime] = utc_now, *, per_window: bool = True):
+    def __init__(
+        self,
+        clock: Callable[[], datetime] = utc_now,
+        *,
+        per_window: bool = True,
+        stats_of: Callable[[Any], ResponseStats] = stats_from_audited,
+    ):
         super().__init__()
         self._clock = clock
         self._per_window = per_window
+        self._stats_of = stats_of
 
     def expand(self, audited):
         clock = self._clock
@@ -446,7 +455,7 @@ class WindowMetrics(beam.PTransform):
             audited = audited | "OneGroupPerSlice" >> beam.WindowInto(GlobalWindows())
         stats = (
             audited
-            | "KeyBySlice" >> beam.FlatMap(_slice_contributions)
+            | "KeyBySlice" >> beam.FlatMap(_slice_contributions, self._stats_of)
             | "CombineSliceStats" >> beam.CombinePerKey(_WindowMetricsCombineFn())
         )
         if self._per_window:

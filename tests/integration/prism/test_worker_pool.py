@@ -163,9 +163,9 @@ def test_a_stream_with_its_audit_in_two_lanes_audits_each_response_once(tmp_path
         outputs = build_pipeline(p, options, source=p | stream, audit_lanes=2)
         # Each lane's stages share one environment, apart from the other lane's and from the rest of the graph.
         lane0, lane1 = (_environments(p, f"(lane {lane})") for lane in (0, 1))
-        rest = _environments(p, "ScoreAndFlag")
+        rest = _environments(p, "DropDuplicateResponses")
         assert len(lane0) == len(lane1) == len(rest) == 1 and len(lane0 | lane1 | rest) == 3
-        kept = outputs["audited"] | beam.Map(lambda a: (a.parsed.response.response_id, a.parsed.origin.offset))
+        kept = outputs["audited"] | beam.Map(lambda a: (a.response_id, a.origin.offset))
         assert_that(kept, equal_to([("dup", 4), ("other", 5)]), label="CheckAudited")
         result = p.run()
         result.wait_until_finish()

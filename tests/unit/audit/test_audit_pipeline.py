@@ -238,7 +238,8 @@ def test_streaming_graph_dedupes_per_window_and_writes_each_window(tmp_path):
     with BeamPipeline(options=options) as p:
         out = build_pipeline(p, p.options, source=p | stream)
         assert_that(
-            out["audited"] | beam.Map(lambda a: (a.parsed.response.response_id, a.window_start.strftime("%H:%M"))),
+            # A stream's audited elements are ScoredRows: what its lanes send back (transforms.audit.stream).
+            out["audited"] | beam.Map(lambda a: (a.response_id, a.stats.window_start.strftime("%H:%M"))),
             equal_to([("a", "09:00"), ("b", "09:01")]),
             label="CheckAudited",
         )

@@ -153,8 +153,15 @@ class WriteToKafka(beam.PTransform):
         return messages | "Produce" >> beam.ParDo(_ProduceFn(self._connection, self._topic))
 
 
+def _review_message_of(audited: Any, threshold: float) -> list[KafkaMessage]:
+    # A stream's lanes built the message already (`transforms.audit.stream.ScoredRows.review_message`).
+    message = review_message(audited, threshold) if isinstance(audited, AuditedResponse) else audited.review_message
+    return [message] if message else []
+
+
 class PublishReviewQueue(beam.PTransform):
-    """Send every audited response that needs a human to the review topic, saying why."""
+    """Send every audited response that needs a human to the review topic, saying why. The elements are
+    `AuditedResponse`s, or a stream's `ScoredRows` carrying the message their lane built."""
 
     def __init__(self, connection: Mapping[str, Any], topic: str, *, threshold: float):
         super().__init__()
@@ -165,7 +172,7 @@ class PublishReviewQueue(beam.PTransform):
         threshold = self._threshold
         return (
             audited
-            | "ReviewMessages" >> beam.FlatMap(lambda a: [m] if (m := review_message(a, threshold)) else [])
+            | "ReviewMessages" >> beam.FlatMap(_review_message_of, threshold)
             | "WriteReviewTopic" >> self._write
         )
 
