@@ -21,6 +21,8 @@ a child process group so its memory (Python and Prism together) can be sampled.
   the produce rate while the monitor keeps up, and its capacity when `--rate` is more than it can take
   (lag then grows). Latency per response: produce time (the Kafka record
   timestamp) to its `audited_at`, and to the moment its Parquet file was published (file mtime), p50/p95.
+  CPU: the seconds each of the monitor's processes spent over the same span, by role (the SDK worker of the
+  default environment, the audit lanes' workers, Prism, the monitor process), read from /proc.
 
 - producer: what groundwatch's producer (`transforms.io.kafka.client.producer`) costs in CPU per message, at
   `--rate` messages/s, flushed every 40 messages as the review and dead-letter sinks flush at each bundle's
@@ -51,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from kafka_broker import LocalKafka  # noqa: E402
-from process_memory import group_rss  # noqa: E402
+from process_memory import cpu_by_role, group_cpu, group_rss  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.produce import produce_messages  # noqa: E402
@@ -348,12 +350,13 @@ def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: 
         warmup = 20
         produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(warmup, 4, datetime.now(UTC), 20.0))
         _wait_lake(lake, topic, warmup, process, timeout_s=300)
-        started = time.monotonic()
+        started, cpu_before = time.monotonic(), group_cpu(process.pid)
         produce_messages(
             {"bootstrap_servers": bootstrap}, topic, _messages(count, 5, datetime.now(UTC), rate, attributed), rate=rate
         )
         produced_in = time.monotonic() - started
         finished = _wait_lake(lake, topic, warmup + count, process, timeout_s=600)
+        spent = cpu_by_role(cpu_before, group_cpu(process.pid))
         sampler.stop()
         print(f"\n(produced {count} at {count / produced_in:.0f}/s target {rate:.0f}/s)")
         audited_at = sorted(a.timestamp() for _, _, a, _ in _lake_rows(lake, topic))[warmup:]
@@ -367,6 +370,13 @@ def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: 
             sampler,
             *_latencies(bootstrap, topic, lake),
         )
+        total = sum(spent.values())
+        print(
+            f"CPU                  {total:.1f} s = {1000 * total / count:.2f} ms per response (the monitor's processes,"
+        )
+        print("                     from the first message produced to the last in the lake; the broker not counted)")
+        for role, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+            print(f"  {role:<33}{seconds:6.1f} s = {1000 * seconds / count:.2f} ms per response")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, 9)

@@ -3,6 +3,8 @@
 with PeakMemory(os.getpgid(0)) as peak:
     run_something()
 peak.bytes   # the largest sum of the group's resident memory seen, sampled every half second
+
+before = group_cpu(pgid); ...; spent = cpu_by_role(before, group_cpu(pgid))   # CPU seconds of each kind of process
 """
 
 from __future__ import annotations
@@ -10,7 +12,54 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["PeakMemory", "group_rss"]
+__all__ = ["PeakMemory", "cpu_by_role", "group_cpu", "group_rss"]
+
+ROLES = (
+    ("default_environment", "SDK worker: read, dedupe, lake"),
+    ("pipelines.runner.worker_pool", "SDK workers: audit lanes"),
+    ("prism", "Prism"),
+    ("pipelines.cli", "monitor process"),
+)
+"""A process's role, by the first of these its command line holds (a stream's workers are named for their
+environment: the lanes each have one of their own, the rest of the graph runs in the default one)."""
+
+
+def _group_pids(pgid: int) -> list[int]:
+    pids = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.getpgid(int(pid)) == pgid:
+                pids.append(int(pid))
+        except (OSError, ProcessLookupError):
+            continue  # the process ended while we looked
+    return pids
+
+
+def group_cpu(pgid: int) -> dict[int, tuple[float, str]]:
+    """CPU seconds (user + system) so far of every live process in process group `pgid`, with its role
+    (`ROLES`, else "other")."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    seen = {}
+    for pid in _group_pids(pgid):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline") as cmdline:
+                command = cmdline.read().replace("\0", " ")
+        except OSError:
+            continue
+        role = next((name for part, name in ROLES if part in command), "other")
+        seen[pid] = ((int(fields[11]) + int(fields[12])) / ticks, role)
+    return seen
+
+
+def cpu_by_role(before: dict[int, tuple[float, str]], after: dict[int, tuple[float, str]]) -> dict[str, float]:
+    """CPU seconds each role spent between two `group_cpu` snapshots (a process that ended between them is
+    not counted: take `after` before stopping anything)."""
+    spent: dict[str, float] = {}
+    for pid, (cpu, role) in after.items():
+        spent[role] = spent.get(role, 0.0) + cpu - before.get(pid, (0.0, role))[0]
+    return spent
 
 
 def group_rss(pgid: int) -> int:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kafka import KafkaProducer
 
 __all__ = [
+    "KafkaMessage",
     "PublishDeadLetters",
     "PublishReviewQueue",
     "WriteToKafka",
@@ -36,6 +37,7 @@ __all__ = [
 ]
 
 KafkaMessage = tuple[bytes | None, bytes, list[tuple[str, bytes]]]
+"""A message to produce: key, value and headers."""
 
 
 def review_message(audited: AuditedResponse, threshold: float) -> KafkaMessage | None:
