@@ -38,8 +38,8 @@ from transforms.audit.stages import (
     VerifySentences,
 )
 from transforms.audit.steps import audit_steps
-from transforms.audit.stream import SCORED_ROWS_COPIES, CountAudited, ScoreToRows
-from transforms.ingest.parse import DEAD_LETTERS, PARSED, DropDuplicateResponses, ParseResponses
+from transforms.audit.stream import CountAudited, ScoreToRows, drop_duplicate_rows
+from transforms.ingest.parse import DEAD_LETTERS, PARSED, ParseResponses
 from transforms.ingest.sample import SampleResponses
 from transforms.ingest.windows import LatePanesJoinOpenWindows, WindowByEventTime
 from transforms.io.jsonl import ReadJsonlMessages
@@ -179,7 +179,7 @@ def _stream_tail(scored_rows, opts: AuditOptions, dead: list):
     window open when they were audited. Returns the kept ones, their rows and the dead letters."""
     # Dropping repeated copies per window waits for the window to close: after the audit, so that verifying
     # goes on while the window is open and only writing waits for it.
-    unique = scored_rows | "DropDuplicateResponses" >> DropDuplicateResponses(**SCORED_ROWS_COPIES)
+    unique = scored_rows | "DropDuplicateResponses" >> drop_duplicate_rows()
     scored = unique[PARSED] | "CountAudited" >> CountAudited()
     # A response arriving after its window closed comes out of the dedupe in a late pane, and would be
     # written in files of its own (one per table); it is written with the window open when it was audited.

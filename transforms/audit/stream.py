@@ -10,7 +10,7 @@ review message) and sends one `ScoredRows`: plain data that pickles whole in abo
     scored = audited | "ScoreToRows" >> ScoreToRows(threshold, rows=lake_rows(redact=False))
     scored[AUDITED]        # ScoredRows, one per response (repeats of an id included)
     scored[DEAD_LETTERS]   # responses routing or row building failed on
-    unique = scored[AUDITED] | DropDuplicateResponses(**SCORED_ROWS_COPIES)
+    unique = scored[AUDITED] | drop_duplicate_rows()
     counted = unique[PARSED] | "CountAudited" >> CountAudited()
 
 A bounded run needs none of this: its audit is fused with the lake writer, so nothing crosses the runner.
@@ -30,11 +30,11 @@ from apache_beam.metrics import Metrics
 from schemas import AuditedResponse, Origin
 from schemas.base import utc_now
 from transforms.audit.stages import AUDITED, score_and_flag
-from transforms.ingest.parse import DEAD_LETTERS, METRICS_NAMESPACE, stage_failed_dead_letter
+from transforms.ingest.parse import DEAD_LETTERS, METRICS_NAMESPACE, DropDuplicateResponses, stage_failed_dead_letter
 from transforms.io.kafka.sink import KafkaMessage, review_message
 from transforms.monitoring.window_metrics import ResponseStats, stats_from_audited
 
-__all__ = ["SCORED_ROWS_COPIES", "CountAudited", "ScoreToRows", "ScoredRows", "scored_rows"]
+__all__ = ["CountAudited", "ScoreToRows", "ScoredRows", "drop_duplicate_rows", "scored_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +54,11 @@ class ScoredRows:
     """Its review-queue message (`transforms.io.kafka.sink.review_message`), or None when it needs no human."""
 
 
-SCORED_ROWS_COPIES = {
-    "id_of": attrgetter("response_id"),
-    "origin_of": attrgetter("origin"),
-    "raw_of": attrgetter("raw"),
-}
-"""How `DropDuplicateResponses` reads a `ScoredRows`."""
+def drop_duplicate_rows(*, clock: Callable[[], datetime] = utc_now) -> DropDuplicateResponses:
+    """`DropDuplicateResponses` over `ScoredRows`: the first-read copy of each id per window is kept."""
+    return DropDuplicateResponses(
+        id_of=attrgetter("response_id"), origin_of=attrgetter("origin"), raw_of=attrgetter("raw"), clock=clock
+    )
 
 
 def scored_rows(

@@ -16,8 +16,8 @@ from schemas import LoggedResponse, ParsedResponse
 from tests.support.audit_messages import at, message, raw
 from transforms.audit.stages import AUDITED, score_and_flag, verify_response
 from transforms.audit.steps import audit_steps
-from transforms.audit.stream import SCORED_ROWS_COPIES, CountAudited, ScoredRows, ScoreToRows, scored_rows
-from transforms.ingest.parse import DEAD_LETTERS, PARSED, DropDuplicateResponses
+from transforms.audit.stream import CountAudited, ScoredRows, ScoreToRows, drop_duplicate_rows, scored_rows
+from transforms.ingest.parse import DEAD_LETTERS, PARSED
 from transforms.io.kafka.sink import review_message
 from transforms.io.lake.rows import to_lake_rows
 from transforms.monitoring.window_metrics import stats_from_audited
@@ -108,7 +108,7 @@ def test_duplicates_of_scored_rows_keep_the_first_copy_read_and_count_it_once():
     ]
     assert all(isinstance(c, ScoredRows) for c in copies)
     with BeamPipeline(runner="FnApiRunner") as p:
-        unique = p | beam.Create(copies) | DropDuplicateResponses(**SCORED_ROWS_COPIES, clock=lambda: NOW)
+        unique = p | beam.Create(copies) | drop_duplicate_rows(clock=lambda: NOW)
         kept = unique[PARSED] | CountAudited()
         assert_that(kept | beam.Map(lambda s: (s.response_id, s.origin.offset)), equal_to([("twice", 4)]))
         assert_that(
