@@ -144,8 +144,8 @@ def build_pipeline(
 
 def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform, finish=None):
     """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`;
-    then `finish(opts, audited, label=, place=)` if given (`_score_to_rows`). Returns the audited responses
-    and the dead letters of each stage."""
+    then `finish(audited, label=, place=)` if given (`_score_to_rows` with its options bound). Returns the
+    audited responses (`ScoredRows` when `finish` is given) and the dead letters of each stage."""
     config = {**judge_verifier_config(opts), **model_verifier_config(opts)}
     if opts.calibration:
         config["calibration"] = load_calibration(opts)

@@ -1,4 +1,4 @@
-"""The audit steps between VerifySentences and ScoreAndFlag, in the order every way of auditing runs them.
+"""The audit steps between VerifySentences and routing, in the order every way of auditing runs them.
 
     for label, stage, step in audit_steps(threshold=0.7):
         audited = step(audited)

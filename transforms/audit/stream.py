@@ -3,9 +3,11 @@
 A stream (`groundwatch monitor`) audits in lanes, processes of their own, and drops repeated response ids per
 window afterwards, in the process that writes the lake. Everything that crosses between the two is encoded
 by the runner, and a scored `AuditedResponse` is a tree of pydantic models that Beam can only pickle: about
-12 KB, 180 µs to encode and 145 to decode, paid once out of the lane and twice more through the dedupe's
-grouping. So the lane finishes the response's work itself (routing, lake rows, its window figures, its
-review message) and sends one `ScoredRows`: plain data that pickles whole in about 75 µs and decodes in 65.
+12 KB, 180-230 µs to encode and 145-230 to decode by the day's measure, paid once out of the lane and twice
+more through the dedupe's grouping. So the lane finishes the response's work itself (routing, lake rows, its
+window figures, its review message) and sends one `ScoredRows`: a dataclass of plain values (and the small
+pydantic `Origin`) that pickles whole in about 75 µs and decodes in 65 (docs/benchmarks.md, "What a stream's
+lanes hand on").
 
     scored = audited | "ScoreToRows" >> ScoreToRows(threshold, rows=lake_rows(redact=False))
     scored[AUDITED]        # ScoredRows, one per response (repeats of an id included)
@@ -115,7 +117,10 @@ class ScoreToRows(beam.PTransform):
     """Route each audited response and build what the rest of a stream needs of it (`scored_rows`).
 
     Returns a tagged result: `[AUDITED]` one `ScoredRows` per response, `[DEAD_LETTERS]` the responses routing
-    (stage `score`) or their rows (stage `lake_rows`) failed on. Nothing is counted audited here: a repeated
+    (stage `score`) or the rest (stage `lake_rows`: the rows, the window figures or the review message) failed
+    on. Every copy of a repeated id that fails is its own dead letter: the dedupe comes after this, so a bounded
+    run of the same input says `duplicate_response_id` for the later copies instead (the counts add up either
+    way). Nothing is counted audited here: a repeated
     copy is dropped after this, so `CountAudited` counts the responses the dedupe keeps.
     """
 
