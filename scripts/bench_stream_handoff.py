@@ -85,7 +85,7 @@ def rest_builds_rows(encoded: bytes) -> list:
 
 
 def lane_sends_rows(audited: AuditedResponse) -> bytes:
-    return CODER.encode(scored_rows(audited, THRESHOLD, rows=to_lake_rows))
+    return CODER.encode(scored_rows(score_and_flag(audited, THRESHOLD), rows=to_lake_rows, threshold=THRESHOLD))
 
 
 def rest_takes_rows(encoded: bytes) -> list:

@@ -65,17 +65,13 @@ def cpu_by_role(before: dict[int, tuple[float, str]], after: dict[int, tuple[flo
 def group_rss(pgid: int) -> int:
     """The resident memory, in bytes, of every process in process group `pgid` now."""
     total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    for pid in _group_pids(pgid):
         try:
-            if os.getpgid(int(pid)) != pgid:
-                continue
             with open(f"/proc/{pid}/status") as status:
                 for line in status:
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1]) * 1024
-        except (OSError, ProcessLookupError):
+        except OSError:
             continue  # the process ended while we looked
     return total
 

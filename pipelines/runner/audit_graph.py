@@ -82,12 +82,10 @@ def build_pipeline(
     windowed = parsed[PARSED] | "WindowByEventTime" >> window
     dead = [parsed[DEAD_LETTERS], *dead_letters]
     sampled = windowed | "SampleResponses" >> SampleResponses(opts.sample_rate)
-    to_rows = lake_rows(redact=bool(getattr(opts, "redact", False)))
     # A stream's lanes score each response and build its rows themselves, so that what crosses back and through
     # the dedupe is plain data (`transforms.audit.stream`); the judge's reports, if asked for, need the
     # whole response, so then that happens after them.
     rows_in_lanes = streaming and not judge_report_tasks(opts)
-    finish = functools.partial(_score_to_rows, opts, to_rows) if rows_in_lanes else None
     if audit_lanes:
         parts = sampled | "SplitAuditLanes" >> beam.Partition(lane_of, audit_lanes)
         lanes = [
@@ -96,26 +94,27 @@ def build_pipeline(
                 opts,
                 label=f" (lane {i})",
                 place=functools.partial(separate_environment, lane=i),
-                finish=finish,
+                to_scored_rows=rows_in_lanes,
             )
             for i, part in enumerate(parts)
         ]
         audited = [lane_audited for lane_audited, _ in lanes] | "JoinAuditLanes" >> beam.Flatten()
         dead = [*dead, *(d for _, lane_dead in lanes for d in lane_dead)]
     else:
-        audited, stage_dead = _verify_and_audit(sampled, opts, finish=finish)
+        audited, stage_dead = _verify_and_audit(sampled, opts, to_scored_rows=rows_in_lanes)
         dead = [*dead, *stage_dead]
-    audited = apply_judge_reports(opts, audited)  # the judge's citation / claim audit, if --judge-tasks asks
+    if not rows_in_lanes:
+        audited = apply_judge_reports(opts, audited)  # the judge's citation / claim audit, if --judge-tasks asks
     if streaming:
         if not rows_in_lanes:
-            audited, finish_dead = _score_to_rows(opts, to_rows, audited)
-            dead = [*dead, *finish_dead]
+            audited, built_dead = _score_to_rows(opts, audited)
+            dead = [*dead, built_dead]
         scored, response_rows, dead = _stream_tail(audited, opts, dead)
         metrics = scored | "WindowMetrics" >> WindowMetrics(per_window=True, stats_of=attrgetter("stats"))
     else:
         routed = audited | "ScoreAndFlag" >> ScoreAndFlag(threshold, review_sample=opts.review_sample)
         scored, dead = routed[AUDITED], [*dead, routed[DEAD_LETTERS]]
-        built = scored | "ToLakeRows" >> ToLakeRows(to_rows)
+        built = scored | "ToLakeRows" >> ToLakeRows(_lake_rows(opts))
         response_rows, dead = built[AUDITED], [*dead, built[DEAD_LETTERS]]
         metrics = scored | "WindowMetrics" >> WindowMetrics(per_window=False)
 
@@ -142,10 +141,12 @@ def build_pipeline(
     return {"audited": scored, "dead_letters": dead_letters, "lake_files": lake_files}
 
 
-def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform, finish=None):
-    """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`;
-    then `finish(audited, label=, place=)` if given (`_score_to_rows` with its options bound). Returns the
-    audited responses (`ScoredRows` when `finish` is given) and the dead letters of each stage."""
+def _verify_and_audit(
+    parsed, opts: AuditOptions, *, label: str = "", place=lambda transform: transform, to_scored_rows: bool = False
+):
+    """VerifySentences, then the audit steps, each placed by `place` and labelled with the suffix `label`, and
+    with `to_scored_rows` a stream's `ScoreToRows` after them. Returns the audited responses (`ScoredRows`
+    with `to_scored_rows`) and the dead letters of each stage."""
     config = {**judge_verifier_config(opts), **model_verifier_config(opts)}
     if opts.calibration:
         config["calibration"] = load_calibration(opts)
@@ -159,19 +160,23 @@ def _verify_and_audit(parsed, opts: AuditOptions, *, label: str = "", place=lamb
     # Retrieval is scored where the audit's CPU work runs (in the lanes), not after a stream's dedupe waits.
     scored = audited | f"ScoreRetrieval{label}" >> place(ScoreRetrieval())
     audited, dead = scored[AUDITED], [*dead, scored[DEAD_LETTERS]]
-    if finish is not None:
-        audited, finish_dead = finish(audited, label=label, place=place)
-        dead = [*dead, *finish_dead]
+    if to_scored_rows:
+        audited, built_dead = _score_to_rows(opts, audited, label=label, place=place)
+        dead = [*dead, built_dead]
     return audited, dead
 
 
-def _score_to_rows(opts: AuditOptions, to_rows, audited, *, label: str = "", place=lambda transform: transform):
+def _lake_rows(opts: AuditOptions):
+    return lake_rows(redact=bool(getattr(opts, "redact", False)))
+
+
+def _score_to_rows(opts: AuditOptions, audited, *, label: str = "", place=lambda transform: transform):
     """A stream's responses routed and made into `ScoredRows` (`transforms.audit.stream`); returns them and
-    the dead letters."""
+    their dead letters."""
     built = audited | f"ScoreToRows{label}" >> place(
-        ScoreToRows(opts.confidence_threshold, rows=to_rows, review_sample=opts.review_sample)
+        ScoreToRows(opts.confidence_threshold, rows=_lake_rows(opts), review_sample=opts.review_sample)
     )
-    return built[AUDITED], [built[DEAD_LETTERS]]
+    return built[AUDITED], built[DEAD_LETTERS]
 
 
 def _stream_tail(scored_rows, opts: AuditOptions, dead: list):

@@ -257,8 +257,8 @@ class ScoreRetrieval(beam.PTransform):
 
 
 class _ScoreDoFn(beam.DoFn):
-    def __init__(self, threshold: float, review_sample: float, clock):
-        self._threshold, self._review_sample, self._clock = threshold, review_sample, clock
+    def __init__(self, threshold: float, review_sample: float, clock, count: bool):
+        self._threshold, self._review_sample, self._clock, self._count = threshold, review_sample, clock, count
         self._audited = Metrics.counter(METRICS_NAMESPACE, "audited")
         self._review = Metrics.counter(METRICS_NAMESPACE, "needs_review")
 
@@ -270,9 +270,10 @@ class _ScoreDoFn(beam.DoFn):
                 DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, "score", e, self._clock())
             )
             return
-        self._audited.inc()
-        if scored.review.needs_review:
-            self._review.inc()
+        if self._count:
+            self._audited.inc()
+            if scored.review.needs_review:
+                self._review.inc()
         yield scored
 
 
@@ -281,6 +282,7 @@ class ScoreAndFlag(beam.PTransform):
 
     Returns a tagged result: `[AUDITED]` scored responses and `[DEAD_LETTERS]` (responses scoring failed on).
     `review_sample`: the share of confident responses sent to review at random (`transforms.audit.routing`).
+    `count=False` leaves the counting to a later stage (a stream counts after dropping repeated ids).
     """
 
     def __init__(
@@ -289,31 +291,33 @@ class ScoreAndFlag(beam.PTransform):
         *,
         review_sample: float = 0.0,
         clock: Callable[[], datetime] = utc_now,
+        count: bool = True,
     ):
         super().__init__()
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"confidence threshold must be in [0, 1], got {threshold}")
         if not 0.0 <= review_sample <= 1.0:
             raise ValueError(f"review sample must be in [0, 1], got {review_sample}")
-        self._threshold, self._review_sample, self._clock = threshold, review_sample, clock
+        self._threshold, self._review_sample, self._clock, self._count = threshold, review_sample, clock, count
 
     def expand(self, audited):
-        fn = _ScoreDoFn(self._threshold, self._review_sample, self._clock)
+        fn = _ScoreDoFn(self._threshold, self._review_sample, self._clock, self._count)
         return audited | "Route" >> beam.ParDo(fn).with_outputs(DEAD_LETTERS, main=AUDITED)
 
 
 class _LakeRowsDoFn(beam.DoFn):
-    def __init__(self, to_rows: Callable[[AuditedResponse], list], clock):
-        self._to_rows, self._clock = to_rows, clock
+    def __init__(self, to_rows: Callable[[AuditedResponse], Any], clock, counted: bool):
+        self._to_rows, self._clock, self._counted = to_rows, clock, counted
 
     def process(self, audited: AuditedResponse):
         try:
-            rows = list(self._to_rows(audited))
+            rows = self._to_rows(audited)
         except Exception as e:  # all of a response's rows or none, and its dead letter instead
-            # It was counted audited when scored; it leaves that count for the dead letters', so they add up.
-            Metrics.counter(METRICS_NAMESPACE, "audited").dec()
-            if audited.review is not None and audited.review.needs_review:
-                Metrics.counter(METRICS_NAMESPACE, "needs_review").dec()
+            if self._counted:
+                # It was counted audited when scored; it leaves that count for the dead letters', so they add up.
+                Metrics.counter(METRICS_NAMESPACE, "audited").dec()
+                if audited.review is not None and audited.review.needs_review:
+                    Metrics.counter(METRICS_NAMESPACE, "needs_review").dec()
             yield beam.pvalue.TaggedOutput(
                 DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, "lake_rows", e, self._clock())
             )
@@ -322,18 +326,26 @@ class _LakeRowsDoFn(beam.DoFn):
 
 
 class ToLakeRows(beam.PTransform):
-    """The `(table, row)` pairs of each scored response (`to_rows`, e.g. `transforms.io.lake.rows.to_lake_rows`).
+    """The `(table, row)` pairs of each scored response (`to_rows`, e.g. `transforms.io.lake.rows.to_lake_rows`),
+    or whatever `to_rows` builds around them (a stream's `transforms.audit.stream.ScoredRows`).
 
     Returns a tagged result: `[AUDITED]` one list of pairs per response (`WriteAuditLake` takes them as they
     are), `[DEAD_LETTERS]` the responses whose rows could not be built. One element per response rather than
     one per row: each element costs the runner a few microseconds in every step, its window assignment
-    before the bounded writer about ten, and a response makes about twenty rows.
+    before the bounded writer about ten, and a response makes about twenty rows. `counted=False`: the
+    responses were not counted audited when scored (`ScoreAndFlag(count=False)`), so a failure uncounts nothing.
     """
 
-    def __init__(self, to_rows: Callable[[AuditedResponse], list], *, clock: Callable[[], datetime] = utc_now):
+    def __init__(
+        self,
+        to_rows: Callable[[AuditedResponse], Any],
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        counted: bool = True,
+    ):
         super().__init__()
-        self._to_rows, self._clock = to_rows, clock
+        self._to_rows, self._clock, self._counted = to_rows, clock, counted
 
     def expand(self, scored):
-        fn = _LakeRowsDoFn(self._to_rows, self._clock)
+        fn = _LakeRowsDoFn(self._to_rows, self._clock, self._counted)
         return scored | "Build" >> beam.ParDo(fn).with_outputs(DEAD_LETTERS, main=AUDITED)

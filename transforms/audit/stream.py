@@ -11,15 +11,19 @@ lanes hand on").
 
     scored = audited | "ScoreToRows" >> ScoreToRows(threshold, rows=lake_rows(redact=False))
     scored[AUDITED]        # ScoredRows, one per response (repeats of an id included)
-    scored[DEAD_LETTERS]   # responses routing or row building failed on
+    scored[DEAD_LETTERS]   # responses routing or building failed on
     unique = scored[AUDITED] | drop_duplicate_rows()
     counted = unique[PARSED] | "CountAudited" >> CountAudited()
+
+`ScoreToRows` is `ScoreAndFlag` and `ToLakeRows` with `scored_rows` as the builder, neither counting: a
+repeated copy is dropped after them, so `CountAudited` counts what the dedupe keeps.
 
 A bounded run needs none of this: its audit is fused with the lake writer, so nothing crosses the runner.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,8 +35,8 @@ from apache_beam.metrics import Metrics
 
 from schemas import AuditedResponse, Origin
 from schemas.base import utc_now
-from transforms.audit.stages import AUDITED, score_and_flag
-from transforms.ingest.parse import DEAD_LETTERS, METRICS_NAMESPACE, DropDuplicateResponses, stage_failed_dead_letter
+from transforms.audit.stages import AUDITED, ScoreAndFlag, ToLakeRows
+from transforms.ingest.parse import DEAD_LETTERS, METRICS_NAMESPACE, DropDuplicateResponses, original_bytes
 from transforms.io.kafka.sink import KafkaMessage, review_message
 from transforms.monitoring.window_metrics import ResponseStats, stats_from_audited
 
@@ -43,7 +47,6 @@ __all__ = ["CountAudited", "ScoreToRows", "ScoredRows", "drop_duplicate_rows", "
 class ScoredRows:
     """One audited, scored response as the lake, the window metrics and the review queue need it."""
 
-    response_id: str
     origin: Origin
     raw: bytes
     """The message's original bytes: a copy dropped as a duplicate is dead-lettered with them."""
@@ -51,66 +54,42 @@ class ScoredRows:
     rows: list[tuple[str, dict[str, Any]]]
     """Its `(table, row)` pairs, as `transforms.io.lake.rows.to_lake_rows` builds them."""
     stats: ResponseStats
-    needs_review: bool
+    """Its window figures; they hold its response id and whether it needs review."""
     review_message: KafkaMessage | None
     """Its review-queue message (`transforms.io.kafka.sink.review_message`), or None when it needs no human."""
 
+    @property
+    def response_id(self) -> str:
+        return self.stats.response_id
 
-def drop_duplicate_rows(*, clock: Callable[[], datetime] = utc_now) -> DropDuplicateResponses:
-    """`DropDuplicateResponses` over `ScoredRows`: the first-read copy of each id per window is kept."""
-    return DropDuplicateResponses(
-        id_of=attrgetter("response_id"), origin_of=attrgetter("origin"), raw_of=attrgetter("raw"), clock=clock
-    )
+    @property
+    def needs_review(self) -> bool:
+        return self.stats.needs_review
 
 
 def scored_rows(
-    audited: AuditedResponse,
-    threshold: float,
+    scored: AuditedResponse,
     *,
     rows: Callable[[AuditedResponse], list],
-    review_sample: float = 0.0,
+    threshold: float,
     now: Callable[[], datetime] = utc_now,
 ) -> ScoredRows:
-    """`audited` routed (`score_and_flag`) and made into its lake rows, window figures and review message."""
-    scored = score_and_flag(audited, threshold, review_sample)
-    return _scored_rows(scored, list(rows(scored)), threshold, now)
-
-
-def _scored_rows(scored: AuditedResponse, rows: list, threshold: float, now: Callable[[], datetime]) -> ScoredRows:
-    parsed = scored.parsed
+    """A routed response (`score_and_flag`) made into its lake rows (`rows`), window figures and review message."""
     return ScoredRows(
-        response_id=parsed.response.response_id,
-        origin=parsed.origin,
-        raw=parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8"),
+        origin=scored.parsed.origin,
+        raw=original_bytes(scored.parsed),
         audited_at=scored.audited_at or now(),
-        rows=rows,
+        rows=rows(scored),
         stats=stats_from_audited(scored),
-        needs_review=bool(scored.review and scored.review.needs_review),
         review_message=review_message(scored, threshold),
     )
 
 
-class _ScoreToRowsDoFn(beam.DoFn):
-    def __init__(self, threshold: float, review_sample: float, rows: Callable[[AuditedResponse], list], clock):
-        self._threshold, self._review_sample, self._rows, self._clock = threshold, review_sample, rows, clock
-
-    def process(self, audited: AuditedResponse):
-        try:
-            scored = score_and_flag(audited, self._threshold, self._review_sample)
-        except Exception as e:  # one response that routing cannot decide must not stop the run
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, "score", e, self._clock())
-            )
-            return
-        try:
-            rows = list(self._rows(scored))
-            out = _scored_rows(scored, rows, self._threshold, self._clock)
-        except Exception as e:  # all of a response's rows or none, and its dead letter instead
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, stage_failed_dead_letter(audited.parsed, "lake_rows", e, self._clock())
-            )
-            return
-        yield out
+def drop_duplicate_rows(*, clock: Callable[[], datetime] = utc_now) -> DropDuplicateResponses:
+    """`DropDuplicateResponses` over `ScoredRows`: the first-read copy of each response id per window is kept."""
+    return DropDuplicateResponses(
+        id_of=attrgetter("response_id"), origin_of=attrgetter("origin"), raw_of=attrgetter("raw"), clock=clock
+    )
 
 
 class ScoreToRows(beam.PTransform):
@@ -120,8 +99,7 @@ class ScoreToRows(beam.PTransform):
     (stage `score`) or the rest (stage `lake_rows`: the rows, the window figures or the review message) failed
     on. Every copy of a repeated id that fails is its own dead letter: the dedupe comes after this, so a bounded
     run of the same input says `duplicate_response_id` for the later copies instead (the counts add up either
-    way). Nothing is counted audited here: a repeated
-    copy is dropped after this, so `CountAudited` counts the responses the dedupe keeps.
+    way). Nothing is counted audited here (`CountAudited` does, after the dedupe).
     """
 
     def __init__(
@@ -133,14 +111,15 @@ class ScoreToRows(beam.PTransform):
         clock: Callable[[], datetime] = utc_now,
     ):
         super().__init__()
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"confidence threshold must be in [0, 1], got {threshold}")
-        if not 0.0 <= review_sample <= 1.0:
-            raise ValueError(f"review sample must be in [0, 1], got {review_sample}")
-        self._fn = _ScoreToRowsDoFn(threshold, review_sample, rows, clock)
+        self._route = ScoreAndFlag(threshold, review_sample=review_sample, clock=clock, count=False)
+        build = functools.partial(scored_rows, rows=rows, threshold=threshold, now=clock)
+        self._build = ToLakeRows(build, clock=clock, counted=False)
 
     def expand(self, audited):
-        return audited | "Build" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTERS, main=AUDITED)
+        routed = audited | "Route" >> self._route
+        built = routed[AUDITED] | "Build" >> self._build
+        dead = (routed[DEAD_LETTERS], built[DEAD_LETTERS]) | "DeadLetters" >> beam.Flatten()
+        return {AUDITED: built[AUDITED], DEAD_LETTERS: dead}
 
 
 class _CountAuditedDoFn(beam.DoFn):

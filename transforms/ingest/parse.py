@@ -55,6 +55,7 @@ __all__ = [
     "dead_letter_row",
     "first_copy",
     "input_flags",
+    "original_bytes",
     "parse_message",
     "response_id_of",
     "stage_failed_dead_letter",
@@ -240,12 +241,16 @@ def stage_failed_row(raw: bytes, origin: Origin, *, stage: str, error: Exception
     return dead_letter_row(raw, origin, stage=stage, error=f"stage_failed: {stage}: {what}", received_at=received_at)
 
 
+def original_bytes(parsed: ParsedResponse) -> bytes:
+    """The message's original bytes; the response written again only if a source did not keep them."""
+    return parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
+
+
 def stage_failed_dead_letter(parsed: ParsedResponse, stage: str, error: Exception, received_at: datetime):
     """`stage_failed_row` for a parsed response a later stage failed on, with the message's original bytes (its
     JSON again when they were not kept), counted as `<stage>_failed`."""
     Metrics.counter(DEAD_LETTER_NAMESPACE, f"{stage}_failed").inc()
-    raw = parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
-    return stage_failed_row(raw, parsed.origin, stage=stage, error=error, received_at=received_at)
+    return stage_failed_row(original_bytes(parsed), parsed.origin, stage=stage, error=error, received_at=received_at)
 
 
 def _origin_key(origin: Origin) -> tuple:
@@ -452,11 +457,6 @@ class _KeepFirstDoFn(beam.DoFn):
             )
 
 
-def _raw_of(parsed: ParsedResponse) -> bytes:
-    """The message's original bytes; the response written again only if a source did not keep them."""
-    return parsed.raw if parsed.raw is not None else parsed.response.model_dump_json().encode("utf-8")
-
-
 class _Copies(NamedTuple):
     """How `DropDuplicateResponses` reads its elements: the response id, the origin, the original bytes."""
 
@@ -485,7 +485,7 @@ class DropDuplicateResponses(beam.PTransform):
         *,
         id_of: Callable[[Any], str] = _response_id,
         origin_of: Callable[[Any], Origin] = attrgetter("origin"),
-        raw_of: Callable[[Any], bytes] = _raw_of,
+        raw_of: Callable[[Any], bytes] = original_bytes,
         clock: Callable[[], datetime] = utc_now,
     ):
         super().__init__()

@@ -50,7 +50,7 @@ def test_scored_rows_hold_what_a_bounded_run_builds_from_the_same_response():
     for payload in (raw(message("plain")), _flagged_payload()):
         audited = _audited(payload)
         scored = score_and_flag(audited, THRESHOLD, 0.5)
-        out = scored_rows(audited, THRESHOLD, rows=to_lake_rows, review_sample=0.5, now=lambda: NOW)
+        out = scored_rows(scored, rows=to_lake_rows, threshold=THRESHOLD, now=lambda: NOW)
         assert out.rows == to_lake_rows(scored)
         assert out.stats == stats_from_audited(scored)
         assert out.review_message == review_message(scored, THRESHOLD)
@@ -61,14 +61,34 @@ def test_scored_rows_hold_what_a_bounded_run_builds_from_the_same_response():
             payload,
         )
         assert out.audited_at == scored.audited_at
-    flagged = scored_rows(_audited(_flagged_payload()), THRESHOLD, rows=to_lake_rows)
+    flagged = scored_rows(
+        score_and_flag(_audited(_flagged_payload()), THRESHOLD), rows=to_lake_rows, threshold=THRESHOLD
+    )
     assert flagged.needs_review and flagged.review_message is not None, "the review path was exercised"
+
+
+def test_score_to_rows_routes_with_its_options_and_builds_what_the_plain_functions_build():
+    """In a pipeline, `ScoreToRows` routes with its threshold and review sample, then builds `scored_rows`: the
+    same ScoredRows, after Beam has encoded and decoded them between its steps."""
+    payloads = [raw(message(f"r-{i}")) for i in range(6)] + [_flagged_payload()]
+    audited = [_audited(payload, offset) for offset, payload in enumerate(payloads)]
+    expected = [
+        scored_rows(score_and_flag(a, THRESHOLD, 0.5), rows=to_lake_rows, threshold=THRESHOLD, now=lambda: NOW)
+        for a in audited
+    ]
+    assert len({e.needs_review for e in expected}) == 2, "some routed to review, some not"
+    with BeamPipeline(runner="FnApiRunner") as p:
+        built = (
+            p | beam.Create(audited) | ScoreToRows(THRESHOLD, rows=to_lake_rows, review_sample=0.5, clock=lambda: NOW)
+        )
+        assert_that(built[AUDITED], equal_to(expected))
+        assert_that(built[DEAD_LETTERS], equal_to([]), label="NoDeadLetters")
 
 
 def test_scored_rows_are_plain_data_that_beams_coder_round_trips():
     """What crosses from a lane holds no pydantic model but its small origin: Beam pickles it whole, with no
     model's own pickling hooks to run (the speed is in docs/benchmarks.md, not asserted here)."""
-    out = scored_rows(_audited(_flagged_payload()), THRESHOLD, rows=to_lake_rows)
+    out = scored_rows(score_and_flag(_audited(_flagged_payload()), THRESHOLD), rows=to_lake_rows, threshold=THRESHOLD)
     coder = coders.FastPrimitivesCoder()
     assert coder.decode(coder.encode(out)) == out
     values = [v for _, row in out.rows for v in row.values()] + list(vars(out.stats).values())
@@ -104,7 +124,8 @@ def test_score_to_rows_dead_letters_a_response_whose_rows_fail_and_counts_nothin
 def test_duplicates_of_scored_rows_keep_the_first_copy_read_and_count_it_once():
     payload = raw(message("twice"))
     copies = [
-        scored_rows(_audited(payload, offset), THRESHOLD, rows=to_lake_rows, now=lambda: NOW) for offset in (9, 4)
+        scored_rows(score_and_flag(_audited(payload, offset), THRESHOLD), rows=to_lake_rows, threshold=THRESHOLD)
+        for offset in (9, 4)
     ]
     assert all(isinstance(c, ScoredRows) for c in copies)
     with BeamPipeline(runner="FnApiRunner") as p:

@@ -171,13 +171,8 @@ class _KeyByPartitionDoFn(beam.DoFn):
 
     def process(self, element, window=beam.DoFn.WindowParam):
         label = _window_label(window)
-        pairs = rows_of(element)
-        if len(pairs) == 1:
-            table, row = pairs[0]
-            yield (table, *partition_of(table, row), label), [_compact(row)]
-            return
         groups: dict[tuple[str, str, str, str], list[dict]] = defaultdict(list)
-        for table, row in pairs:
+        for table, row in rows_of(element):
             groups[(table, *partition_of(table, row), label)].append(_compact(row))
         yield from groups.items()
 

@@ -40,7 +40,7 @@ from apache_beam.ml.inference.base import RunInference
 from schemas import AttributionVerdict, AuditedResponse, ParsedResponse, SentenceVerdict
 from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
-from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row
+from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row, original_bytes
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import AnswerSentences, build_report, prepare_sentences
 from transforms.verify.calibration import DEFAULT_SECTION, calibration_sha256
@@ -143,10 +143,10 @@ class _PlanDoFn(beam.DoFn):
                 heuristic, decided_by, undecided = staged.verdicts, staged.decided_by, staged.undecided
         except Exception as e:  # one bad response must not stop the run
             Metrics.counter(DEAD_LETTER_NAMESPACE, "verify_failed").inc()
-            raw = parsed.raw if parsed.raw is not None else r.model_dump_json().encode()
             error = f"verify_failed: {type(e).__name__}: {e}"[:300]
             yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS, dead_letter_row(raw, parsed.origin, stage="verify", error=error, received_at=now)
+                DEAD_LETTERS,
+                dead_letter_row(original_bytes(parsed), parsed.origin, stage="verify", error=error, received_at=now),
             )
             return
         plan = _Plan(parsed, tuple(heuristic), has_evidence, start, end, now, decided_by, prepared, tuple(undecided))
