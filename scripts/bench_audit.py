@@ -56,10 +56,10 @@ from transforms.text.sentences import split_sentences  # noqa: E402
 from transforms.verify.registry import make_verifier  # noqa: E402
 
 
-def _cpu_seconds() -> float:
+def _cpu_split() -> tuple[float, float]:
     """CPU seconds of this process and of its finished children (the workers of a multi-process run)."""
-    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    return sum(u.ru_utime + u.ru_stime for u in usage)
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def bench_verifier(responses: list[LoggedResponse], name: str) -> tuple[int, float]:
@@ -224,8 +224,9 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
         print(f"{root}: median {rate:,.0f} responses/s, {ms:.2f} CPU ms per response over {len(values)} rounds")
 
 
-def bench_alone(args) -> None:
-    """The verifier alone and the stage costs, on the first `args.responses` generated responses."""
+def bench_alone(args) -> float:
+    """The verifier alone and the stage costs, on the first `args.responses` generated responses; returns the
+    stages' CPU ms per response, all together."""
     messages = list(_traffic(args))
     lines = [json.dumps(m).encode("utf-8") for m in messages]
     responses = [LoggedResponse.model_validate(m) for m in messages]
@@ -242,6 +243,7 @@ def bench_alone(args) -> None:
         f"  {'all stages':<24} {total:7.2f}: {cores} cores kept busy by them alone reach {cores * 1000 / total:,.0f} "
         "responses/s, before any runner work"
     )
+    return total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,26 +290,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         bench_against(args)
         return 0
-    if not args.pipeline_only:
-        bench_alone(args)
+    stages_ms = None if args.pipeline_only else bench_alone(args)
 
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         path = os.path.join(tmp, "traffic.jsonl")
         with open(path, "wb") as f:
             for message in _traffic(args):
                 f.write(json.dumps(message).encode("utf-8") + b"\n")
-        load0, cpu0, wall0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
+        load0, cpu0, wall0 = os.getloadavg()[0], _cpu_split(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
         mode = _runner_mode(argv)
         with PeakMemory(os.getpgid(0)) as peak:
             counts = run(argv, out=lambda _: None)
-        wall, cpu = time.perf_counter() - wall0, _cpu_seconds() - cpu0
+        wall = time.perf_counter() - wall0
+        own, workers = (after - before for after, before in zip(_cpu_split(), cpu0, strict=True))
+        cpu = own + workers
         sizes = _lake_bytes(os.path.join(tmp, "lake"))
     print(f"pipeline ({' '.join(beam_args) or 'default options'}: {mode}):")
     print(f"  {counts.read} responses read, {counts.audited} audited, {counts.dead_lettered} dead-lettered")
     print(f"  the lake got {counts.rows_written.get('responses', 0)} responses rows")
     print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
     print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
+    print(f"    this process {own:.2f} s (planning, launching, the run's counters), its workers {workers:.2f} s")
+    if stages_ms is not None and counts.read:
+        ms = cpu * 1000 / counts.read
+        print(
+            f"    {ms:.2f} ms per response: the stages' functions {stages_ms:.2f} ({stages_ms / ms:.0%}), "
+            f"the rest {ms - stages_ms:.2f} (the runner, the lake's files, start-up)"
+        )
     print(f"  load average before / after the run: {load0:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"peak memory of the run (this process and its workers): {peak.bytes / 2**20:,.0f} MiB")
     audited = max(counts.audited, 1)
