@@ -20,7 +20,8 @@ windowing, dedupe, verifying, citation and claim audits, retrieval scores, scori
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
 `--max_records_per_run`, default 50,000, is audited in passes), how many responses rows the lake got, and the
-lake's bytes per table and per audited response.
+lake's bytes per table and per audited response. The run's CPU is split between this process and its workers,
+and, when the stage costs were measured in the same process, into the stages' functions and the rest.
 Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """
@@ -311,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  the lake got {counts.rows_written.get('responses', 0)} responses rows")
     print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
     print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
-    print(f"    this process {own:.2f} s (planning, launching, the run's counters), its workers {workers:.2f} s")
+    if workers:
+        print(f"    this process {own:.2f} s (planning, launching, the run's counters), its workers {workers:.2f} s")
+    else:
+        print("    all of it in this process (the run started no worker processes)")
     if stages_ms is not None and counts.read:
         ms = cpu * 1000 / counts.read
         print(
