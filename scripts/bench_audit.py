@@ -20,8 +20,9 @@ windowing, dedupe, verifying, citation and claim audits, retrieval scores, scori
 the Parquet lake, start-up included), in wall-clock and CPU seconds. Prints the
 peak resident memory of the run (this process and its workers; an input larger than
 `--max_records_per_run`, default 50,000, is audited in passes), how many responses rows the lake got, and the
-lake's bytes per table and per audited response. The run's CPU is split between this process and its workers,
-and, when the stage costs were measured in the same process, into the stages' functions and the rest.
+lake's bytes per table and per audited response. The run's CPU is split between this process and its child
+processes; on worker processes, and unless `--pipeline-only`, also into the stages' functions (at the cost
+measured before the run) and the rest.
 Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """
@@ -48,7 +49,7 @@ from pipelines.runner.bounded import pipeline_options, where_it_runs  # noqa: E4
 from pipelines.runner.bounded import run_audit as run  # noqa: E402
 from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, HEALTHY_FLAW_RATE, generate_responses  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
-from transforms.audit.stages import score_and_flag, verify_response  # noqa: E402
+from transforms.audit.stages import score_and_flag, settle_garbage_collector, verify_response  # noqa: E402
 from transforms.audit.steps import audit_steps  # noqa: E402
 from transforms.ingest.parse import parse_message  # noqa: E402
 from transforms.io.lake.rows import to_lake_rows  # noqa: E402
@@ -81,7 +82,8 @@ def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
     stages are fused: the caches a stage shares with the one before it (a response's passages, cut and
     stemmed by the verifier, are indexed again by the citation and claim audits) are warm, as they are
     there. Timing each stage over all responses in turn would charge the later stages for cache misses
-    the pipeline does not have (citations then cost 15% more).
+    the pipeline does not have (citations then cost 15% more). The cycle collector is tuned as the pipeline's
+    workers tune it (`settle_garbage_collector`), so that the costs are comparable with a run's.
     """
     verifier = make_verifier(name)
     now = datetime.now(UTC)
@@ -98,6 +100,7 @@ def bench_stages(lines: list[bytes], name: str) -> list[tuple[str, float]]:
     ]
     seconds = dict.fromkeys([label for label, _ in stages], 0.0)
     gc.collect()  # garbage left by what ran before is not charged to the stages
+    settle_garbage_collector()
     for line in lines:
         value = line
         for label, stage in stages:
@@ -226,8 +229,8 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
 
 
 def bench_alone(args) -> float:
-    """The verifier alone and the stage costs, on the first `args.responses` generated responses; returns the
-    stages' CPU ms per response, all together."""
+    """The verifier alone on `args.responses` generated responses, and the stage costs on the first 1,000 of
+    them; returns the stages' CPU ms per response, all together."""
     messages = list(_traffic(args))
     lines = [json.dumps(m).encode("utf-8") for m in messages]
     responses = [LoggedResponse.model_validate(m) for m in messages]
@@ -312,16 +315,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  the lake got {counts.rows_written.get('responses', 0)} responses rows")
     print(f"  wall {wall:.2f} s = {counts.read / wall:,.0f} responses/s (start-up and lake writing included)")
     print(f"  CPU {cpu:.2f} s (this process and its workers) = {counts.read / cpu:,.0f} responses per CPU second")
-    if workers:
-        print(f"    this process {own:.2f} s (planning, launching, the run's counters), its workers {workers:.2f} s")
-    else:
-        print("    all of it in this process (the run started no worker processes)")
-    if stages_ms is not None and counts.read:
-        ms = cpu * 1000 / counts.read
+    if mode.endswith("(multi_processing)"):
+        # Every process of the run is this one or a worker it started and waited for: the split is the run's.
         print(
-            f"    {ms:.2f} ms per response: the stages' functions {stages_ms:.2f} ({stages_ms / ms:.0%}), "
-            f"the rest {ms - stages_ms:.2f} (the runner, the lake's files, start-up)"
+            f"    this process {own:.2f} s (planning, launching, the runner's control and data planes), "
+            f"its worker processes {workers:.2f} s"
         )
+        if stages_ms is not None and counts.read:
+            ms = cpu * 1000 / counts.read
+            print(
+                f"    {ms:.2f} ms per response: the stages' functions, at their cost measured above, about "
+                f"{stages_ms:.2f} ({stages_ms / ms:.0%}); the rest about {ms - stages_ms:.2f} (the runner, the "
+                "lake's files, start-up)"
+            )
+    else:
+        print(f"    this process {own:.2f} s, the child processes it waited for {workers:.2f} s")
     print(f"  load average before / after the run: {load0:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"peak memory of the run (this process and its workers): {peak.bytes / 2**20:,.0f} MiB")
     audited = max(counts.audited, 1)
