@@ -230,3 +230,31 @@ def test_outside_beam_the_judge_verifier_reports_its_status_to_routing():
     )
     assert any(r.startswith("judge_validation_failed") for r in failed.review.reasons)
     assert (judged.judge_status, len(judged.judge_calls), set(judged.decided_by)) == ("judged", 1, {"openai"})
+
+
+def test_a_response_the_judges_plan_fails_on_is_dead_lettered_like_any_stage_failure():
+    """The judge's plan (the heuristic's verdicts, the sentences to judge) failing on one response gives the
+    dead letter every other stage gives (`stage_failed_dead_letter`): stage `verify`, the error in the shared
+    `stage_failed: <stage>: <type>: <message>` form, the message's original bytes and origin."""
+    from apache_beam.transforms.window import GlobalWindow
+
+    from transforms.ingest.parse import DEAD_LETTERS
+    from transforms.verify.judge.pipeline import _PlanDoFn
+
+    now = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    good = ParsedResponse(
+        response=LoggedResponse.model_validate(message("r-bad")), origin=at(7), raw=raw(message("r-bad"))
+    )
+    broken = good.model_copy(update={"response": good.response.model_copy(update={"evidence": None})})
+    plan = _PlanDoFn(band=(0.0, 1.0), clock=lambda: now)
+    plan.setup()
+    (out,) = plan.process(broken, window=GlobalWindow())
+    assert out.tag == DEAD_LETTERS
+    dead = out.value
+    assert (dead.stage, dead.raw_payload, dead.origin_offset, dead.received_at) == (
+        "verify",
+        raw(message("r-bad")),
+        7,
+        now,
+    )
+    assert dead.error.startswith("stage_failed: verify: TypeError: "), dead.error

@@ -40,7 +40,7 @@ from apache_beam.ml.inference.base import RunInference
 from schemas import AttributionVerdict, AuditedResponse, ParsedResponse, SentenceVerdict
 from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
-from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, DEAD_LETTERS, dead_letter_row, original_bytes
+from transforms.ingest.parse import DEAD_LETTERS, stage_failed_dead_letter
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import AnswerSentences, build_report, prepare_sentences
 from transforms.verify.calibration import DEFAULT_SECTION, calibration_sha256
@@ -142,12 +142,7 @@ class _PlanDoFn(beam.DoFn):
                 staged = self._stages.gate_heuristic(heuristic)
                 heuristic, decided_by, undecided = staged.verdicts, staged.decided_by, staged.undecided
         except Exception as e:  # one bad response must not stop the run
-            Metrics.counter(DEAD_LETTER_NAMESPACE, "verify_failed").inc()
-            error = f"verify_failed: {type(e).__name__}: {e}"[:300]
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTERS,
-                dead_letter_row(original_bytes(parsed), parsed.origin, stage="verify", error=error, received_at=now),
-            )
+            yield beam.pvalue.TaggedOutput(DEAD_LETTERS, stage_failed_dead_letter(parsed, "verify", e, now))
             return
         plan = _Plan(parsed, tuple(heuristic), has_evidence, start, end, now, decided_by, prepared, tuple(undecided))
         yield r.response_id, plan
