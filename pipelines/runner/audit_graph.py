@@ -167,7 +167,7 @@ def _verify_and_audit(
 
 
 def _lake_rows(opts: AuditOptions):
-    return lake_rows(redact=bool(getattr(opts, "redact", False)))
+    return lake_rows(redact=bool(opts.redact))
 
 
 def _score_to_rows(opts: AuditOptions, audited, *, label: str = "", place=lambda transform: transform):
