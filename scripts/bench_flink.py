@@ -34,7 +34,8 @@ still compiling their hot code, which at parallelism 2 takes CPU from the pools 
 CPU per response counts every process involved, children included (`utime + stime + cutime + cstime` from /proc):
 the groundwatch command and what it waited for (`RUSAGE_CHILDREN`), the live processes of its process group
 (Prism, its SDK workers), Flink's JobManager, TaskManagers and job server, and the worker pools with their
-workers (live, and those they reaped). It is printed split into those parts. The machine's other load is not
+workers (live, and those they reaped), and in a stream the Kafka broker's JVM when it listens at the bootstrap
+address on this machine as this user. It is printed split into those parts. The machine's other load is not
 counted, but it does slow the figures: read them beside each other, with the load average printed at each run.
 """
 
@@ -59,6 +60,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from flink_cluster import DEFAULT_HOME, DEFAULT_JOB_PORT, DEFAULT_POOL_PORT, DEFAULT_REST_PORT, LocalFlink  # noqa: E402
+from process_memory import listeners, pids_cpu  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.monitor import find_prism  # noqa: E402
@@ -116,15 +118,17 @@ def _cluster_cpu(flink: LocalFlink) -> dict[str, float]:
 
 
 class CpuMeter:
-    """CPU seconds used between `start()` and `stop()` by the command (and its group) and the cluster's parts."""
+    """CPU seconds used between `start()` and `stop()` by the command (and its group), the cluster's parts and,
+    when it is given (a stream's), the Kafka broker's processes."""
 
-    def __init__(self, flink: LocalFlink | None, pgid: int | None = None):
-        self._flink, self._pgid = flink, pgid
+    def __init__(self, flink: LocalFlink | None, pgid: int | None = None, broker: set[int] | None = None):
+        self._flink, self._pgid, self._broker = flink, pgid, broker
 
     def _now(self) -> dict[str, float]:
         parts = _cluster_cpu(self._flink) if self._flink else {"jvm": 0.0, "pools": 0.0}
         command = _children_cpu() + (_group_cpu(self._pgid) if self._pgid else 0.0)
-        return {"command": command, **parts}
+        broker = {"broker": pids_cpu(self._broker)} if self._broker else {}
+        return {"command": command, **parts, **broker}
 
     def start(self) -> None:
         self._start = self._now()
@@ -381,7 +385,7 @@ def _stream_once(name, options, cluster, bootstrap, rate, seconds, work, admin, 
             print(f"stream {name}: the warm-up never reached the lake; see {log}", flush=True)
             return
         messages = generated_messages(count, seed=2, malformed_fraction=0.05, start=_now())
-        meter, t0 = CpuMeter(cluster, monitor.pid), time.monotonic()
+        meter, t0 = CpuMeter(cluster, monitor.pid, listeners(bootstrap)), time.monotonic()
         meter.start()
         produce_messages(connection, topic, messages, rate=rate)
         if not _wait_lake(lake, topic, warm_up + count, monitor):
@@ -402,6 +406,8 @@ def bench_streaming(flink: LocalFlink, bootstrap: str, rate: float, seconds: flo
     from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    if not listeners(bootstrap):
+        print(f"the broker at {bootstrap} is not a process of this user on this machine: its CPU is not counted")
     try:
         for name, options, cluster in _runners(flink, bounded=False):
             _stream_once(name, options, cluster, bootstrap, rate, seconds, work, admin)

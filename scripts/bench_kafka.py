@@ -22,7 +22,12 @@ a child process group so its memory (Python and Prism together) can be sampled.
   (lag then grows). Latency per response: produce time (the Kafka record
   timestamp) to its `audited_at`, and to the moment its Parquet file was published (file mtime), p50/p95.
   CPU: the seconds each of the monitor's processes spent over the same span, by role (the SDK worker of the
-  default environment, the audit lanes' workers, Prism, the monitor process), read from /proc.
+  default environment, the audit lanes' workers, Prism, the monitor process), read from /proc, and the
+  broker's beside them.
+
+The broker's CPU is counted when it runs on this machine as this user (a bootstrap address on 127.0.0.1 or
+localhost, the process listening at its port): it serves the producer, the monitor's consumer and its review and
+dead-letter producers. A remote broker's is not counted, and the report says so.
 
 - producer: what groundwatch's producer (`transforms.io.kafka.client.producer`) costs in CPU per message, at
   `--rate` messages/s, flushed every 40 messages as the review and dead-letter sinks flush at each bundle's
@@ -53,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from kafka_broker import LocalKafka  # noqa: E402
-from process_memory import cpu_by_role, group_cpu, group_rss  # noqa: E402
+from process_memory import cpu_by_role, group_cpu, group_rss, listeners, pids_cpu  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.produce import produce_messages  # noqa: E402
@@ -240,6 +245,13 @@ def _machine_busy() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def _broker_figure(broker: set[int], seconds: float, count: int) -> str:
+    """The broker's CPU over a run, or why it was not counted."""
+    if not broker:
+        return "not counted (no process of this user listens at the bootstrap address on this machine)"
+    return f"{seconds:.1f} s = {1000 * seconds / count:.2f} ms per response"
+
+
 def _worker_flags(workers: str) -> list[str]:
     if workers == "auto":
         return []
@@ -264,7 +276,9 @@ def bench_bounded(
             {"bootstrap_servers": bootstrap}, topic, _messages(count, 3, datetime.now(UTC), 1000.0, attributed)
         )
         lake = work / topic
+        broker = listeners(bootstrap)
         started, cpu_before, busy_before = time.monotonic(), _children_cpu(), _machine_busy()
+        broker_before = pids_cpu(broker)
         passes = [f"--max-records-per-run={per_run}"] if per_run else []
         process = _monitor(bootstrap, topic, lake, window, "--until-caught-up", *_worker_flags(workers), *passes)
         sampler = _Sampler(bootstrap, topic, f"bench-{topic}", process.pid)
@@ -272,14 +286,16 @@ def bench_bounded(
         if process.wait() != 0:
             raise RuntimeError(f"bounded monitor failed; {_log_tail(work, topic)}")
         seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
-        others = _machine_busy() - busy_before - cpu
+        broker_cpu = pids_cpu(broker) - broker_before
+        others = _machine_busy() - busy_before - cpu - broker_cpu
         sampler.stop()
         latencies = _latencies(bootstrap, topic, lake)
         load = "/".join(f"{x:.2f}" for x in os.getloadavg())
         _report(f"bounded (--until-caught-up; {_runner_line(work, topic)})", count, seconds, sampler, *latencies)
         print(f"CPU                  {cpu:.1f} s (the monitor and its workers) = {count / cpu:.0f} responses/CPU s")
         print(f"load average         {load} (1/5/15 min, at the end, this run included; {os.cpu_count()} cores)")
-        print(f"other CPU            {others:.1f} s during the run (everything else on the machine: broker, others)")
+        print(f"broker CPU           {_broker_figure(broker, broker_cpu, count)}")
+        print(f"other CPU            {others:.1f} s during the run (everything else on the machine)")
         for line in _said(work, topic, "pass") + _said(work, topic, "offset"):
             print(f"monitor said         {line}")  # its passes, a pass's lake shortfall or uncommitted offsets
     finally:
@@ -350,13 +366,15 @@ def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: 
         warmup = 20
         produce_messages({"bootstrap_servers": bootstrap}, topic, _messages(warmup, 4, datetime.now(UTC), 20.0))
         _wait_lake(lake, topic, warmup, process, timeout_s=300)
-        started, cpu_before = time.monotonic(), group_cpu(process.pid)
+        broker = listeners(bootstrap)
+        started, cpu_before, broker_before = time.monotonic(), group_cpu(process.pid), pids_cpu(broker)
         produce_messages(
             {"bootstrap_servers": bootstrap}, topic, _messages(count, 5, datetime.now(UTC), rate, attributed), rate=rate
         )
         produced_in = time.monotonic() - started
         finished = _wait_lake(lake, topic, warmup + count, process, timeout_s=600)
         spent = cpu_by_role(cpu_before, group_cpu(process.pid))
+        broker_cpu = pids_cpu(broker) - broker_before
         sampler.stop()
         print(f"\n(produced {count} at {count / produced_in:.0f}/s target {rate:.0f}/s)")
         audited_at = sorted(a.timestamp() for _, _, a, _ in _lake_rows(lake, topic))[warmup:]
@@ -374,9 +392,10 @@ def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: 
         print(
             f"CPU                  {total:.1f} s = {1000 * total / count:.2f} ms per response (the monitor's processes,"
         )
-        print("                     from the first message produced to the last in the lake; the broker not counted)")
+        print("                     from the first message produced to the last in the lake)")
         for role, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
             print(f"  {role:<33}{seconds:6.1f} s = {1000 * seconds / count:.2f} ms per response")
+        print(f"broker, beside them  {_broker_figure(broker, broker_cpu, count)}")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, 9)

@@ -5,14 +5,26 @@ with PeakMemory(os.getpgid(0)) as peak:
 peak.bytes   # the largest sum of the group's resident memory seen, sampled every half second
 
 before = group_cpu(pgid); ...; spent = cpu_by_role(before, group_cpu(pgid))   # CPU seconds of each kind of process
+pids_cpu(listeners("127.0.0.1:39092"))   # CPU seconds so far of what listens there (a local broker's JVM)
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 
-__all__ = ["PeakMemory", "cpu_by_role", "group_cpu", "group_rss"]
+__all__ = [
+    "PeakMemory",
+    "cpu_by_role",
+    "group_cpu",
+    "group_rss",
+    "holding",
+    "listeners",
+    "listening_inodes",
+    "listening_pids",
+    "pids_cpu",
+]
 
 ROLES = (
     ("default_environment", "SDK worker: read, dedupe, lake"),
@@ -35,21 +47,29 @@ def _group_pids(pgid: int) -> list[int]:
     return pids
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) so far of process `pid`; None once it has ended."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def group_cpu(pgid: int) -> dict[int, tuple[float, str]]:
     """CPU seconds (user + system) so far of every live process in process group `pgid`, with its role
     (`ROLES`, else "other")."""
-    ticks = os.sysconf("SC_CLK_TCK")
     seen = {}
     for pid in _group_pids(pgid):
         try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{pid}/cmdline") as cmdline:
                 command = cmdline.read().replace("\0", " ")
         except OSError:
             continue
-        role = next((name for part, name in ROLES if part in command), "other")
-        seen[pid] = ((int(fields[11]) + int(fields[12])) / ticks, role)
+        cpu = _cpu_seconds(pid)
+        if cpu is not None:
+            seen[pid] = (cpu, next((name for part, name in ROLES if part in command), "other"))
     return seen
 
 
@@ -60,6 +80,62 @@ def cpu_by_role(before: dict[int, tuple[float, str]], after: dict[int, tuple[flo
     for pid, (cpu, role) in after.items():
         spent[role] = spent.get(role, 0.0) + cpu - before.get(pid, (0.0, role))[0]
     return spent
+
+
+def listening_inodes(port: int | None = None) -> set[str]:
+    """The inodes of the TCP sockets in the LISTEN state on this machine (IPv4 and IPv6), or only of those on
+    `port`, any address."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as rows:
+                next(rows)  # the header
+                for row in rows:
+                    fields = row.split()
+                    if len(fields) > 9 and fields[3] == "0A":
+                        if port is None or int(fields[1].rsplit(":", 1)[1], 16) == port:
+                            inodes.add(fields[9])
+        except OSError:
+            continue  # no IPv6 on this machine
+    return inodes
+
+
+def holding(pids: Iterable[int], inodes: set[str]) -> set[int]:
+    """Those of `pids` with an open file descriptor on one of the sockets `inodes`, among the processes whose
+    descriptors this user may read."""
+    found = set()
+    for pid in pids if inodes else ():
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # another user's process, or one that ended while we looked
+        for fd in descriptors:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                found.add(pid)
+                break
+    return found
+
+
+def listening_pids(port: int) -> set[int]:
+    """The processes of this user that listen on TCP `port` (a local broker's JVM, given its bootstrap port)."""
+    return holding(map(int, filter(str.isdigit, os.listdir("/proc"))), listening_inodes(port))
+
+
+def listeners(addresses: str) -> set[int]:
+    """The processes of this machine that listen at comma-separated `host:port` addresses (Kafka's bootstrap
+    servers) whose host is this machine's loopback; those elsewhere are not counted."""
+    ports = [int(port) for host, _, port in (a.strip().rpartition(":") for a in addresses.split(","))
+             if host in ("127.0.0.1", "localhost", "[::1]")]  # fmt: skip
+    return set().union(*map(listening_pids, ports))
+
+
+def pids_cpu(pids: set[int]) -> float:
+    """CPU seconds (user + system) so far of the live processes among `pids`."""
+    return sum(cpu for cpu in map(_cpu_seconds, pids) if cpu is not None)
 
 
 def group_rss(pgid: int) -> int:

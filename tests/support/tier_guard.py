@@ -28,7 +28,11 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["SCENARIO_MARKER", "SERVICE_MARKERS", "listening_inodes", "listening_pids"]
+from tests.support.scripts import load_script
+
+__all__ = ["SCENARIO_MARKER", "SERVICE_MARKERS", "listening_pids"]
+
+_processes = load_script("process_memory")  # reads /proc: which processes hold listening sockets
 
 SERVICE_MARKERS = ("kafka", "prism", "flink", "s3", "browser", "server")
 """The markers of tests that need a service: a broker, a runner binary, a cluster, an S3 server, a browser, or
@@ -101,39 +105,9 @@ def _group_for_workers(items) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
-def listening_inodes() -> set[str]:
-    """The inodes of every TCP socket in the LISTEN state on this machine (IPv4 and IPv6)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 9 and fields[3] == "0A":
-                inodes.add(fields[9])
-    return inodes
-
-
 def listening_pids(pids: set[int], *, descendants: bool = True) -> set[int]:
     """Those of `pids` (and of their descendants, unless told not to) holding a listening TCP socket."""
-    listening = listening_inodes()
-    found = set()
-    for pid in _with_descendants(pids) if descendants else pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("socket:[") and target[8:-1] in listening:
-                found.add(pid)
-                break
-    return found
+    return _processes.holding(_with_descendants(pids) if descendants else pids, _processes.listening_inodes())
 
 
 def _with_descendants(pids: set[int]) -> set[int]:
