@@ -35,7 +35,8 @@ CPU per response counts every process involved, children included (`utime + stim
 the groundwatch command and what it waited for (`RUSAGE_CHILDREN`), the live processes of its process group
 (Prism, its SDK workers), Flink's JobManager, TaskManagers and job server, and the worker pools with their
 workers (live, and those they reaped), and in a stream the Kafka broker's JVM when it listens at the bootstrap
-address on this machine as this user. It is printed split into those parts. The machine's other load is not
+address on this machine as this user (the part `broker`, in the total too; left out if it ended during the run).
+It is printed split into those parts. The machine's other load is not
 counted, but it does slow the figures: read them beside each other, with the load average printed at each run.
 """
 
@@ -60,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from flink_cluster import DEFAULT_HOME, DEFAULT_JOB_PORT, DEFAULT_POOL_PORT, DEFAULT_REST_PORT, LocalFlink  # noqa: E402
-from process_memory import listeners, pids_cpu  # noqa: E402
+from process_memory import describe, listeners, pids_cpu  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.monitor import find_prism  # noqa: E402
@@ -127,15 +128,16 @@ class CpuMeter:
     def _now(self) -> dict[str, float]:
         parts = _cluster_cpu(self._flink) if self._flink else {"jvm": 0.0, "pools": 0.0}
         command = _children_cpu() + (_group_cpu(self._pgid) if self._pgid else 0.0)
-        broker = {"broker": pids_cpu(self._broker)} if self._broker else {}
-        return {"command": command, **parts, **broker}
+        broker = pids_cpu(self._broker) if self._broker else None
+        return {"command": command, **parts, **({} if broker is None else {"broker": broker})}
 
     def start(self) -> None:
         self._start = self._now()
 
     def stop(self) -> dict[str, float]:
+        """Each part's CPU seconds since `start()`; the broker's only when its process ran throughout."""
         end = self._now()
-        return {part: end[part] - self._start[part] for part in end}
+        return {part: end[part] - self._start[part] for part in end if part in self._start}
 
 
 def _workers_cpu(flink: LocalFlink | None, command: int, local_workers: int):
@@ -406,7 +408,10 @@ def bench_streaming(flink: LocalFlink, bootstrap: str, rate: float, seconds: flo
     from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    if not listeners(bootstrap):
+    broker = listeners(bootstrap)
+    if broker:
+        print(f"the broker at {bootstrap}: process {describe(broker)}, its CPU counted as the part 'broker'")
+    else:
         print(f"the broker at {bootstrap} is not a process of this user on this machine: its CPU is not counted")
     try:
         for name, options, cluster in _runners(flink, bounded=False):

@@ -25,9 +25,10 @@ a child process group so its memory (Python and Prism together) can be sampled.
   default environment, the audit lanes' workers, Prism, the monitor process), read from /proc, and the
   broker's beside them.
 
-The broker's CPU is counted when it runs on this machine as this user (a bootstrap address on 127.0.0.1 or
-localhost, the process listening at its port): it serves the producer, the monitor's consumer and its review and
-dead-letter producers. A remote broker's is not counted, and the report says so.
+The broker's CPU is counted when it runs on this machine as this user: the process listening at the port of a
+bootstrap address on the loopback (`localhost`, 127.x.x.x, `[::1]`); the report names it. It serves the producer,
+the monitor's consumer and its review and dead-letter producers. For a broker elsewhere, or one that ended during
+the run, the report says its CPU is not counted.
 
 - producer: what groundwatch's producer (`transforms.io.kafka.client.producer`) costs in CPU per message, at
   `--rate` messages/s, flushed every 40 messages as the review and dead-letter sinks flush at each bundle's
@@ -58,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from kafka_broker import LocalKafka  # noqa: E402
-from process_memory import cpu_by_role, group_cpu, group_rss, listeners, pids_cpu  # noqa: E402
+from process_memory import cpu_by_role, describe, group_cpu, group_rss, listeners, pids_cpu  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.produce import produce_messages  # noqa: E402
@@ -245,11 +246,18 @@ def _machine_busy() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def _broker_figure(broker: set[int], seconds: float, count: int) -> str:
-    """The broker's CPU over a run, or why it was not counted."""
+def _broker_spent(before: float | None, after: float | None) -> float | None:
+    """The broker's CPU seconds between two `pids_cpu` readings; None when either lacks it (not found, or ended)."""
+    return None if before is None or after is None else after - before
+
+
+def _broker_figure(broker: set[int], spent: float | None, count: int) -> str:
+    """The broker's CPU over a run, per response, or why it was not counted."""
     if not broker:
         return "not counted (no process of this user listens at the bootstrap address on this machine)"
-    return f"{seconds:.1f} s = {1000 * seconds / count:.2f} ms per response"
+    if spent is None:
+        return f"not counted (process {describe(broker)} ended during the run)"
+    return f"{spent:.1f} s = {1000 * spent / count:.2f} ms per response (process {describe(broker)})"
 
 
 def _worker_flags(workers: str) -> list[str]:
@@ -286,15 +294,15 @@ def bench_bounded(
         if process.wait() != 0:
             raise RuntimeError(f"bounded monitor failed; {_log_tail(work, topic)}")
         seconds, cpu = time.monotonic() - started, _children_cpu() - cpu_before
-        broker_cpu = pids_cpu(broker) - broker_before
-        others = _machine_busy() - busy_before - cpu - broker_cpu
+        broker_spent = _broker_spent(broker_before, pids_cpu(broker))
+        others = _machine_busy() - busy_before - cpu - (broker_spent or 0.0)
         sampler.stop()
         latencies = _latencies(bootstrap, topic, lake)
         load = "/".join(f"{x:.2f}" for x in os.getloadavg())
         _report(f"bounded (--until-caught-up; {_runner_line(work, topic)})", count, seconds, sampler, *latencies)
         print(f"CPU                  {cpu:.1f} s (the monitor and its workers) = {count / cpu:.0f} responses/CPU s")
         print(f"load average         {load} (1/5/15 min, at the end, this run included; {os.cpu_count()} cores)")
-        print(f"broker CPU           {_broker_figure(broker, broker_cpu, count)}")
+        print(f"broker CPU           {_broker_figure(broker, broker_spent, count)}")
         print(f"other CPU            {others:.1f} s during the run (everything else on the machine)")
         for line in _said(work, topic, "pass") + _said(work, topic, "offset"):
             print(f"monitor said         {line}")  # its passes, a pass's lake shortfall or uncommitted offsets
@@ -374,7 +382,7 @@ def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: 
         produced_in = time.monotonic() - started
         finished = _wait_lake(lake, topic, warmup + count, process, timeout_s=600)
         spent = cpu_by_role(cpu_before, group_cpu(process.pid))
-        broker_cpu = pids_cpu(broker) - broker_before
+        broker_spent = _broker_spent(broker_before, pids_cpu(broker))
         sampler.stop()
         print(f"\n(produced {count} at {count / produced_in:.0f}/s target {rate:.0f}/s)")
         audited_at = sorted(a.timestamp() for _, _, a, _ in _lake_rows(lake, topic))[warmup:]
@@ -395,7 +403,7 @@ def bench_streaming(bootstrap: str, count: int, rate: float, window: int, work: 
         print("                     from the first message produced to the last in the lake)")
         for role, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
             print(f"  {role:<33}{seconds:6.1f} s = {1000 * seconds / count:.2f} ms per response")
-        print(f"broker, beside them  {_broker_figure(broker, broker_cpu, count)}")
+        print(f"broker, beside them  {_broker_figure(broker, broker_spent, count)}")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, 9)

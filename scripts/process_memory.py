@@ -1,4 +1,5 @@
-"""Resident memory of a process group, for the benchmarks: a local run's workers are processes of their own.
+"""What the benchmarks read of processes from /proc: a local run's workers are processes of their own, and so is a
+local broker.
 
 with PeakMemory(os.getpgid(0)) as peak:
     run_something()
@@ -6,6 +7,7 @@ peak.bytes   # the largest sum of the group's resident memory seen, sampled ever
 
 before = group_cpu(pgid); ...; spent = cpu_by_role(before, group_cpu(pgid))   # CPU seconds of each kind of process
 pids_cpu(listeners("127.0.0.1:39092"))   # CPU seconds so far of what listens there (a local broker's JVM)
+listening_inodes(); holding(pids, inodes)   # which of some processes hold a listening socket (the tests' tier guard)
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from collections.abc import Iterable
 __all__ = [
     "PeakMemory",
     "cpu_by_role",
+    "describe",
     "group_cpu",
     "group_rss",
     "holding",
     "listeners",
     "listening_inodes",
-    "listening_pids",
+    "loopback_ports",
     "pids_cpu",
+    "pids_listening_on",
 ]
 
 ROLES = (
@@ -101,14 +105,15 @@ def listening_inodes(port: int | None = None) -> set[str]:
 
 
 def holding(pids: Iterable[int], inodes: set[str]) -> set[int]:
-    """Those of `pids` with an open file descriptor on one of the sockets `inodes`, among the processes whose
-    descriptors this user may read."""
+    """Those of `pids` that run as this user and hold an open file descriptor on one of the sockets `inodes`."""
     found = set()
     for pid in pids if inodes else ():
         try:
+            if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+                continue
             descriptors = os.listdir(f"/proc/{pid}/fd")
         except OSError:
-            continue  # another user's process, or one that ended while we looked
+            continue  # it ended while we looked, or its descriptors are not ours to read
         for fd in descriptors:
             try:
                 target = os.readlink(f"/proc/{pid}/fd/{fd}")
@@ -120,22 +125,57 @@ def holding(pids: Iterable[int], inodes: set[str]) -> set[int]:
     return found
 
 
-def listening_pids(port: int) -> set[int]:
-    """The processes of this user that listen on TCP `port` (a local broker's JVM, given its bootstrap port)."""
+def pids_listening_on(port: int) -> set[int]:
+    """The processes of this user that listen on TCP `port`, on any address."""
     return holding(map(int, filter(str.isdigit, os.listdir("/proc"))), listening_inodes(port))
 
 
+KAFKA_PORT = 9092
+"""The port of a bootstrap address that names none, as Kafka's clients assume."""
+
+
+def loopback_ports(addresses: str) -> list[int]:
+    """The ports of those comma-separated `host[:port]` addresses (Kafka's bootstrap servers) that name this
+    machine's loopback: `localhost`, 127.x.x.x or `[::1]`. Others, and names of services instead of ports, give
+    none."""
+    ports = []
+    for address in filter(None, (a.strip() for a in addresses.split(","))):
+        host, colon, port = address.rpartition(":")
+        if not colon or host.endswith(":"):  # no port, or an IPv6 address without brackets
+            host, port = address, str(KAFKA_PORT)
+        host = host.lower().strip("[]")
+        if port.isdigit() and (host == "localhost" or host == "::1" or _is_loopback_v4(host)):
+            ports.append(int(port))
+    return ports
+
+
+def _is_loopback_v4(host: str) -> bool:
+    parts = host.split(".")
+    return len(parts) == 4 and parts[0] == "127" and all(p.isdigit() and int(p) < 256 for p in parts)
+
+
 def listeners(addresses: str) -> set[int]:
-    """The processes of this machine that listen at comma-separated `host:port` addresses (Kafka's bootstrap
-    servers) whose host is this machine's loopback; those elsewhere are not counted."""
-    ports = [int(port) for host, _, port in (a.strip().rpartition(":") for a in addresses.split(","))
-             if host in ("127.0.0.1", "localhost", "[::1]")]  # fmt: skip
-    return set().union(*map(listening_pids, ports))
+    """The processes of this user that listen at the ports of `addresses` on this machine (`loopback_ports`): a
+    local broker's JVM, given its bootstrap servers. Empty for a broker elsewhere."""
+    return set().union(*map(pids_listening_on, loopback_ports(addresses)))
 
 
-def pids_cpu(pids: set[int]) -> float:
-    """CPU seconds (user + system) so far of the live processes among `pids`."""
-    return sum(cpu for cpu in map(_cpu_seconds, pids) if cpu is not None)
+def pids_cpu(pids: set[int]) -> float | None:
+    """CPU seconds (user + system) so far of the processes `pids`; None if one of them has ended."""
+    seconds = [_cpu_seconds(pid) for pid in pids]
+    return None if None in seconds else sum(seconds)
+
+
+def describe(pids: set[int]) -> str:
+    """`pid (name)` of each of `pids`, for a report to say what it counted."""
+    named = []
+    for pid in sorted(pids):
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                named.append(f"{pid} ({comm.read().strip()})")
+        except OSError:
+            named.append(f"{pid} (ended)")
+    return ", ".join(named)
 
 
 def group_rss(pgid: int) -> int:

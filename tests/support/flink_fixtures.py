@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from tests.support.s3_fixtures import export_s3_env
 from tests.support.scripts import load_script
 
 LocalFlink = load_script("flink_cluster").LocalFlink
+maven_libs = load_script("maven_libs")
 
 __all__ = [
     "LocalFlink",
@@ -72,19 +74,58 @@ def flink_cluster(tmp_path_factory):
         flink.stop()
 
 
+POOLS_START = "scripts/flink.sh start --cluster --taskmanagers 2"
+"""How docs/flink.md starts a cluster with worker pools (`pooled_flink` checks that the page still says so)."""
+
+
 @pytest.fixture(scope="module")
 def pooled_flink(tmp_path_factory, s3_server):
-    """A running `LocalFlink` of two TaskManagers (one slot each), each with its worker pool. The pools are
-    started with the test server's S3 credentials in their environment, as docs/flink.md says to export them
-    before `scripts/flink.sh start`: the workers that write a bucket take them from their pool."""
-    flink = LocalFlink(tmp_path_factory.mktemp("flink-pools"), job_port=0, rest_port=0, pool_port=0, task_managers=2)
+    """A running `LocalFlink` of two TaskManagers (one slot each), each with its worker pool, once per module.
+
+    It is started as docs/flink.md starts it (`POOLS_START`), from the project's environment (its `python3` first
+    on PATH, as activating it does) and with the test server's S3 credentials exported first: the workers that
+    write a bucket take them from their pool. Its state, logs and (free) ports are the module's own
+    (`GROUNDWATCH_FLINK_HOME`, the port variables at 0; the shell's other Flink variables unset), and
+    `scripts/flink.sh stop` stops it."""
+    assert POOLS_START in FLINK_PAGE.read_text(encoding="utf-8").splitlines(), f"{FLINK_PAGE} no longer says it"
+    home = tmp_path_factory.mktemp("flink-pools")
+    flink = LocalFlink(home, job_port=0, rest_port=0, pool_port=0, task_managers=2)
+    command = shlex.split(POOLS_START)
+    command[0] = str(ROOT / command[0])
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("MASTER", "TASKMANAGERS", "SLOTS"):
+            env.delenv(f"GROUNDWATCH_FLINK_{name}", raising=False)
+        env.setenv("GROUNDWATCH_FLINK_HOME", str(home))
+        for port in ("JOB", "REST", "POOL"):
+            env.setenv(f"GROUNDWATCH_FLINK_{port}_PORT", "0")
+        env.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))
+        export_s3_env(env, s3_server)
+        try:
+            started = subprocess.run(command, capture_output=True, text=True, timeout=600)
+            assert started.returncode == 0, started.stderr[-3000:]
+            assert started.stdout.strip() == flink.endpoint, started.stdout  # stdout is the job endpoint alone
+        except BaseException:
+            _stop_pooled(flink)
+            raise
     try:
-        with pytest.MonkeyPatch.context() as env:
-            export_s3_env(env, s3_server)
-            flink.start(cluster=True)
         yield flink
     finally:
-        flink.stop()
+        _stop_pooled(flink)
+
+
+def _stop_pooled(flink) -> None:
+    """`scripts/flink.sh stop` for `flink`'s home, then a check that every process it had started has ended (and,
+    should the script fail, the class's own stop)."""
+    started = [pid for pid in flink._state().get("pids", {}).values() if maven_libs.pid_alive(pid)]
+    env = {**os.environ, "GROUNDWATCH_FLINK_HOME": str(flink.home)}
+    stop = [str(ROOT / "scripts" / "flink.sh"), "stop"]
+    try:
+        stopped = subprocess.run(stop, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        left = [pid for pid in started if maven_libs.pid_alive(pid)]
+        if left:
+            flink.stop()
+    assert not left and stopped.returncode == 0, f"flink.sh stop left {left}: {stopped.stderr[-2000:]}"
 
 
 def stage_records(flink, job: str, stage: str = "VerifySentences") -> dict[str, int]:
