@@ -137,6 +137,8 @@ class CpuMeter:
     def stop(self) -> dict[str, float]:
         """Each part's CPU seconds since `start()`; the broker's only when its process ran throughout."""
         end = self._now()
+        if "broker" in self._start and "broker" not in end:
+            print("the broker's process ended during the run: its CPU is not counted in this one", flush=True)
         return {part: end[part] - self._start[part] for part in end if part in self._start}
 
 

@@ -256,7 +256,7 @@ def _broker_figure(broker: set[int], spent: float | None, count: int) -> str:
     if not broker:
         return "not counted (no process of this user listens at the bootstrap address on this machine)"
     if spent is None:
-        return f"not counted (process {describe(broker)} ended during the run)"
+        return f"not counted (its process {', '.join(map(str, sorted(broker)))} ended during the run)"
     return f"{spent:.1f} s = {1000 * spent / count:.2f} ms per response (process {describe(broker)})"
 
 

@@ -150,7 +150,8 @@ def listen_port(*, pair: bool = False, tries: int = 200) -> int:
 
 
 def pid_alive(pid: int | None) -> bool:
-    """Whether process `pid` runs (a zombie child of this process is reaped and counts as dead)."""
+    """Whether process `pid` runs. A zombie has ended: this process reaps its own children's; another's (left by a
+    parent that has not reaped it yet, or by an init that reaps no orphans) is read as ended from /proc."""
     if not pid:
         return False
     try:
@@ -163,7 +164,15 @@ def pid_alive(pid: int | None) -> bool:
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False  # no /proc here: os.kill's answer stands
 
 
 def terminate(pid: int, grace_s: float) -> None:

@@ -12,6 +12,7 @@ listening_inodes(); holding(pids, inodes)   # which of some processes hold a lis
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import threading
 from collections.abc import Iterable
@@ -136,22 +137,31 @@ KAFKA_PORT = 9092
 
 def loopback_ports(addresses: str) -> list[int]:
     """The ports of those comma-separated `host[:port]` addresses (Kafka's bootstrap servers) that name this
-    machine's loopback: `localhost`, 127.x.x.x or `[::1]`. Others, and names of services instead of ports, give
-    none."""
+    machine's loopback: `localhost`, an address of 127.0.0.0/8 or `::1`, bracketed when it has a port (`[::1]:9092`).
+    An address without a port has Kafka's own; other hosts, and names of services instead of ports, give none."""
     ports = []
     for address in filter(None, (a.strip() for a in addresses.split(","))):
-        host, colon, port = address.rpartition(":")
-        if not colon or host.endswith(":"):  # no port, or an IPv6 address without brackets
+        if address.startswith("["):  # [IPv6]:port
+            host, _, rest = address[1:].partition("]")
+            port = rest.removeprefix(":") or str(KAFKA_PORT)
+        elif address.count(":") == 1:
+            host, port = address.split(":")
+        else:  # a host alone, or an IPv6 address without brackets (and so without a port)
             host, port = address, str(KAFKA_PORT)
-        host = host.lower().strip("[]")
-        if port.isdigit() and (host == "localhost" or host == "::1" or _is_loopback_v4(host)):
+        if port.isdigit() and _loopback(host):
             ports.append(int(port))
     return ports
 
 
-def _is_loopback_v4(host: str) -> bool:
-    parts = host.split(".")
-    return len(parts) == 4 and parts[0] == "127" and all(p.isdigit() and int(p) < 256 for p in parts)
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a name: resolving it is not for a benchmark to do
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or bool(mapped and mapped.is_loopback)
 
 
 def listeners(addresses: str) -> set[int]:

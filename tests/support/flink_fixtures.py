@@ -22,6 +22,7 @@ import shlex
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -98,7 +99,7 @@ def pooled_flink(tmp_path_factory, s3_server):
         env.setenv("GROUNDWATCH_FLINK_HOME", str(home))
         for port in ("JOB", "REST", "POOL"):
             env.setenv(f"GROUNDWATCH_FLINK_{port}_PORT", "0")
-        env.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]))
+        env.setenv("PATH", os.pathsep.join([str(_python3_shim(tmp_path_factory.mktemp("bin"))), os.environ["PATH"]]))
         export_s3_env(env, s3_server)
         try:
             started = subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -111,6 +112,15 @@ def pooled_flink(tmp_path_factory, s3_server):
         yield flink
     finally:
         _stop_pooled(flink)
+
+
+def _python3_shim(folder: Path) -> Path:
+    """`folder`, now holding a `python3` that runs this test's Python: first on PATH, it stands for activating the
+    project's environment (a shim, not a link: a linked interpreter would not find its virtual environment)."""
+    shim = folder / "python3"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    shim.chmod(0o755)
+    return folder
 
 
 def _stop_pooled(flink) -> None:

@@ -106,7 +106,8 @@ def _group_for_workers(items) -> None:
 
 
 def listening_pids(pids: set[int], *, descendants: bool = True) -> set[int]:
-    """Those of `pids` (and of their descendants, unless told not to) holding a listening TCP socket."""
+    """Those of `pids` (and of their descendants, unless told not to) holding a listening TCP socket, among the
+    processes of this user (a test's servers are; run as root, one that switched to another user is not seen)."""
     return _processes.holding(_with_descendants(pids) if descendants else pids, _processes.listening_inodes())
 
 

@@ -4,6 +4,8 @@ address forms are tested without a broker (tests/unit/pipelines/test_process_lis
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pipelines.produce import produce_messages
@@ -16,6 +18,8 @@ def test_the_broker_is_found_at_its_bootstrap_address_and_its_cpu_read(kafka_boo
     if not processes.loopback_ports(kafka_bootstrap):
         pytest.skip(f"the broker at {kafka_bootstrap} is not on this machine's loopback")
     found = processes.listeners(kafka_bootstrap)
+    if not found and os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP"):
+        pytest.skip(f"the broker at {kafka_bootstrap} is not a process of this user (a container's?)")
     assert len(found) == 1, f"one process listens at {kafka_bootstrap}: {found}"
     (broker,) = found
     with open(f"/proc/{broker}/cmdline") as cmdline:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+import socket
 import subprocess
 import sys
 
@@ -23,6 +24,10 @@ processes = load_script("process_memory")
         ("LOCALHOST:9093", [9093]),
         ("localhost", [9092]),  # no port: Kafka's own
         ("[::1]:9094", [9094]),
+        ("[::1]", [9092]),
+        ("::1", [9092]),  # an IPv6 address has a port only in brackets
+        ("[0:0:0:0:0:0:0:1]:9097", [9097]),
+        ("[::ffff:127.0.0.1]:9098", [9098]),
         ("127.0.0.2:9095", [9095]),  # all of 127/8 is loopback
         ("broker.example.com:9092, 127.0.0.1:9096", [9096]),
         ("10.0.0.1:9092", []),
@@ -36,8 +41,14 @@ def test_only_loopback_addresses_name_ports_to_look_at(addresses, ports):
     assert processes.loopback_ports(addresses) == ports
 
 
-def test_a_broker_elsewhere_names_no_process():
-    assert processes.listeners("10.0.0.1:9092,example.invalid:9092") == set()
+def test_only_this_users_processes_holding_the_socket_count(monkeypatch):
+    # A socket that only exists (the fast tier allows no listening one): its inode names it, as a listener's would.
+    with socket.socket() as held:
+        inode = str(os.fstat(held.fileno()).st_ino)
+        assert processes.holding({os.getpid()}, {inode}) == {os.getpid()}
+        assert processes.holding({os.getpid()}, {"1"}) == set()
+        monkeypatch.setattr(processes.os, "getuid", lambda: os.geteuid() + 1)  # as if we were another user
+        assert processes.holding({os.getpid()}, {inode}) == set()
 
 
 def test_cpu_is_read_for_live_processes_and_refused_once_one_has_ended():
@@ -51,4 +62,5 @@ def test_cpu_is_read_for_live_processes_and_refused_once_one_has_ended():
     child.wait()
     assert processes.pids_cpu({os.getpid(), child.pid}) is None
     assert processes.describe({child.pid}) == f"{child.pid} (ended)"
-    assert processes.describe({os.getpid()}).startswith(f"{os.getpid()} (")
+    with open("/proc/self/comm") as comm:
+        assert processes.describe({os.getpid()}) == f"{os.getpid()} ({comm.read().strip()})"
