@@ -61,26 +61,14 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from flink_cluster import DEFAULT_HOME, DEFAULT_JOB_PORT, DEFAULT_POOL_PORT, DEFAULT_REST_PORT, LocalFlink  # noqa: E402
-from process_memory import describe, listeners, pids_cpu  # noqa: E402
+from process_memory import cpu_seconds, describe, listeners, pids_cpu  # noqa: E402
 
 from dashboards.views import connect_lake  # noqa: E402
 from pipelines.monitor import find_prism  # noqa: E402
 from pipelines.produce import generated_messages, produce_messages  # noqa: E402
 from pipelines.runner.bounded import local_workers  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
 TASK_MANAGERS = 2
-
-
-def _proc_cpu(pid: int, *, reaped: bool = True) -> float:
-    """CPU seconds process `pid` has used so far, with those of the children it reaped unless not `reaped`; 0 once
-    it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(f) for f in fields[11 : 15 if reaped else 13]) / TICK  # utime, stime[, cutime, cstime]
 
 
 def _groups_cpu(pgids: list[int]) -> dict[int, float]:
@@ -93,7 +81,7 @@ def _groups_cpu(pgids: list[int]) -> dict[int, float]:
         except OSError:
             continue
         if pgid in totals:
-            totals[pgid] += _proc_cpu(int(pid))
+            totals[pgid] += cpu_seconds(int(pid), reaped=True) or 0.0
     return totals
 
 
@@ -128,8 +116,10 @@ class CpuMeter:
     def _now(self) -> dict[str, float]:
         parts = _cluster_cpu(self._flink) if self._flink else {"jvm": 0.0, "pools": 0.0}
         command = _children_cpu() + (_group_cpu(self._pgid) if self._pgid else 0.0)
-        broker = pids_cpu(self._broker) if self._broker else None
-        return {"command": command, **parts, **({} if broker is None else {"broker": broker})}
+        now = {"command": command, **parts}
+        if self._broker and (broker := pids_cpu(self._broker)) is not None:
+            now["broker"] = broker
+        return now
 
     def start(self) -> None:
         self._start = self._now()
@@ -149,8 +139,8 @@ def _workers_cpu(flink: LocalFlink | None, command: int, local_workers: int):
     if flink is not None:
         return lambda: _cluster_cpu(flink)["pools"]
     if local_workers == 1:
-        return lambda: _proc_cpu(command, reaped=False)
-    return lambda: _group_cpu(command) - _proc_cpu(command, reaped=False)
+        return lambda: cpu_seconds(command) or 0.0
+    return lambda: _group_cpu(command) - (cpu_seconds(command) or 0.0)
 
 
 def busy_span(samples: list[tuple[float, float]], cores: float = 0.5) -> tuple[float, float] | None:

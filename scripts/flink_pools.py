@@ -94,16 +94,23 @@ def pool_command(address: str) -> list[str]:
     return [sys.executable, str(WORKER_POOL), f"--address={address}"]
 
 
+def interpreter_shim(bin_dir: Path, name: str) -> Path:
+    """`bin_dir`, holding a command `name` that runs this interpreter: first on PATH, it stands for this
+    interpreter's virtual environment being active. A script, not a symlink: a symlinked interpreter outside its
+    virtual environment would not find it."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    shim = bin_dir / name
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    shim.chmod(0o755)
+    return bin_dir
+
+
 def pool_env(bin_dir: Path) -> dict[str, str]:
     """The pool's environment: the caller's, with `bin_dir` first on PATH holding a `python` that runs this
     interpreter (so that a plain `python` a worker starts is this one, as Beam's own pool starts its workers), and
     the checkout first on PYTHONPATH (so the pool's fork server preloads, and the workers import, the code beside
     these scripts, not another installed copy)."""
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    shim = bin_dir / "python"
-    # A script, not a symlink: a symlinked interpreter outside its virtual environment would not find it.
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
-    shim.chmod(0o755)
+    interpreter_shim(bin_dir, "python")
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))

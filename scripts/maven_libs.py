@@ -164,15 +164,16 @@ def pid_alive(pid: int | None) -> bool:
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return False
-    return not _zombie(pid)
+    return process_state(pid) != "Z"  # without /proc (None), os.kill's answer stands
 
 
-def _zombie(pid: int) -> bool:
+def process_state(pid: int) -> str | None:
+    """The state letter /proc gives process `pid` (R running, S sleeping, Z zombie, ...); None if it has none."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+            return stat.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return False  # no /proc here: os.kill's answer stands
+        return None
 
 
 def terminate(pid: int, grace_s: float) -> None:

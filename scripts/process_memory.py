@@ -20,6 +20,7 @@ from collections.abc import Iterable
 __all__ = [
     "PeakMemory",
     "cpu_by_role",
+    "cpu_seconds",
     "describe",
     "group_cpu",
     "group_rss",
@@ -52,14 +53,15 @@ def _group_pids(pgid: int) -> list[int]:
     return pids
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """CPU seconds (user + system) so far of process `pid`; None once it has ended."""
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float | None:
+    """CPU seconds (user + system) so far of process `pid`, with those of the children it reaped if `reaped`;
+    None once it has ended."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11 : 15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")  # utime, stime[, cu, cs]
 
 
 def group_cpu(pgid: int) -> dict[int, tuple[float, str]]:
@@ -72,7 +74,7 @@ def group_cpu(pgid: int) -> dict[int, tuple[float, str]]:
                 command = cmdline.read().replace("\0", " ")
         except OSError:
             continue
-        cpu = _cpu_seconds(pid)
+        cpu = cpu_seconds(pid)
         if cpu is not None:
             seen[pid] = (cpu, next((name for part, name in ROLES if part in command), "other"))
     return seen
@@ -93,16 +95,19 @@ def listening_inodes(port: int | None = None) -> set[str]:
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
-            with open(table) as rows:
-                next(rows)  # the header
-                for row in rows:
-                    fields = row.split()
-                    if len(fields) > 9 and fields[3] == "0A":
-                        if port is None or int(fields[1].rsplit(":", 1)[1], 16) == port:
-                            inodes.add(fields[9])
+            with open(table) as lines:
+                next(lines)  # the header
+                for fields in map(str.split, lines):
+                    if len(fields) > 9 and fields[3] == "0A" and (port is None or _port_of(fields[1]) == port):
+                        inodes.add(fields[9])  # 0A: LISTEN
         except OSError:
             continue  # no IPv6 on this machine
     return inodes
+
+
+def _port_of(local_address: str) -> int:
+    """The port of a /proc/net/tcp address (`0100007F:9984`: hex address, hex port)."""
+    return int(local_address.rsplit(":", 1)[1], 16)
 
 
 def holding(pids: Iterable[int], inodes: set[str]) -> set[int]:
@@ -172,7 +177,7 @@ def listeners(addresses: str) -> set[int]:
 
 def pids_cpu(pids: set[int]) -> float | None:
     """CPU seconds (user + system) so far of the processes `pids`; None if one of them has ended."""
-    seconds = [_cpu_seconds(pid) for pid in pids]
+    seconds = [cpu_seconds(pid) for pid in pids]
     return None if None in seconds else sum(seconds)
 
 

@@ -22,7 +22,6 @@ import shlex
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -34,6 +33,7 @@ from tests.support.scripts import load_script
 
 LocalFlink = load_script("flink_cluster").LocalFlink
 maven_libs = load_script("maven_libs")
+pools = load_script("flink_pools")
 
 __all__ = [
     "LocalFlink",
@@ -99,7 +99,8 @@ def pooled_flink(tmp_path_factory, s3_server):
         env.setenv("GROUNDWATCH_FLINK_HOME", str(home))
         for port in ("JOB", "REST", "POOL"):
             env.setenv(f"GROUNDWATCH_FLINK_{port}_PORT", "0")
-        env.setenv("PATH", os.pathsep.join([str(_python3_shim(tmp_path_factory.mktemp("bin"))), os.environ["PATH"]]))
+        shim = pools.interpreter_shim(tmp_path_factory.mktemp("bin"), "python3")  # as activating the environment does
+        env.setenv("PATH", os.pathsep.join([str(shim), os.environ["PATH"]]))
         export_s3_env(env, s3_server)
         try:
             started = subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -112,15 +113,6 @@ def pooled_flink(tmp_path_factory, s3_server):
         yield flink
     finally:
         _stop_pooled(flink)
-
-
-def _python3_shim(folder: Path) -> Path:
-    """`folder`, now holding a `python3` that runs this test's Python: first on PATH, it stands for activating the
-    project's environment (a shim, not a link: a linked interpreter would not find its virtual environment)."""
-    shim = folder / "python3"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
-    shim.chmod(0o755)
-    return folder
 
 
 def _stop_pooled(flink) -> None:

@@ -39,13 +39,6 @@ def _parent(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:  # gone, possibly between two looks
-        return False
-
-
 @pytest.fixture
 def pool(tmp_path):
     """The pool script on a free 127.0.0.1 port, its environment holding a secret: (address, process, log path)."""
@@ -121,7 +114,9 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     assert log.read_text(errors="replace").count("Starting worker") == 1
     assert "apitools" not in log.read_text(errors="replace")  # Beam's import notice, filtered in pool and fork server
     # The FnApiRunner sends no StopWorker: the worker ends when the job's control stream closes.
-    wait_for(lambda: not _alive(pid), timeout_s=30, every_s=0.1, what="the worker's exit at its job's end")
+    wait_for(
+        lambda: not maven_libs.pid_alive(pid), timeout_s=30, every_s=0.1, what="the worker's exit at its job's end"
+    )
 
     second, second_parent, *_ = _run_on(address, tmp_path / "second.json")
     assert second != pid and second_parent == parent  # each job a fresh fork of the same server
@@ -129,7 +124,9 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     assert log.read_text(errors="replace").count("had exited (exit code 0)") == 1
     os.kill(process.pid, signal.SIGTERM)
     assert process.wait(timeout=30) == 0
-    wait_for(lambda: not _alive(parent), timeout_s=30, every_s=0.1, what="the fork server's exit with the pool")
+    wait_for(
+        lambda: not maven_libs.pid_alive(parent), timeout_s=30, every_s=0.1, what="the fork server's exit with the pool"
+    )
 
 
 def test_a_module_the_fork_server_cannot_import_is_named_in_the_log(tmp_path):
@@ -216,7 +213,7 @@ def test_a_worker_whose_stream_is_dropped_ends_with_one_line_and_no_traceback(po
         beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolStub(channel).StopWorker(
             beam_fn_api_pb2.StopWorkerRequest(worker_id="following")
         )
-        assert not _alive(pid)  # StopWorker answers once the worker has exited
+        assert not maven_libs.pid_alive(pid)  # StopWorker answers once the worker has exited
     text = log.read_text(errors="replace")
     assert "Stopping worker following" in text, text
     assert "Traceback" not in text and "ERROR" not in text and "WARNING Worker" not in text, text

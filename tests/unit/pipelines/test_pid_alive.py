@@ -16,16 +16,11 @@ maven_libs = load_script("maven_libs")
 _UNREAPED = "import os, time\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nprint(pid, flush=True)\ntime.sleep(60)"
 
 
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0]
-
-
 def test_a_zombie_of_another_process_has_ended_and_its_living_parent_runs():
     parent = subprocess.Popen([sys.executable, "-c", _UNREAPED], stdout=subprocess.PIPE, text=True)
     try:
         zombie = int(parent.stdout.readline())
-        wait_for(lambda: _state(zombie) == "Z", timeout_s=10, every_s=0.05, what="the child's exit")
+        wait_for(lambda: maven_libs.process_state(zombie) == "Z", timeout_s=10, every_s=0.05, what="the child's exit")
         assert not maven_libs.pid_alive(zombie)
         assert maven_libs.pid_alive(parent.pid)
     finally:

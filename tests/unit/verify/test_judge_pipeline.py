@@ -242,10 +242,10 @@ def test_a_response_the_judges_plan_fails_on_is_dead_lettered_like_any_stage_fai
     from transforms.verify.judge.pipeline import _PlanDoFn
 
     now = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
-    good = ParsedResponse(
+    parsed = ParsedResponse(
         response=LoggedResponse.model_validate(message("r-bad")), origin=at(7), raw=raw(message("r-bad"))
     )
-    broken = good.model_copy(update={"response": good.response.model_copy(update={"evidence": None})})
+    broken = parsed.model_copy(update={"response": parsed.response.model_copy(update={"evidence": None})})
     plan = _PlanDoFn(band=(0.0, 1.0), clock=lambda: now)
     plan.setup()
     (out,) = plan.process(broken, window=GlobalWindow())
