@@ -7,7 +7,8 @@
     python scripts/bench_audit.py --unattributed   # the same answers without citation markers, citations or claims
     python scripts/bench_audit.py --healthy   # 3 sentences in 100 flawed instead of 30 (what costs the flaws add)
     python scripts/bench_audit.py --against /tmp/base [--rounds 3]   # this checkout's verifier beside another's
-    python scripts/bench_audit.py --against /tmp/base --whole-pipeline   # the whole pipeline beside another's
+    python scripts/bench_audit.py --against /tmp/base --whole-pipeline   # the whole pipeline beside another's,
+                                                                       # each with its stages' cost and the rest
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic.synthetic`), times `Verifier.verify` over all their sentences in
@@ -33,6 +34,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -40,6 +42,7 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -180,52 +183,111 @@ def bench_against(args) -> None:
     print(f"this checkout / {args.against}: {ratio:.2f}x")
 
 
-# Run in a fresh interpreter with one checkout first on the path: its whole pipeline over one traffic file.
+# Run in a fresh interpreter with one checkout first on the path: its `groundwatch audit` over one traffic file. The
+# command is what every checkout has, however its insides were arranged; it prints its counts, and this prints them
+# back with the run's wall-clock and CPU seconds (this process and the workers it waited for).
 _PIPELINE_PROBE = """
-import json, resource, sys, tempfile, time
-from pipelines.runner.bounded import run_audit
+import contextlib, io, json, resource, sys, tempfile, time
+from pipelines.cli import main
 def cpu():
     usage = map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return sum(u.ru_utime + u.ru_stime for u in usage)
 with tempfile.TemporaryDirectory(prefix="gw-bench-") as lake:
+    printed = io.StringIO()
     cpu0, wall0 = cpu(), time.perf_counter()
-    counts = run_audit([f"--input={sys.argv[1]}", f"--lake={lake}", *sys.argv[2:]], out=lambda _: None)
-    print(json.dumps({"read": counts.read, "audited": counts.audited, "wall": time.perf_counter() - wall0,
-                      "cpu": cpu() - cpu0}))
+    with contextlib.redirect_stdout(printed):
+        code = main(["audit", f"--input={sys.argv[1]}", f"--lake={lake}", *sys.argv[2:]])
+    wall, used = time.perf_counter() - wall0, cpu() - cpu0
+print(json.dumps({"code": code, "printed": printed.getvalue(), "wall": wall, "cpu": used}))
+"""
+
+# The same checkout's stage costs (`bench_stages`, one core) on the first responses of the same traffic file; null
+# from a checkout older than `bench_stages`.
+_STAGES_PROBE = """
+import json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+try:
+    from bench_audit import bench_stages
+except ImportError:
+    print("null")
+    sys.exit(0)
+with open(sys.argv[1], "rb") as f:
+    lines = [line for line in f.read().splitlines() if line.strip()][: int(sys.argv[3])]
+print(json.dumps(dict(bench_stages(lines, sys.argv[2]))))
 """
 
 
+def printed_counts(summary: str) -> dict[str, int]:
+    """The counts `groundwatch audit` printed at its end (`read`, `audited`, `dead-lettered`, ...), by name."""
+    return {name: int(n) for name, n in re.findall(r"^([a-z][a-z -]*?)\s+(\d+)(?:\s|$)", summary, re.MULTILINE)}
+
+
+def _probe(root: str, code: str, *args: str) -> Any:
+    """Run a probe in a fresh interpreter with `root` first on the path; its last line of output, as JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{root}: the probe failed (exit {done.returncode})\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _stage_costs(root: str, path: str, args) -> float | None:
+    """CPU ms per response of `root`'s stage functions on the traffic's first 1,000 responses; None for a checkout
+    whose `scripts/bench_audit.py` has no `bench_stages`."""
+    costs = _probe(root, _STAGES_PROBE, path, args.verifier, str(min(args.responses, 1000)))
+    return None if costs is None else sum(costs.values())
+
+
 def bench_pipelines_against(args, beam_args: list[str]) -> None:
-    """The whole pipeline of this checkout and of `args.against`, alternately (A B A B ...), each run in a fresh
-    process on the same traffic file: responses/s (wall-clock) and CPU ms per response, round by round. On a
-    shared machine only figures measured side by side like this compare."""
+    """The whole pipeline of `args.against` and of this checkout, alternately (A B A B ...), each run in a fresh
+    process on the same traffic file: responses/s (wall-clock) and CPU ms per response, round by round. Before
+    each run, the same checkout's stage functions are timed on the same responses (one core), so that what the
+    runner, the lake's files and start-up cost beside them, the rest, compares between checkouts whose stages
+    differ. On a shared machine only figures measured side by side like this compare."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    runs: dict[str, list[dict]] = {here: [], args.against: []}
+    runs: dict[str, list[dict]] = {args.against: [], here: []}
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         path = os.path.join(tmp, "traffic.jsonl")
         with open(path, "wb") as f:
             f.writelines(json.dumps(message).encode("utf-8") + b"\n" for message in _traffic(args))
         for round_no in range(1, args.rounds + 1):
-            for root in (args.against, here):
-                done = subprocess.run(
-                    [sys.executable, "-c", _PIPELINE_PROBE, path, f"--verifier={args.verifier}", *beam_args],
-                    cwd=root,
-                    env={**os.environ, "PYTHONPATH": root},
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                )
-                run = json.loads(done.stdout.strip().splitlines()[-1])
+            for root in runs:
+                stages = _stage_costs(root, path, args)
+                load = os.getloadavg()[0]
+                run = _probe(root, _PIPELINE_PROBE, path, f"--verifier={args.verifier}", *beam_args)
+                counts = printed_counts(run["printed"])
+                if run["code"] != 0 or "read" not in counts:
+                    raise SystemExit(f"{root}: groundwatch audit ended with {run['code']}:\n{run['printed']}")
+                run.update(counts=counts, ms=1000 * run["cpu"] / counts["read"], stages=stages)
                 runs[root].append(run)
                 print(
-                    f"round {round_no} {root}: {run['audited']} audited, {run['read'] / run['wall']:,.0f} responses/s, "
-                    f"{1000 * run['cpu'] / run['read']:.2f} CPU ms per response (load {os.getloadavg()[0]:.1f})",
+                    f"round {round_no} {root}: {counts.get('audited', 0)} audited, "
+                    f"{counts['read'] / run['wall']:,.0f} responses/s, {run['ms']:.2f} CPU ms per response: "
+                    f"{_split(run['ms'], stages)} (load {load:.1f})",
                     flush=True,
                 )
     for root, values in runs.items():
-        rate = statistics.median(r["read"] / r["wall"] for r in values)
-        ms = statistics.median(1000 * r["cpu"] / r["read"] for r in values)
-        print(f"{root}: median {rate:,.0f} responses/s, {ms:.2f} CPU ms per response over {len(values)} rounds")
+        rate = statistics.median(r["counts"]["read"] / r["wall"] for r in values)
+        ms = statistics.median(r["ms"] for r in values)
+        timed = [r for r in values if r["stages"] is not None]
+        split = (
+            f"stages {statistics.median(r['stages'] for r in timed):.2f}, "
+            f"the rest {statistics.median(r['ms'] - r['stages'] for r in timed):.2f}"
+            if timed
+            else "stage costs not measured"
+        )
+        print(f"{root}: median {rate:,.0f} responses/s, {ms:.2f} CPU ms per response ({split}), {len(values)} rounds")
+
+
+def _split(ms: float, stages: float | None) -> str:
+    if stages is None:
+        return "stage costs not measured (the checkout has no bench_stages)"
+    return f"stages {stages:.2f}, the rest {ms - stages:.2f}"
 
 
 def bench_alone(args) -> float:
@@ -284,8 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--whole-pipeline",
         action="store_true",
-        help="with --against: time both checkouts' whole pipelines (`groundwatch audit`'s default options, or the "
-        "Beam options given) instead of their verifiers",
+        help="with --against: time both checkouts' whole pipelines (their `groundwatch audit`, with its default "
+        "options or the Beam options given) instead of their verifiers, each beside its stages' cost on the same "
+        "responses",
     )
     args, beam_args = parser.parse_known_args(argv)
     if args.against and args.whole_pipeline:
