@@ -41,12 +41,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from process_memory import PeakMemory  # noqa: E402
+from process_memory import PeakMemory, timed_run  # noqa: E402
 
 from pipelines.runner.bounded import pipeline_options, where_it_runs  # noqa: E402
 from pipelines.runner.bounded import run_audit as run  # noqa: E402
@@ -154,16 +155,7 @@ print(json.dumps({"sentences": count, "seconds": time.process_time() - start}))
 
 
 def _rate(root: str, args) -> tuple[int, float]:
-    env = {**os.environ, "PYTHONPATH": root}
-    done = subprocess.run(
-        [sys.executable, "-c", _RATE_PROBE, str(args.responses), str(args.seed), args.verifier, str(_flaw_rate(args))],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = probe(root, _RATE_PROBE, str(args.responses), str(args.seed), args.verifier, str(_flaw_rate(args)))
     return figures["sentences"], figures["seconds"]
 
 
@@ -183,47 +175,42 @@ def bench_against(args) -> None:
     print(f"this checkout / {args.against}: {ratio:.2f}x")
 
 
-# Run in a fresh interpreter with one checkout first on the path: its `groundwatch audit` over one traffic file. The
-# command is what every checkout has, however its insides were arranged; it prints its counts, and this prints them
-# back with the run's wall-clock and CPU seconds (this process and the workers it waited for).
-_PIPELINE_PROBE = """
-import contextlib, io, json, resource, sys, tempfile, time
-from pipelines.cli import main
-def cpu():
-    usage = map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return sum(u.ru_utime + u.ru_stime for u in usage)
-with tempfile.TemporaryDirectory(prefix="gw-bench-") as lake:
-    printed = io.StringIO()
-    cpu0, wall0 = cpu(), time.perf_counter()
-    with contextlib.redirect_stdout(printed):
-        code = main(["audit", f"--input={sys.argv[1]}", f"--lake={lake}", *sys.argv[2:]])
-    wall, used = time.perf_counter() - wall0, cpu() - cpu0
-print(json.dumps({"code": code, "printed": printed.getvalue(), "wall": wall, "cpu": used}))
-"""
-
-# The same checkout's stage costs (`bench_stages`, one core) on the first responses of the same traffic file; null
-# from a checkout older than `bench_stages`.
-_STAGES_PROBE = """
+STAGES_PROBE = """
 import json, os, sys
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 try:
+    import bench_audit
     from bench_audit import bench_stages
-except ImportError:
-    print("null")
+except ImportError as e:
+    if e.name != "bench_audit" and "bench_stages" not in str(e):
+        raise
+    print("null")  # a checkout older than bench_stages
     sys.exit(0)
+if not hasattr(bench_audit, "settle_garbage_collector"):
+    # Its bench_stages (before 2026-12-06) left the collector untuned, while its workers tuned it when they had
+    # `settle_garbage_collector`: tune it as they did, or its stages would cost 10-13% more than in its runs.
+    import gc
+    try:
+        from transforms.audit.stages import settle_garbage_collector
+    except ImportError:
+        pass
+    else:
+        gc.collect()
+        settle_garbage_collector()
 with open(sys.argv[1], "rb") as f:
     lines = [line for line in f.read().splitlines() if line.strip()][: int(sys.argv[3])]
 print(json.dumps(dict(bench_stages(lines, sys.argv[2]))))
 """
+"""A checkout's stage costs (`bench_stages`, one core, CPU ms per response by stage) on the first responses of a
+traffic file: `probe(root, STAGES_PROBE, path, verifier, count)`; None from a checkout older than `bench_stages`."""
+
+STAGES_SAMPLE = 1000
+"""Responses the stage costs are measured on (the first of the traffic)."""
 
 
-def printed_counts(summary: str) -> dict[str, int]:
-    """The counts `groundwatch audit` printed at its end (`read`, `audited`, `dead-lettered`, ...), by name."""
-    return {name: int(n) for name, n in re.findall(r"^([a-z][a-z -]*?)\s+(\d+)(?:\s|$)", summary, re.MULTILINE)}
-
-
-def _probe(root: str, code: str, *args: str) -> Any:
-    """Run a probe in a fresh interpreter with `root` first on the path; its last line of output, as JSON."""
+def probe(root: str, code: str, *args: str) -> Any:
+    """Run Python `code` in a fresh interpreter with the checkout `root` first on the path; its last line of
+    output, as JSON."""
     done = subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=root,
@@ -236,39 +223,57 @@ def _probe(root: str, code: str, *args: str) -> Any:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _stage_costs(root: str, path: str, args) -> float | None:
-    """CPU ms per response of `root`'s stage functions on the traffic's first 1,000 responses; None for a checkout
-    whose `scripts/bench_audit.py` has no `bench_stages`."""
-    costs = _probe(root, _STAGES_PROBE, path, args.verifier, str(min(args.responses, 1000)))
-    return None if costs is None else sum(costs.values())
+def write_traffic(path: str, messages: Iterable[dict]) -> None:
+    """The messages as a JSONL file, one line each."""
+    with open(path, "wb") as f:
+        f.writelines(json.dumps(message).encode("utf-8") + b"\n" for message in messages)
+
+
+def printed_counts(summary: str) -> dict[str, int]:
+    """The counts `groundwatch audit` printed at its end (`read`, `audited`, `dead-lettered`, ...), by name."""
+    return {name: int(n) for name, n in re.findall(r"^([a-z][a-z -]*?)\s+(\d+)(?:\s|$)", summary, re.MULTILINE)}
+
+
+def _audit(root: str, path: str, args, beam_args: list[str]) -> dict:
+    """`groundwatch audit` of the checkout `root` over the traffic file, as a command of its own: wall-clock and
+    CPU seconds (the command and its worker processes, interpreter start included) and the counts it printed."""
+    with tempfile.TemporaryDirectory(prefix="gw-bench-") as lake:
+        argv = [sys.executable, "-m", "pipelines.cli", "audit", f"--input={path}", f"--lake={lake}"]
+        wall, cpu, code, output = timed_run(
+            [*argv, f"--verifier={args.verifier}", *beam_args], env={**os.environ, "PYTHONPATH": root}, cwd=root
+        )
+    counts = printed_counts(output)
+    if code != 0 or not counts.get("read"):
+        raise SystemExit(f"{root}: groundwatch audit ended with exit {code}, having read nothing:\n{output[-3000:]}")
+    return {"wall": wall, "cpu": cpu, "counts": counts, "ms": 1000 * cpu / counts["read"]}
 
 
 def bench_pipelines_against(args, beam_args: list[str]) -> None:
-    """The whole pipeline of `args.against` and of this checkout, alternately (A B A B ...), each run in a fresh
-    process on the same traffic file: responses/s (wall-clock) and CPU ms per response, round by round. Before
-    each run, the same checkout's stage functions are timed on the same responses (one core), so that what the
-    runner, the lake's files and start-up cost beside them, the rest, compares between checkouts whose stages
-    differ. On a shared machine only figures measured side by side like this compare."""
+    """The whole pipeline of `args.against` and of this checkout, alternately (A B A B ...), each run a
+    `groundwatch audit` of its own on the same traffic file: responses/s (wall-clock) and CPU ms per response,
+    round by round. Before each run on the local runner, the same checkout's stage functions are timed on the
+    same responses (one core), so that the rest (what the runner, the lake's files and start-up cost beside
+    them) compares between checkouts whose stages differ. On a shared machine only figures measured side by
+    side like this compare."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     runs: dict[str, list[dict]] = {args.against: [], here: []}
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         path = os.path.join(tmp, "traffic.jsonl")
-        with open(path, "wb") as f:
-            f.writelines(json.dumps(message).encode("utf-8") + b"\n" for message in _traffic(args))
+        write_traffic(path, _traffic(args))
+        # Another runner's workers are not this machine's children: its CPU is not all counted, so no rest.
+        local = _every_process_waited_for(_runner_mode([f"--input={path}", *beam_args]))
+        sample = str(min(args.responses, STAGES_SAMPLE))
         for round_no in range(1, args.rounds + 1):
             for root in runs:
-                stages = _stage_costs(root, path, args)
+                costs = probe(root, STAGES_PROBE, path, args.verifier, sample) if local else None
                 load = os.getloadavg()[0]
-                run = _probe(root, _PIPELINE_PROBE, path, f"--verifier={args.verifier}", *beam_args)
-                counts = printed_counts(run["printed"])
-                if run["code"] != 0 or "read" not in counts:
-                    raise SystemExit(f"{root}: groundwatch audit ended with {run['code']}:\n{run['printed']}")
-                run.update(counts=counts, ms=1000 * run["cpu"] / counts["read"], stages=stages)
+                run = _audit(root, path, args, beam_args)
+                run["stages"] = None if costs is None else sum(costs.values())
                 runs[root].append(run)
                 print(
-                    f"round {round_no} {root}: {counts.get('audited', 0)} audited, "
-                    f"{counts['read'] / run['wall']:,.0f} responses/s, {run['ms']:.2f} CPU ms per response: "
-                    f"{_split(run['ms'], stages)} (load {load:.1f})",
+                    f"round {round_no} {root}: {run['counts'].get('audited', 0)} audited, "
+                    f"{run['counts']['read'] / run['wall']:,.0f} responses/s, {run['ms']:.2f} CPU ms per response: "
+                    f"{_split(run['ms'], run['stages'])} (load {load:.1f})",
                     flush=True,
                 )
     for root, values in runs.items():
@@ -281,12 +286,20 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
             if timed
             else "stage costs not measured"
         )
-        print(f"{root}: median {rate:,.0f} responses/s, {ms:.2f} CPU ms per response ({split}), {len(values)} rounds")
+        print(
+            f"{root}: over {len(values)} rounds, each a median: {rate:,.0f} responses/s, {ms:.2f} CPU ms per "
+            f"response ({split})"
+        )
+
+
+def _every_process_waited_for(mode: str) -> bool:
+    """Whether a run in this mode (`where_it_runs`) is one process, or one with worker processes it waits for."""
+    return mode.endswith(("in process", "(multi_processing)", "(multi_threading)"))
 
 
 def _split(ms: float, stages: float | None) -> str:
     if stages is None:
-        return "stage costs not measured (the checkout has no bench_stages)"
+        return "stage costs not measured (another runner, or a checkout without bench_stages)"
     return f"stages {stages:.2f}, the rest {ms - stages:.2f}"
 
 
@@ -300,7 +313,7 @@ def bench_alone(args) -> float:
     print(f"verifier {args.verifier} alone: {sentences} sentences, {seconds:.2f} CPU s on one core")
     print(f"  = {sentences / seconds:,.0f} sentences/s")
     print("stage costs, plain functions on one core (CPU ms per response):")
-    costs = bench_stages(lines[: min(len(lines), 1000)], args.verifier)
+    costs = bench_stages(lines[:STAGES_SAMPLE], args.verifier)
     for label, ms in costs:
         print(f"  {label:<24} {ms:7.2f}")
     total = sum(ms for _, ms in costs)
@@ -361,9 +374,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
         path = os.path.join(tmp, "traffic.jsonl")
-        with open(path, "wb") as f:
-            for message in _traffic(args):
-                f.write(json.dumps(message).encode("utf-8") + b"\n")
+        write_traffic(path, _traffic(args))
         load0, cpu0, wall0 = os.getloadavg()[0], _cpu_split(), time.perf_counter()
         argv = [f"--input={path}", f"--lake={os.path.join(tmp, 'lake')}", f"--verifier={args.verifier}", *beam_args]
         mode = _runner_mode(argv)

@@ -21,26 +21,15 @@ import argparse
 import glob
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from process_memory import timed_run  # noqa: E402
+
 __all__ = ["main"]
-
-
-def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, str]:
-    """Wall seconds, CPU seconds (the process and its children), exit code, last output line."""
-    start = time.perf_counter()
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
-    output = process.stdout.read().decode(errors="replace") if process.stdout else ""
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
-    last = (output.strip().splitlines() or [""])[-1]
-    return wall, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status), last
 
 
 def bench_audit(responses: int, repeat: int) -> None:
@@ -61,7 +50,7 @@ def bench_audit(responses: int, repeat: int) -> None:
                 env = {**os.environ, "PYTHONPATH": ROOT, "GROUNDWATCH_LAKE_MANIFEST": manifest}
                 load = os.getloadavg()[0]
                 argv = [sys.executable, "-m", "pipelines.cli", "audit", f"--input={traffic}", f"--lake={lake}"]
-                wall, cpu, code, _ = _timed(argv, env)
+                wall, cpu, code, _ = timed_run(argv, env=env, cwd=ROOT)
                 entries = len(glob.glob(os.path.join(lake, "_manifest", "*.json")))
                 print(
                     f"| {run + 1} | {manifest} | {wall:.1f} | {cpu:.1f} | {entries} | {load:.1f} |"
@@ -75,7 +64,8 @@ def bench_verify(lake: str) -> None:
     print("|---|---|---|---|---|")
     for flags in (["--print-head"], ["--sample", "0.1"], []):
         argv = [sys.executable, "-m", "pipelines.cli", "verify-lake", "--lake", lake, *flags]
-        wall, cpu, code, last = _timed(argv, env)
+        wall, cpu, code, output = timed_run(argv, env=env, cwd=ROOT)
+        last = (output.strip().splitlines() or [""])[-1]
         print(f"| {' '.join(flags) or '(full)'} | {wall:.1f} | {cpu:.1f} | {code} | {last[-120:]} |")
 
 

@@ -5,39 +5,30 @@
 
 Each round runs `bench_stages` of `scripts/bench_audit.py` (CPU ms per response of each stage's plain
 function, on one core) in a fresh interpreter, first with the other checkout first on the path, then with
-this one, on the same generated responses (5 sentences and 5 passages each, seed 11). It prints every round
-and each stage's median per checkout. Not a test: on a shared machine the rounds spread by 5-10%.
+this one, on the same responses (generated once by this checkout: 5 sentences and 5 passages each, seed 11,
+written to a file both read). A checkout whose `bench_stages` did not tune the cycle collector yet is measured
+with it tuned, as its workers ran (`bench_audit.STAGES_PROBE`). It prints every round and each stage's median
+per checkout. Not a test: on a shared machine the rounds spread by 5-10%.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
+import tempfile
 
-_PROBE = """
-import json, os, sys
-sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
-from bench_audit import bench_stages
+from bench_audit import STAGES_PROBE, probe, write_traffic
+
 from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses
-messages = generate_responses(int(sys.argv[1]), seed=11, sentences=5, passages=5, flaw_rate=FLAWED_FLAW_RATE)
-print(json.dumps(dict(bench_stages([json.dumps(m).encode() for m in messages], "heuristic"))))
-"""
 
 
-def _costs(root: str, responses: int) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(responses)],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": root},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def _costs(root: str, path: str, responses: int) -> dict[str, float]:
+    costs = probe(root, STAGES_PROBE, path, "heuristic", str(responses))
+    if costs is None:
+        raise SystemExit(f"{root}: its scripts/bench_audit.py has no bench_stages to measure")
+    return costs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,11 +39,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     runs: dict[str, list[dict[str, float]]] = {args.against: [], here: []}
-    for round_no in range(1, args.rounds + 1):
-        for root in runs:
-            costs = _costs(root, args.responses)
-            runs[root].append(costs)
-            print(f"round {round_no} {root}: all stages {sum(costs.values()):.2f} ms per response", flush=True)
+    with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
+        path = os.path.join(tmp, "traffic.jsonl")
+        write_traffic(
+            path, generate_responses(args.responses, seed=11, sentences=5, passages=5, flaw_rate=FLAWED_FLAW_RATE)
+        )
+        for round_no in range(1, args.rounds + 1):
+            for root in runs:
+                costs = _costs(root, path, args.responses)
+                runs[root].append(costs)
+                print(f"round {round_no} {root}: all stages {sum(costs.values()):.2f} ms per response", flush=True)
     stages = list(dict.fromkeys(s for rounds in runs.values() for costs in rounds for s in costs))
     print(f"\nmedian CPU ms per response over {args.rounds} rounds ({args.responses} responses each):")
     print(f"  {'stage':<24} {'other':>8} {'this':>8}")

@@ -8,13 +8,16 @@ peak.bytes   # the largest sum of the group's resident memory seen, sampled ever
 before = group_cpu(pgid); ...; spent = cpu_by_role(before, group_cpu(pgid))   # CPU seconds of each kind of process
 pids_cpu(listeners("127.0.0.1:39092"))   # CPU seconds so far of what listens there (a local broker's JVM)
 listening_inodes(); holding(pids, inodes)   # which of some processes hold a listening socket (the tests' tier guard)
+wall, cpu, code, output = timed_run([sys.executable, "-m", "pipelines.cli", "audit", ...], env=env, cwd=root)
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import subprocess
 import threading
+import time
 from collections.abc import Iterable
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "loopback_ports",
     "pids_cpu",
     "pids_listening_on",
+    "timed_run",
 ]
 
 ROLES = (
@@ -40,6 +44,17 @@ ROLES = (
 )
 """A process's role, by the first of these its command line holds (a stream's workers are named for their
 environment: the lanes each have one of their own, the rest of the graph runs in the default one)."""
+
+
+def timed_run(argv: list[str], *, env: dict[str, str], cwd: str) -> tuple[float, float, int, str]:
+    """Run a command to its end: its wall-clock seconds, its CPU seconds (the process and every child it waited
+    for, such as a local run's worker processes), its exit code and its output (stdout and stderr together)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
+    output = process.stdout.read().decode(errors="replace") if process.stdout else ""
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    return wall, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status), output
 
 
 def _group_pids(pgid: int) -> list[int]:

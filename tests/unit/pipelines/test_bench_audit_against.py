@@ -1,10 +1,13 @@
-"""`scripts/bench_audit.py --against CHECKOUT --whole-pipeline` runs each checkout's `groundwatch audit` and reads
-the counts the command prints at its end: the summary of today's command must read back as the counts it shows."""
+"""`scripts/bench_audit.py --against CHECKOUT --whole-pipeline`: each checkout's own `groundwatch audit` on one
+traffic file, beside the same checkout's stage costs on the same responses, read back from what the command
+prints; a checkout older than the stage benchmark is measured without them."""
 
 from __future__ import annotations
 
+import argparse
+
 from pipelines.runner.counts import AuditCounts, format_counts
-from tests.support.scripts import load_script
+from tests.support.scripts import ROOT, load_script
 
 bench = load_script("bench_audit")
 
@@ -20,7 +23,7 @@ def test_the_printed_summary_reads_back_as_its_counts():
         skipped_blank=2,
         with_unknown_fields=11,
     )
-    printed = bench.printed_counts(format_counts(counts, "/data/lake 2026"))
+    printed = bench.printed_counts(format_counts(counts, "/data/lake"))
     assert printed == {
         "read": 5003,
         "skipped blank": 2,
@@ -31,11 +34,32 @@ def test_the_printed_summary_reads_back_as_its_counts():
     }
 
 
-def test_the_lake_line_is_not_a_count_even_with_digits_in_its_path():
-    counts = AuditCounts(read=3, audited=3, sampled_out=0, dead_lettered=0, needs_review=0, dead_letter_reasons={})
-    assert "lake" not in bench.printed_counts(format_counts(counts, "/tmp/2026/lake"))
+def test_a_value_that_only_starts_with_digits_is_not_a_count():
+    summary = "read      12\nlake      2026/lake\nwindow    3s\n"
+    assert bench.printed_counts(summary) == {"read": 12}
 
 
-def test_the_rest_is_the_run_less_its_stages_and_says_so_when_they_were_not_measured():
-    assert bench._split(7.31, 5.32) == "stages 5.32, the rest 1.99"
-    assert "not measured" in bench._split(7.31, None)
+def test_a_checkout_without_the_stage_benchmark_has_no_stage_costs(tmp_path):
+    assert bench.probe(str(tmp_path), bench.STAGES_PROBE, "traffic.jsonl", "heuristic", "10") is None
+
+
+def test_both_checkouts_are_measured_round_by_round_with_their_stages_and_the_rest(tmp_path, capsys):
+    # This checkout against itself, by another path: what matters is that each run is a real `groundwatch audit`
+    # whose counts and CPU are read back, and that the stage costs are subtracted from that run's own CPU.
+    other = tmp_path / "other-checkout"
+    other.symlink_to(ROOT, target_is_directory=True)
+    args = argparse.Namespace(
+        against=str(other), responses=3, seed=11, rounds=1, verifier="heuristic", unattributed=False, healthy=False
+    )
+    bench.bench_pipelines_against(args, [])
+    lines = capsys.readouterr().out.splitlines()
+    rounds = [line for line in lines if line.startswith("round 1 ")]
+    assert len(rounds) == 2
+    for line in rounds:
+        assert ": 3 audited, " in line
+        cpu = float(line.split(" CPU ms per response")[0].rsplit(", ", 1)[1])
+        stages = float(line.split("stages ")[1].split(",")[0])
+        rest = float(line.split("the rest ")[1].split(" ")[0])
+        assert cpu > stages > 0
+        assert abs(cpu - stages - rest) < 0.011
+    assert len([line for line in lines if "over 1 rounds, each a median" in line]) == 2
