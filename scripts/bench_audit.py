@@ -364,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         "responses",
     )
     args, beam_args = parser.parse_known_args(argv)
+    if args.responses < 1:
+        parser.error("--responses must be at least 1")
     if args.against and args.whole_pipeline:
         bench_pipelines_against(args, beam_args)
         return 0
