@@ -176,30 +176,38 @@ def bench_against(args) -> None:
 
 
 STAGES_PROBE = """
-import json, os, sys
+import gc, json, os, sys
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 try:
     import bench_audit
-    from bench_audit import bench_stages
 except ImportError as e:
-    if e.name != "bench_audit" and "bench_stages" not in str(e):
+    if e.name != "bench_audit":
         raise
+    bench_audit = None
+if not hasattr(bench_audit, "bench_stages"):
     print("null")  # a checkout older than bench_stages
     sys.exit(0)
 if not hasattr(bench_audit, "settle_garbage_collector"):
-    # Its bench_stages (before 2026-12-06) left the collector untuned, while its workers tuned it when they had
-    # `settle_garbage_collector`: tune it as they did, or its stages would cost 10-13% more than in its runs.
-    import gc
+    # Its bench_stages (before 2026-12-06) left the collector untuned, while its workers, from 2026-11-30 on, tuned
+    # it once their verifier was built: do as they did, or its stages would cost 10-13% more than in its runs.
     try:
         from transforms.audit.stages import settle_garbage_collector
     except ImportError:
-        pass
-    else:
-        gc.collect()
-        settle_garbage_collector()
+        try:
+            from transforms.audit import settle_garbage_collector  # where it lived until 2026-12-01
+        except ImportError:
+            settle_garbage_collector = None  # older: its workers left the collector as it was, too
+    if settle_garbage_collector is not None:
+        build = bench_audit.make_verifier
+        def make_verifier(name):
+            verifier = build(name)
+            gc.collect()
+            settle_garbage_collector()
+            return verifier
+        bench_audit.make_verifier = make_verifier
 with open(sys.argv[1], "rb") as f:
     lines = [line for line in f.read().splitlines() if line.strip()][: int(sys.argv[3])]
-print(json.dumps(dict(bench_stages(lines, sys.argv[2]))))
+print(json.dumps(dict(bench_audit.bench_stages(lines, sys.argv[2]))))
 """
 """A checkout's stage costs (`bench_stages`, one core, CPU ms per response by stage) on the first responses of a
 traffic file: `probe(root, STAGES_PROBE, path, verifier, count)`; None from a checkout older than `bench_stages`."""
@@ -244,7 +252,8 @@ def _audit(root: str, path: str, args, beam_args: list[str]) -> dict:
         )
     counts = printed_counts(output)
     if code != 0 or not counts.get("read"):
-        raise SystemExit(f"{root}: groundwatch audit ended with exit {code}, having read nothing:\n{output[-3000:]}")
+        said = f"exit {code}" if code != 0 else "nothing read"
+        raise SystemExit(f"{root}: groundwatch audit ended with {said}:\n{output[-3000:]}")
     return {"wall": wall, "cpu": cpu, "counts": counts, "ms": 1000 * cpu / counts["read"]}
 
 
@@ -294,7 +303,7 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
 
 def _every_process_waited_for(mode: str) -> bool:
     """Whether a run in this mode (`where_it_runs`) is one process, or one with worker processes it waits for."""
-    return mode.endswith(("in process", "(multi_processing)", "(multi_threading)"))
+    return mode.endswith(("in process", "(in_memory)", "(multi_processing)", "(multi_threading)"))
 
 
 def _split(ms: float, stages: float | None) -> str:

@@ -27,7 +27,7 @@ from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, generate_responses
 def _costs(root: str, path: str, responses: int) -> dict[str, float]:
     costs = probe(root, STAGES_PROBE, path, "heuristic", str(responses))
     if costs is None:
-        raise SystemExit(f"{root}: its scripts/bench_audit.py has no bench_stages to measure")
+        raise SystemExit(f"{root}: no scripts/bench_audit.py with a bench_stages to measure")
     return costs
 
 

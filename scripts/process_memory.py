@@ -51,7 +51,9 @@ def timed_run(argv: list[str], *, env: dict[str, str], cwd: str) -> tuple[float,
     for, such as a local run's worker processes), its exit code and its output (stdout and stderr together)."""
     start = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
-    output = process.stdout.read().decode(errors="replace") if process.stdout else ""
+    assert process.stdout is not None  # stdout=PIPE
+    with process.stdout:
+        output = process.stdout.read().decode(errors="replace")
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     return wall, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status), output

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from pipelines.runner.counts import AuditCounts, format_counts
 from tests.support.scripts import ROOT, load_script
+from transforms.audit.stages import GC_THRESHOLDS
 
 bench = load_script("bench_audit")
 
@@ -63,3 +66,35 @@ def test_both_checkouts_are_measured_round_by_round_with_their_stages_and_the_re
         assert cpu > stages > 0
         assert abs(cpu - stages - rest) < 0.011
     assert len([line for line in lines if "over 1 rounds, each a median" in line]) == 2
+
+
+def _checkout(root, bench_audit_source: str):
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "bench_audit.py").write_text(bench_audit_source)
+    return str(root)
+
+
+def test_an_import_that_fails_inside_the_other_checkouts_benchmark_is_an_error_not_a_missing_benchmark(tmp_path):
+    checkout = _checkout(tmp_path, "import a_module_nobody_installed\n")
+    with pytest.raises(SystemExit, match="a_module_nobody_installed"):
+        bench.probe(checkout, bench.STAGES_PROBE, "traffic.jsonl", "heuristic", "10")
+
+
+def test_an_older_benchmark_is_measured_with_the_collector_tuned_once_its_verifier_is_built(tmp_path):
+    # A `bench_stages` from before the benchmark tuned the collector itself: the probe tunes it as the workers
+    # did, after building the verifier (here, the collector's first threshold before and after that moment).
+    checkout = _checkout(
+        tmp_path,
+        "import gc\n"
+        "def make_verifier(name):\n"
+        "    return gc.get_threshold()[0]\n"
+        "def bench_stages(lines, name):\n"
+        "    at_build = make_verifier(name)\n"
+        "    return [('at_build', at_build), ('after', gc.get_threshold()[0]), ('lines', len(lines))]\n",
+    )
+    traffic = tmp_path / "traffic.jsonl"
+    traffic.write_bytes(b"{}\n\n{}\n{}\n")
+    costs = bench.probe(checkout, bench.STAGES_PROBE, str(traffic), "heuristic", "2")
+    assert costs["at_build"] != GC_THRESHOLDS[0]  # a fresh interpreter's own threshold
+    assert costs["after"] == GC_THRESHOLDS[0]
+    assert costs["lines"] == 2  # the blank line is no response
