@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from process_memory import PeakMemory, timed_run  # noqa: E402
 
-from pipelines.runner.bounded import pipeline_options, where_it_runs  # noqa: E402
+from pipelines.runner.bounded import pipeline_options, runs_in_process, where_it_runs  # noqa: E402
 from pipelines.runner.bounded import run_audit as run  # noqa: E402
 from pipelines.traffic.synthetic import FLAWED_FLAW_RATE, HEALTHY_FLAW_RATE, generate_responses  # noqa: E402
 from schemas import LoggedResponse, Origin, ParsedResponse  # noqa: E402
@@ -270,7 +270,7 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
         path = os.path.join(tmp, "traffic.jsonl")
         write_traffic(path, _traffic(args))
         # Another runner's workers are not this machine's children: its CPU is not all counted, so no rest.
-        local = _every_process_waited_for(_runner_mode([f"--input={path}", *beam_args]))
+        local = runs_in_process(pipeline_options([f"--input={path}", *beam_args]))
         sample = str(min(args.responses, STAGES_SAMPLE))
         for round_no in range(1, args.rounds + 1):
             for root in runs:
@@ -299,11 +299,6 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
             f"{root}: over {len(values)} rounds, each a median: {rate:,.0f} responses/s, {ms:.2f} CPU ms per "
             f"response ({split})"
         )
-
-
-def _every_process_waited_for(mode: str) -> bool:
-    """Whether a run in this mode (`where_it_runs`) is one process, or one with worker processes it waits for."""
-    return mode.endswith(("in process", "(in_memory)", "(multi_processing)", "(multi_threading)"))
 
 
 def _split(ms: float, stages: float | None) -> str:

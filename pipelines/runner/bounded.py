@@ -49,6 +49,7 @@ __all__ = [
     "pipeline_options",
     "run_audit",
     "run_checked",
+    "runs_in_process",
     "use_workers",
     "where_it_runs",
 ]
@@ -177,7 +178,7 @@ def _reading_plan(options: PipelineOptions, opts: AuditOptions) -> JsonlPlan | N
     (None) whole by one worker and spread from there. The local runner holds a run's data in memory, so its plan
     has passes of at most `--max_records_per_run`; another runner reading local files gets one pass (on Flink the
     ranges are dealt round-robin to the subtasks, which read them side by side). A URL is not scanned here."""
-    if _runs_in_process(options):
+    if runs_in_process(options):
         return plan_jsonl_passes(opts.input, opts.max_records_per_run)
     if "://" not in opts.input:
         return plan_jsonl_passes(opts.input, sys.maxsize)
@@ -189,13 +190,14 @@ def _line_range_pieces(options: PipelineOptions) -> int:
     multiple of N from there (N=3: 18), since Flink deals them round-robin and every subtask should get as many
     (`split_line_ranges` makes that many wherever the pass has as many lines, and as many files at most)."""
     parallelism = options.view_as(FlinkRunnerOptions).parallelism  # -1 when not given
-    if _runs_in_process(options) or parallelism < 1:
+    if runs_in_process(options) or parallelism < 1:
         return LINE_RANGES
     return parallelism * -(-LINE_RANGES // parallelism)
 
 
-def _runs_in_process(options: PipelineOptions) -> bool:
-    """Whether the run is Beam's local runner, which holds a bounded run's data in memory until it ends."""
+def runs_in_process(options: PipelineOptions) -> bool:
+    """Whether the run is Beam's local runner: in this process, or in worker processes it starts and waits for
+    (so their CPU is this process's children's); it holds a bounded run's data in memory until it ends."""
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
 
 

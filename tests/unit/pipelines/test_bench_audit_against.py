@@ -8,6 +8,7 @@ import argparse
 
 import pytest
 
+from pipelines.runner.bounded import pipeline_options, runs_in_process
 from pipelines.runner.counts import AuditCounts, format_counts
 from tests.support.scripts import ROOT, load_script
 from transforms.audit.stages import GC_THRESHOLDS
@@ -98,3 +99,18 @@ def test_an_older_benchmark_is_measured_with_the_collector_tuned_once_its_verifi
     assert costs["at_build"] != GC_THRESHOLDS[0]  # a fresh interpreter's own threshold
     assert costs["after"] == GC_THRESHOLDS[0]
     assert costs["lines"] == 2  # the blank line is no response
+
+
+@pytest.mark.parametrize(
+    ("options", "local"),
+    [
+        ([], True),
+        (["--direct_num_workers=2", "--direct_running_mode=multi_processing"], True),
+        (["--direct_num_workers=2", "--direct_running_mode=in_memory"], True),
+        (["--runner=PrismRunner"], False),
+        (["--runner=FlinkRunner", "--flink_master=127.0.0.1:8081"], False),
+    ],
+)
+def test_stage_figures_only_where_every_process_of_the_run_is_the_commands_child(options, local):
+    # The whole-pipeline comparison subtracts the stages only from runs whose CPU `os.wait4` sees whole.
+    assert runs_in_process(pipeline_options(["--input=traffic.jsonl", *options])) is local
