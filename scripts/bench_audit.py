@@ -6,7 +6,7 @@
     python scripts/bench_audit.py --responses 100000 --pipeline-only [--max_records_per_run=100000]
     python scripts/bench_audit.py --unattributed   # the same answers without citation markers, citations or claims
     python scripts/bench_audit.py --healthy   # 3 sentences in 100 flawed instead of 30 (what costs the flaws add)
-    python scripts/bench_audit.py --against /tmp/base [--rounds 3]   # this checkout's verifier beside another's
+    python scripts/bench_audit.py --against /tmp/base [--rounds 3]   # another checkout's verifier, then this one's
     python scripts/bench_audit.py --against /tmp/base --whole-pipeline   # the whole pipeline beside another's,
                                                                        # each with its stages' cost and the rest
 
@@ -160,12 +160,13 @@ def _rate(root: str, args) -> tuple[int, float]:
 
 
 def bench_against(args) -> None:
-    """This checkout's verifier and the one at `args.against`, alternately (A B A B ...), each round in a fresh
-    process on the same generated responses: sentences per CPU second of each, round by round."""
+    """The verifier at `args.against` and this checkout's, alternately (A B A B ...), in the same order as the
+    whole-pipeline mode, each round in a fresh process on the same generated responses: sentences per CPU
+    second of each, round by round."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    rates: dict[str, list[float]] = {here: [], args.against: []}
+    rates: dict[str, list[float]] = {args.against: [], here: []}
     for round_no in range(1, args.rounds + 1):
-        for root in (here, args.against):
+        for root in rates:
             sentences, seconds = _rate(root, args)
             rates[root].append(sentences / seconds)
             print(f"round {round_no} {root}: {sentences} sentences, {seconds:.2f} CPU s = {sentences / seconds:,.0f}/s")
