@@ -187,11 +187,23 @@ def _start(channel, worker_id: str, control: _ControlThatHangsUp) -> None:
     assert control.connected.wait(60)
 
 
+def _reaped(pid: int) -> bool:
+    """Whether process `pid` is gone, zombie included: its parent has collected its exit status."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 def _exit_code(channel, log: Path, worker_id: str, following: _ControlThatHangsUp) -> str:
     """How worker `worker_id` exited, by the pool's word at the next StartWorker (for a worker called "following"),
     once the fork server has reaped it (until then the pool would still count it as running)."""
     pid = _worker_pid(log, worker_id)
-    wait_for(lambda: not maven_libs.pid_alive(pid), timeout_s=30, every_s=0.1, what=f"worker {worker_id}'s exit")
+    # Reaped, not only ended: `pid_alive` reads a zombie as ended, while the pool learns the exit code only from
+    # the fork server, which tells it when it reaps the worker (under load, a StartWorker sent while the worker
+    # was a zombie found it still running, and the pool said nothing of it).
+    wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what=f"the fork server's reaping of worker {worker_id}")
     _start(channel, "following", following)
     (code,) = re.findall(rf"Worker {worker_id} had exited \(exit code (-?\d+)\)", log.read_text(errors="replace"))
     return code
