@@ -113,10 +113,9 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     assert key == "pool-only-key"  # the pool's environment reaches its workers
     assert log.read_text(errors="replace").count("Starting worker") == 1
     assert "apitools" not in log.read_text(errors="replace")  # Beam's import notice, filtered in pool and fork server
-    # The FnApiRunner sends no StopWorker: the worker ends when the job's control stream closes.
-    wait_for(
-        lambda: not maven_libs.pid_alive(pid), timeout_s=30, every_s=0.1, what="the worker's exit at its job's end"
-    )
+    # The FnApiRunner sends no StopWorker: the worker ends when the job's control stream closes. Waited for until
+    # the fork server has reaped it, as `_exit_code` does: only then does the pool know it ended.
+    wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what="the worker's exit at its job's end, reaped")
 
     second, second_parent, *_ = _run_on(address, tmp_path / "second.json")
     assert second != pid and second_parent == parent  # each job a fresh fork of the same server
