@@ -114,3 +114,17 @@ def test_an_older_benchmark_is_measured_with_the_collector_tuned_once_its_verifi
 def test_stage_figures_only_where_every_process_of_the_run_is_the_commands_child(options, local):
     # The whole-pipeline comparison subtracts the stages only from runs whose CPU `os.wait4` sees whole.
     assert runs_in_process(pipeline_options(["--input=traffic.jsonl", *options])) is local
+
+
+def test_the_verifier_mode_measures_the_other_checkout_first_as_the_whole_pipeline_mode_does(tmp_path, capsys):
+    # Both side-by-side modes alternate in one order (the other checkout, then this one), so their rounds read
+    # alike; each verifier runs for real in a fresh interpreter of its checkout.
+    other = tmp_path / "other-checkout"
+    other.symlink_to(ROOT, target_is_directory=True)
+    args = argparse.Namespace(
+        against=str(other), responses=2, seed=11, rounds=1, verifier="heuristic", unattributed=False, healthy=False
+    )
+    bench.bench_against(args)
+    rounds = [line for line in capsys.readouterr().out.splitlines() if line.startswith("round 1 ")]
+    assert [line.split(":")[0] for line in rounds] == [f"round 1 {other}", f"round 1 {ROOT}"]
+    assert all(" 10 sentences, " in line for line in rounds)

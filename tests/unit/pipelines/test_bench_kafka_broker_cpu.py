@@ -10,7 +10,6 @@ import sys
 from tests.support.scripts import load_script
 
 bench = load_script("bench_kafka")
-memory = load_script("process_memory")
 
 
 def test_the_broker_spent_is_the_difference_of_two_readings():
@@ -37,12 +36,12 @@ def test_a_broker_that_ended_mid_run_names_its_process_instead_of_a_figure():
     """A real process, read before and after it ended, as a run reads the broker."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        before = memory.pids_cpu({child.pid})
+        before = bench.pids_cpu({child.pid})
         assert before is not None
     finally:
         child.kill()
         child.wait()
-    spent = bench._broker_spent(before, memory.pids_cpu({child.pid}))
+    spent = bench._broker_spent(before, bench.pids_cpu({child.pid}))
     assert spent is None
     figure = bench._broker_figure({child.pid}, spent, 1000)
     assert figure == f"not counted (its process {child.pid} ended during the run)"

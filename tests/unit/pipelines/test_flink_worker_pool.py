@@ -114,7 +114,7 @@ def test_a_job_runs_in_a_warm_fork_that_stops_with_the_job_and_the_pool(pool, tm
     assert log.read_text(errors="replace").count("Starting worker") == 1
     assert "apitools" not in log.read_text(errors="replace")  # Beam's import notice, filtered in pool and fork server
     # The FnApiRunner sends no StopWorker: the worker ends when the job's control stream closes. Waited for until
-    # the fork server has reaped it, as `_exit_code` does: only then does the pool know it ended.
+    # the fork server has reaped it (as `_exit_code` does): only then does the pool know it ended.
     wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what="the worker's exit at its job's end, reaped")
 
     second, second_parent, *_ = _run_on(address, tmp_path / "second.json")
@@ -187,21 +187,16 @@ def _start(channel, worker_id: str, control: _ControlThatHangsUp) -> None:
 
 
 def _reaped(pid: int) -> bool:
-    """Whether process `pid` is gone, zombie included: its parent has collected its exit status."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
+    """Whether the fork server has reaped worker `pid` (its /proc entry is gone). Not `pid_alive`, which reads a
+    zombie as ended: the pool learns a worker's exit code only when the fork server reaps it, and a StartWorker
+    sent while the worker was a zombie found it still running (seen under load)."""
+    return maven_libs.process_state(pid) is None
 
 
 def _exit_code(channel, log: Path, worker_id: str, following: _ControlThatHangsUp) -> str:
     """How worker `worker_id` exited, by the pool's word at the next StartWorker (for a worker called "following"),
     once the fork server has reaped it (until then the pool would still count it as running)."""
     pid = _worker_pid(log, worker_id)
-    # Reaped, not only ended: `pid_alive` reads a zombie as ended, while the pool learns the exit code only from
-    # the fork server, which tells it when it reaps the worker (under load, a StartWorker sent while the worker
-    # was a zombie found it still running, and the pool said nothing of it).
     wait_for(lambda: _reaped(pid), timeout_s=30, every_s=0.1, what=f"the fork server's reaping of worker {worker_id}")
     _start(channel, "following", following)
     (code,) = re.findall(rf"Worker {worker_id} had exited \(exit code (-?\d+)\)", log.read_text(errors="replace"))
