@@ -9,6 +9,8 @@
     python scripts/bench_audit.py --against /tmp/base [--rounds 3]   # another checkout's verifier, then this one's
     python scripts/bench_audit.py --against /tmp/base --whole-pipeline   # the whole pipeline beside another's,
                                                                        # each with its stages' cost and the rest
+    python scripts/bench_audit.py --against /tmp/base --whole-pipeline --stages-inside   # both in one process each,
+                                                   # the stage DoFns' CPU timed inside the run, and the rest
 
 Generates N synthetic responses with 5 answer sentences and 5 evidence passages
 each (`pipelines.traffic.synthetic`), times `Verifier.verify` over all their sentences in
@@ -213,6 +215,47 @@ print(json.dumps(dict(bench_audit.bench_stages(lines, sys.argv[2]))))
 """A checkout's stage costs (`bench_stages`, one core, CPU ms per response by stage) on the first responses of a
 traffic file: `probe(root, STAGES_PROBE, path, verifier, count)`; None from a checkout older than `bench_stages`."""
 
+INSIDE_PROBE = """
+import functools, json, sys, time
+from transforms.audit import stages
+from transforms.ingest import parse
+spent = {}
+def timed(cls, label):
+    # A DoFn's process yields its outputs, and the runner sends each one down the fused stages before it asks for
+    # the next: only the steps into the generator are the DoFn's own work. This thread's CPU, not the process's.
+    inner = cls.process
+    @functools.wraps(inner)  # Beam reads the parameters (the window, a side input) from the signature
+    def process(self, *args, **kwargs):
+        steps = inner(self, *args, **kwargs)
+        while True:
+            start = time.thread_time()
+            try:
+                out = next(steps)
+            except StopIteration:
+                return
+            finally:
+                spent[label] += time.thread_time() - start
+            yield out
+    spent[label] = 0.0
+    cls.process = process
+# The DoFns that run the stage functions (the same names since 2026-11-30); the citation and claim audits and the
+# retrieval scores are each an ApplyAuditStep, so one class.
+for cls, label in [
+    (parse._ParseDoFn, "ParseResponses"),
+    (stages._VerifyDoFn, "VerifySentences"),
+    (stages._StepDoFn, "audit steps"),
+    (stages._ScoreDoFn, "ScoreAndFlag"),
+    (stages._LakeRowsDoFn, "ToLakeRows"),
+]:
+    timed(cls, label)
+from pipelines.cli import main
+code = main(["audit", *sys.argv[1:], "--direct_num_workers=1"])
+print(json.dumps(spent))
+sys.exit(code)
+"""
+"""`groundwatch audit` of a checkout in one process, with each stage DoFn's own CPU timed inside the run (from
+`timed_run(python -c INSIDE_PROBE AUDIT_ARGS)`: the command's summary, then the seconds by stage as JSON)."""
+
 STAGES_SAMPLE = 1000
 """Responses the stage costs are measured on (the first of the traffic)."""
 
@@ -258,6 +301,28 @@ def _audit(root: str, path: str, args, beam_args: list[str]) -> dict:
     return {"wall": wall, "cpu": cpu, "counts": counts, "ms": 1000 * cpu / counts["read"]}
 
 
+def _audit_inside(root: str, path: str, args, beam_args: list[str]) -> dict:
+    """As `_audit`, in one process (`--direct_num_workers=1`), with the CPU of each stage DoFn timed inside the
+    run (`INSIDE_PROBE`): also `stages`, CPU ms per response by stage."""
+    with tempfile.TemporaryDirectory(prefix="gw-bench-") as lake:
+        argv = [sys.executable, "-c", INSIDE_PROBE, f"--input={path}", f"--lake={lake}"]
+        wall, cpu, code, output = timed_run(
+            [*argv, f"--verifier={args.verifier}", *beam_args], env={**os.environ, "PYTHONPATH": root}, cwd=root
+        )
+    counts = printed_counts(output)
+    if code != 0 or not counts.get("read"):
+        said = f"exit {code}" if code != 0 else "nothing read"
+        raise SystemExit(f"{root}: groundwatch audit, timed inside, ended with {said}:\n{output[-3000:]}")
+    seconds = json.loads(output.strip().splitlines()[-1])
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "counts": counts,
+        "ms": 1000 * cpu / counts["read"],
+        "stages": {label: 1000 * s / counts["read"] for label, s in seconds.items()},
+    }
+
+
 def bench_pipelines_against(args, beam_args: list[str]) -> None:
     """The whole pipeline of `args.against` and of this checkout, alternately (A B A B ...), each run a
     `groundwatch audit` of its own on the same traffic file: responses/s (wall-clock) and CPU ms per response,
@@ -272,13 +337,22 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
         write_traffic(path, _traffic(args))
         # Another runner's workers are not this machine's children: its CPU is not all counted, so no rest.
         local = runs_in_process(pipeline_options([f"--input={path}", *beam_args]))
+        if args.stages_inside and not local:
+            raise SystemExit("--stages-inside times the stages in this machine's one process: not with another runner")
         sample = str(min(args.responses, STAGES_SAMPLE))
         for round_no in range(1, args.rounds + 1):
             for root in runs:
-                costs = probe(root, STAGES_PROBE, path, args.verifier, sample) if local else None
-                load = os.getloadavg()[0]
-                run = _audit(root, path, args, beam_args)
-                run["stages"] = None if costs is None else sum(costs.values())
+                if args.stages_inside:
+                    load = os.getloadavg()[0]
+                    run = _audit_inside(root, path, args, beam_args)
+                    by_stage = run.pop("stages")
+                    run["stages"] = sum(by_stage.values())
+                    run["by_stage"] = by_stage
+                else:
+                    costs = probe(root, STAGES_PROBE, path, args.verifier, sample) if local else None
+                    load = os.getloadavg()[0]
+                    run = _audit(root, path, args, beam_args)
+                    run["stages"] = None if costs is None else sum(costs.values())
                 runs[root].append(run)
                 print(
                     f"round {round_no} {root}: {run['counts'].get('audited', 0)} audited, "
@@ -286,6 +360,8 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
                     f"{_split(run['ms'], run['stages'])} (load {load:.1f})",
                     flush=True,
                 )
+                if "by_stage" in run:
+                    print("  inside the run: " + ", ".join(f"{k} {v:.2f}" for k, v in run["by_stage"].items()))
     for root, values in runs.items():
         rate = statistics.median(r["counts"]["read"] / r["wall"] for r in values)
         ms = statistics.median(r["ms"] for r in values)
@@ -362,6 +438,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=3, help="Alternating rounds with --against. Default 3.")
     parser.add_argument(
+        "--stages-inside",
+        action="store_true",
+        help="with --whole-pipeline: run each audit in one process (--direct_num_workers=1) and time each stage "
+        "DoFn's own CPU inside that run, instead of the stage functions in another process beside it: the rest is "
+        "then the same run's CPU outside the stages (the runner, the lake's files, start-up)",
+    )
+    parser.add_argument(
         "--whole-pipeline",
         action="store_true",
         help="with --against: time both checkouts' whole pipelines (their `groundwatch audit`, with its default "
@@ -371,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     args, beam_args = parser.parse_known_args(argv)
     if args.responses < 1:
         parser.error("--responses must be at least 1")
+    if args.stages_inside and not (args.against and args.whole_pipeline):
+        parser.error("--stages-inside goes with --against CHECKOUT --whole-pipeline")
     if args.against and args.whole_pipeline:
         bench_pipelines_against(args, beam_args)
         return 0

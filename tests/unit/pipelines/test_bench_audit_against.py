@@ -5,11 +5,18 @@ prints; a checkout older than the stage benchmark is measured without them."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from pipelines.runner.bounded import pipeline_options, runs_in_process
 from pipelines.runner.counts import AuditCounts, format_counts
+from pipelines.traffic.synthetic import generate_responses
+from schemas import TABLES
+from tests.support.lake_compare import assert_same_tables
 from tests.support.scripts import ROOT, load_script
 from transforms.audit.stages import GC_THRESHOLDS
 
@@ -47,15 +54,27 @@ def test_a_checkout_without_the_stage_benchmark_has_no_stage_costs(tmp_path):
     assert bench.probe(str(tmp_path), bench.STAGES_PROBE, "traffic.jsonl", "heuristic", "10") is None
 
 
-def test_both_checkouts_are_measured_round_by_round_with_their_stages_and_the_rest(tmp_path, capsys):
+def _args(other, responses: int, *, stages_inside: bool = False) -> argparse.Namespace:
+    return argparse.Namespace(
+        against=str(other),
+        responses=responses,
+        seed=11,
+        rounds=1,
+        verifier="heuristic",
+        unattributed=False,
+        healthy=False,
+        stages_inside=stages_inside,
+    )
+
+
+@pytest.mark.parametrize("stages_inside", [False, True], ids=["stages-beside", "stages-inside"])
+def test_both_checkouts_are_measured_round_by_round_with_their_stages_and_the_rest(tmp_path, capsys, stages_inside):
     # This checkout against itself, by another path: what matters is that each run is a real `groundwatch audit`
-    # whose counts and CPU are read back, and that the stage costs are subtracted from that run's own CPU.
+    # whose counts and CPU are read back, and that the stage costs are subtracted from that run's own CPU (timed in
+    # another process beside the run, or inside the run itself).
     other = tmp_path / "other-checkout"
     other.symlink_to(ROOT, target_is_directory=True)
-    args = argparse.Namespace(
-        against=str(other), responses=3, seed=11, rounds=1, verifier="heuristic", unattributed=False, healthy=False
-    )
-    bench.bench_pipelines_against(args, [])
+    bench.bench_pipelines_against(_args(other, 3, stages_inside=stages_inside), [])
     lines = capsys.readouterr().out.splitlines()
     rounds = [line for line in lines if line.startswith("round 1 ")]
     assert len(rounds) == 2
@@ -67,6 +86,36 @@ def test_both_checkouts_are_measured_round_by_round_with_their_stages_and_the_re
         assert cpu > stages > 0
         assert abs(cpu - stages - rest) < 0.011
     assert len([line for line in lines if "over 1 rounds, each a median" in line]) == 2
+    inside = [line for line in lines if line.startswith("  inside the run: ")]
+    if stages_inside:
+        assert len(inside) == 2
+        for line in inside:
+            labels = [part.rsplit(" ", 1)[0] for part in line.removeprefix("  inside the run: ").split(", ")]
+            assert labels == ["ParseResponses", "VerifySentences", "audit steps", "ScoreAndFlag", "ToLakeRows"]
+    else:
+        assert inside == []
+
+
+def test_timed_inside_the_run_the_audit_writes_the_lake_a_plain_run_writes(tmp_path):
+    # The timing wraps the stage DoFns' process methods: Beam must still give them what their signatures ask for
+    # (the verifier its window, the parse its side input of repeated ids), or the rows would differ.
+    traffic = tmp_path / "traffic.jsonl"
+    messages = list(generate_responses(8, seed=3, sentences=3, passages=3, attributed=True, flaw_rate=0.3))
+    bench.write_traffic(str(traffic), [*messages, messages[0]])  # one repeated id
+    with traffic.open("ab") as f:
+        f.write(b"{not json\n")  # one dead letter
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plain, inside = tmp_path / "plain", tmp_path / "inside"
+    audit = ["audit", f"--input={traffic}", "--direct_num_workers=1"]
+    subprocess.run([sys.executable, "-m", "pipelines.cli", *audit, f"--lake={plain}"], env=env, cwd=ROOT, check=True)
+    argv = [sys.executable, "-c", bench.INSIDE_PROBE, f"--input={traffic}", f"--lake={inside}"]
+    _, cpu, code, output = bench.timed_run(argv, env=env, cwd=ROOT)
+    assert code == 0, output[-3000:]
+    assert bench.printed_counts(output)["dead-lettered"] == 2  # the broken line and the repeated id
+    assert assert_same_tables(str(plain), str(inside), TABLES) > 8
+    seconds = json.loads(output.strip().splitlines()[-1])
+    assert all(s > 0 for s in seconds.values()), seconds
+    assert sum(seconds.values()) < cpu
 
 
 def _checkout(root, bench_audit_source: str):
@@ -121,10 +170,7 @@ def test_the_verifier_mode_measures_the_other_checkout_first_as_the_whole_pipeli
     # alike; each verifier runs for real in a fresh interpreter of its checkout.
     other = tmp_path / "other-checkout"
     other.symlink_to(ROOT, target_is_directory=True)
-    args = argparse.Namespace(
-        against=str(other), responses=2, seed=11, rounds=1, verifier="heuristic", unattributed=False, healthy=False
-    )
-    bench.bench_against(args)
+    bench.bench_against(_args(other, 2))
     rounds = [line for line in capsys.readouterr().out.splitlines() if line.startswith("round 1 ")]
     assert [line.split(":")[0] for line in rounds] == [f"round 1 {other}", f"round 1 {ROOT}"]
     assert all(" 10 sentences, " in line for line in rounds)
