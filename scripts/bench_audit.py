@@ -25,7 +25,9 @@ peak resident memory of the run (this process and its workers; an input larger t
 `--max_records_per_run`, default 50,000, is audited in passes), how many responses rows the lake got, and the
 lake's bytes per table and per audited response. The run's CPU is split between this process and its child
 processes; on worker processes, and unless `--pipeline-only`, also into the stages' functions (at the cost
-measured before the run) and the rest.
+measured before the run) and the rest. `--against CHECKOUT --whole-pipeline` runs another checkout's audit and this
+one's in turn, each beside its stage costs; with `--stages-inside`, each in one process, its stage DoFns timed inside
+that run.
 Not a test: figures depend on the machine and its load
 (wall-clock figures on a shared machine understate the pipeline; CPU figures do not).
 """
@@ -215,18 +217,21 @@ print(json.dumps(dict(bench_audit.bench_stages(lines, sys.argv[2]))))
 """A checkout's stage costs (`bench_stages`, one core, CPU ms per response by stage) on the first responses of a
 traffic file: `probe(root, STAGES_PROBE, path, verifier, count)`; None from a checkout older than `bench_stages`."""
 
+INSIDE_TAG = "stage seconds inside the run: "
+"""What starts the line of `INSIDE_PROBE`'s output that holds the seconds by stage."""
+
 INSIDE_PROBE = """
-import functools, json, sys, time
+import collections, functools, json, sys, time
 from transforms.audit import stages
 from transforms.ingest import parse
-spent = {}
-def timed(cls, label):
+spent = collections.defaultdict(float)
+def timed(cls, label_of):
     # A DoFn's process yields its outputs, and the runner sends each one down the fused stages before it asks for
     # the next: only the steps into the generator are the DoFn's own work. This thread's CPU, not the process's.
-    inner = cls.process
+    inner = vars(cls)["process"]
     @functools.wraps(inner)  # Beam reads the parameters (the window, a side input) from the signature
     def process(self, *args, **kwargs):
-        steps = inner(self, *args, **kwargs)
+        label, steps = label_of(self), iter(inner(self, *args, **kwargs))
         while True:
             start = time.thread_time()
             try:
@@ -236,25 +241,26 @@ def timed(cls, label):
             finally:
                 spent[label] += time.thread_time() - start
             yield out
-    spent[label] = 0.0
     cls.process = process
-# The DoFns that run the stage functions (the same names since 2026-11-30); the citation and claim audits and the
-# retrieval scores are each an ApplyAuditStep, so one class.
-for cls, label in [
-    (parse._ParseDoFn, "ParseResponses"),
-    (stages._VerifyDoFn, "VerifySentences"),
-    (stages._StepDoFn, "audit steps"),
-    (stages._ScoreDoFn, "ScoreAndFlag"),
-    (stages._LakeRowsDoFn, "ToLakeRows"),
+# The DoFns that run the stage functions (the same names since 2026-11-30), by bench_stages' names; the citation
+# and claim audits and the retrieval scores are each an ApplyAuditStep: one class, told apart by its stage.
+STEPS = {"citations": "AuditCitations", "claims": "CheckClaimAttribution", "retrieval": "ScoreRetrieval"}
+for cls, label_of in [
+    (parse._ParseDoFn, lambda fn: "ParseResponses"),
+    (stages._VerifyDoFn, lambda fn: "VerifySentences"),
+    (stages._StepDoFn, lambda fn: STEPS.get(fn._stage, fn._stage)),
+    (stages._ScoreDoFn, lambda fn: "ScoreAndFlag"),
+    (stages._LakeRowsDoFn, lambda fn: "ToLakeRows"),
 ]:
-    timed(cls, label)
+    timed(cls, label_of)
 from pipelines.cli import main
-code = main(["audit", *sys.argv[1:], "--direct_num_workers=1"])
-print(json.dumps(spent))
+code = main(["audit", *sys.argv[1:], "--direct_num_workers=1", "--direct_running_mode=in_memory"])
+print(INSIDE_TAG + json.dumps(spent))
 sys.exit(code)
-"""
-"""`groundwatch audit` of a checkout in one process, with each stage DoFn's own CPU timed inside the run (from
-`timed_run(python -c INSIDE_PROBE AUDIT_ARGS)`: the command's summary, then the seconds by stage as JSON)."""
+""".replace("INSIDE_TAG", repr(INSIDE_TAG))
+"""`groundwatch audit` of a checkout in this one process, with each stage DoFn's own CPU timed inside the run:
+`timed_run(python -c INSIDE_PROBE AUDIT_ARGS)` prints the command's summary, then `INSIDE_TAG` and the seconds by
+stage as JSON."""
 
 STAGES_SAMPLE = 1000
 """Responses the stage costs are measured on (the first of the traffic)."""
@@ -313,7 +319,14 @@ def _audit_inside(root: str, path: str, args, beam_args: list[str]) -> dict:
     if code != 0 or not counts.get("read"):
         said = f"exit {code}" if code != 0 else "nothing read"
         raise SystemExit(f"{root}: groundwatch audit, timed inside, ended with {said}:\n{output[-3000:]}")
-    seconds = json.loads(output.strip().splitlines()[-1])
+    if INSIDE_TAG not in output:
+        raise SystemExit(f"{root}: groundwatch audit, timed inside, printed no stage seconds:\n{output[-3000:]}")
+    seconds = json.loads(output.rsplit(INSIDE_TAG, 1)[1].splitlines()[0])
+    untimed = {"ParseResponses", "VerifySentences", "ScoreAndFlag", "ToLakeRows"} - {k for k, v in seconds.items() if v}
+    if untimed:
+        # The heuristic's stages in this process's DoFns, or nothing to split: another verifier runs through
+        # RunInference, and Beam options that move the work to other processes leave these DoFns idle here.
+        raise SystemExit(f"{root}: no CPU timed in {', '.join(sorted(untimed))}: the stages ran elsewhere")
     return {
         "wall": wall,
         "cpu": cpu,
@@ -327,9 +340,10 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
     """The whole pipeline of `args.against` and of this checkout, alternately (A B A B ...), each run a
     `groundwatch audit` of its own on the same traffic file: responses/s (wall-clock) and CPU ms per response,
     round by round. Before each run on the local runner, the same checkout's stage functions are timed on the
-    same responses (one core), so that the rest (what the runner, the lake's files and start-up cost beside
-    them) compares between checkouts whose stages differ. On a shared machine only figures measured side by
-    side like this compare."""
+    first 1,000 of the same responses (one core), so that the rest (what the runner, the lake's files and start-up
+    cost beside them) compares between checkouts whose stages differ. With `args.stages_inside` each run is in one
+    process instead, its stage DoFns timed inside it (`INSIDE_PROBE`), and the rest is that run's CPU outside them.
+    On a shared machine only figures measured side by side like this compare."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     runs: dict[str, list[dict]] = {args.against: [], here: []}
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as tmp:
@@ -354,8 +368,9 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
                     run = _audit(root, path, args, beam_args)
                     run["stages"] = None if costs is None else sum(costs.values())
                 runs[root].append(run)
+                where = " in one process" if args.stages_inside else ""
                 print(
-                    f"round {round_no} {root}: {run['counts'].get('audited', 0)} audited, "
+                    f"round {round_no} {root}{where}: {run['counts'].get('audited', 0)} audited, "
                     f"{run['counts']['read'] / run['wall']:,.0f} responses/s, {run['ms']:.2f} CPU ms per response: "
                     f"{_split(run['ms'], run['stages'])} (load {load:.1f})",
                     flush=True,

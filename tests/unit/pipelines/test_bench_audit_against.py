@@ -91,7 +91,15 @@ def test_both_checkouts_are_measured_round_by_round_with_their_stages_and_the_re
         assert len(inside) == 2
         for line in inside:
             labels = [part.rsplit(" ", 1)[0] for part in line.removeprefix("  inside the run: ").split(", ")]
-            assert labels == ["ParseResponses", "VerifySentences", "audit steps", "ScoreAndFlag", "ToLakeRows"]
+            assert labels == [
+                "ParseResponses",
+                "VerifySentences",
+                "AuditCitations",
+                "CheckClaimAttribution",
+                "ScoreRetrieval",
+                "ScoreAndFlag",
+                "ToLakeRows",
+            ]
     else:
         assert inside == []
 
@@ -113,9 +121,21 @@ def test_timed_inside_the_run_the_audit_writes_the_lake_a_plain_run_writes(tmp_p
     assert code == 0, output[-3000:]
     assert bench.printed_counts(output)["dead-lettered"] == 2  # the broken line and the repeated id
     assert assert_same_tables(str(plain), str(inside), TABLES) > 8
-    seconds = json.loads(output.strip().splitlines()[-1])
+    seconds = json.loads(output.rsplit(bench.INSIDE_TAG, 1)[1].splitlines()[0])
     assert all(s > 0 for s in seconds.values()), seconds
     assert sum(seconds.values()) < cpu
+    # Each DoFn's own work only: were the time after its yield counted, the parse would take in the verification and
+    # everything after it (it costs about a fifteenth of the verification).
+    assert seconds["ParseResponses"] < seconds["VerifySentences"]
+
+
+def test_stages_inside_refuses_another_runner_and_goes_only_with_the_whole_pipeline_side_by_side(tmp_path):
+    # Another runner's stages run in its workers, where this process's timing does not reach.
+    with pytest.raises(SystemExit, match="not with another runner"):
+        bench.bench_pipelines_against(_args(tmp_path, 2, stages_inside=True), ["--runner=PrismRunner"])
+    with pytest.raises(SystemExit) as usage:
+        bench.main(["--stages-inside", "--responses", "2"])
+    assert usage.value.code == 2  # argparse's usage error
 
 
 def _checkout(root, bench_audit_source: str):
