@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-from pipelines.runner.bounded import pipeline_options, runs_in_process
+from pipelines.runner.bounded import pipeline_options, run_audit, runs_in_process
 from pipelines.runner.counts import AuditCounts, format_counts
 from pipelines.traffic.synthetic import generate_responses
 from schemas import TABLES
@@ -112,12 +111,10 @@ def test_timed_inside_the_run_the_audit_writes_the_lake_a_plain_run_writes(tmp_p
     bench.write_traffic(str(traffic), [*messages, messages[0]])  # one repeated id
     with traffic.open("ab") as f:
         f.write(b"{not json\n")  # one dead letter
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     plain, inside = tmp_path / "plain", tmp_path / "inside"
-    audit = ["audit", f"--input={traffic}", "--direct_num_workers=1"]
-    subprocess.run([sys.executable, "-m", "pipelines.cli", *audit, f"--lake={plain}"], env=env, cwd=ROOT, check=True)
+    run_audit([f"--input={traffic}", f"--lake={plain}"], out=lambda _: None)  # in process, as the probe's
     argv = [sys.executable, "-c", bench.INSIDE_PROBE, f"--input={traffic}", f"--lake={inside}"]
-    _, cpu, code, output = bench.timed_run(argv, env=env, cwd=ROOT)
+    _, cpu, code, output = bench.timed_run(argv, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
     assert code == 0, output[-3000:]
     assert bench.printed_counts(output)["dead-lettered"] == 2  # the broken line and the repeated id
     assert assert_same_tables(str(plain), str(inside), TABLES) > 8
