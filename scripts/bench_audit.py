@@ -292,11 +292,14 @@ def printed_counts(summary: str) -> dict[str, int]:
     return {name: int(n) for name, n in re.findall(r"^([a-z][a-z -]*?)\s+(\d+)(?:\s|$)", summary, re.MULTILINE)}
 
 
-def _audit(root: str, path: str, args, beam_args: list[str]) -> dict:
+def _audit(root: str, path: str, args, beam_args: list[str], *, stages_inside: bool = False) -> dict:
     """`groundwatch audit` of the checkout `root` over the traffic file, as a command of its own: wall-clock and
-    CPU seconds (the command and its worker processes, interpreter start included) and the counts it printed."""
+    CPU seconds (the command and its worker processes, interpreter start included) and the counts it printed.
+    With `stages_inside`, in one process with its stage DoFns timed (`INSIDE_PROBE`): also `by_stage`, CPU ms per
+    response by stage."""
+    command = ["-c", INSIDE_PROBE] if stages_inside else ["-m", "pipelines.cli", "audit"]
     with tempfile.TemporaryDirectory(prefix="gw-bench-") as lake:
-        argv = [sys.executable, "-m", "pipelines.cli", "audit", f"--input={path}", f"--lake={lake}"]
+        argv = [sys.executable, *command, f"--input={path}", f"--lake={lake}"]
         wall, cpu, code, output = timed_run(
             [*argv, f"--verifier={args.verifier}", *beam_args], env={**os.environ, "PYTHONPATH": root}, cwd=root
         )
@@ -304,21 +307,14 @@ def _audit(root: str, path: str, args, beam_args: list[str]) -> dict:
     if code != 0 or not counts.get("read"):
         said = f"exit {code}" if code != 0 else "nothing read"
         raise SystemExit(f"{root}: groundwatch audit ended with {said}:\n{output[-3000:]}")
-    return {"wall": wall, "cpu": cpu, "counts": counts, "ms": 1000 * cpu / counts["read"]}
+    run = {"wall": wall, "cpu": cpu, "counts": counts, "ms": 1000 * cpu / counts["read"]}
+    if stages_inside:
+        run["by_stage"] = {label: 1000 * s / counts["read"] for label, s in inside_seconds(root, output).items()}
+    return run
 
 
-def _audit_inside(root: str, path: str, args, beam_args: list[str]) -> dict:
-    """As `_audit`, in one process (`--direct_num_workers=1`), with the CPU of each stage DoFn timed inside the
-    run (`INSIDE_PROBE`): also `stages`, CPU ms per response by stage."""
-    with tempfile.TemporaryDirectory(prefix="gw-bench-") as lake:
-        argv = [sys.executable, "-c", INSIDE_PROBE, f"--input={path}", f"--lake={lake}"]
-        wall, cpu, code, output = timed_run(
-            [*argv, f"--verifier={args.verifier}", *beam_args], env={**os.environ, "PYTHONPATH": root}, cwd=root
-        )
-    counts = printed_counts(output)
-    if code != 0 or not counts.get("read"):
-        said = f"exit {code}" if code != 0 else "nothing read"
-        raise SystemExit(f"{root}: groundwatch audit, timed inside, ended with {said}:\n{output[-3000:]}")
+def inside_seconds(root: str, output: str) -> dict[str, float]:
+    """The CPU seconds by stage that `INSIDE_PROBE` printed; an error when a stage DoFn got none."""
     if INSIDE_TAG not in output:
         raise SystemExit(f"{root}: groundwatch audit, timed inside, printed no stage seconds:\n{output[-3000:]}")
     seconds = json.loads(output.rsplit(INSIDE_TAG, 1)[1].splitlines()[0])
@@ -327,13 +323,7 @@ def _audit_inside(root: str, path: str, args, beam_args: list[str]) -> dict:
         # The heuristic's stages in this process's DoFns, or nothing to split: another verifier runs through
         # RunInference, and Beam options that move the work to other processes leave these DoFns idle here.
         raise SystemExit(f"{root}: no CPU timed in {', '.join(sorted(untimed))}: the stages ran elsewhere")
-    return {
-        "wall": wall,
-        "cpu": cpu,
-        "counts": counts,
-        "ms": 1000 * cpu / counts["read"],
-        "stages": {label: 1000 * s / counts["read"] for label, s in seconds.items()},
-    }
+    return seconds
 
 
 def bench_pipelines_against(args, beam_args: list[str]) -> None:
@@ -356,17 +346,12 @@ def bench_pipelines_against(args, beam_args: list[str]) -> None:
         sample = str(min(args.responses, STAGES_SAMPLE))
         for round_no in range(1, args.rounds + 1):
             for root in runs:
-                if args.stages_inside:
-                    load = os.getloadavg()[0]
-                    run = _audit_inside(root, path, args, beam_args)
-                    by_stage = run.pop("stages")
-                    run["stages"] = sum(by_stage.values())
-                    run["by_stage"] = by_stage
-                else:
-                    costs = probe(root, STAGES_PROBE, path, args.verifier, sample) if local else None
-                    load = os.getloadavg()[0]
-                    run = _audit(root, path, args, beam_args)
-                    run["stages"] = None if costs is None else sum(costs.values())
+                beside = local and not args.stages_inside
+                costs = probe(root, STAGES_PROBE, path, args.verifier, sample) if beside else None
+                load = os.getloadavg()[0]
+                run = _audit(root, path, args, beam_args, stages_inside=args.stages_inside)
+                costs = run.get("by_stage", costs)  # timed inside the run, or else beside it
+                run["stages"] = None if costs is None else sum(costs.values())
                 runs[root].append(run)
                 where = " in one process" if args.stages_inside else ""
                 print(

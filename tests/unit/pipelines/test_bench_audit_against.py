@@ -5,7 +5,6 @@ prints; a checkout older than the stage benchmark is measured without them."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -118,7 +117,7 @@ def test_timed_inside_the_run_the_audit_writes_the_lake_a_plain_run_writes(tmp_p
     assert code == 0, output[-3000:]
     assert bench.printed_counts(output)["dead-lettered"] == 2  # the broken line and the repeated id
     assert assert_same_tables(str(plain), str(inside), TABLES) > 8
-    seconds = json.loads(output.rsplit(bench.INSIDE_TAG, 1)[1].splitlines()[0])
+    seconds = bench.inside_seconds(str(ROOT), output)
     assert all(s > 0 for s in seconds.values()), seconds
     assert sum(seconds.values()) < cpu
     # Each DoFn's own work only: were the time after its yield counted, the parse would take in the verification and
