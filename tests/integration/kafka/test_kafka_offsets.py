@@ -6,6 +6,7 @@ aborted records: the log's offsets then have holes the source must step over and
 
 from __future__ import annotations
 
+import re
 import socket
 from datetime import UTC, datetime
 
@@ -269,10 +270,11 @@ class _HeldState:
 
 
 @pytest.mark.kafka
-def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunks(private_broker):  # noqa: F811
+def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunks(private_broker, caplog):  # noqa: F811
     """End to end with a real broker: it is away when the rows become durable, comes back, and no new record
     arrives. Idle chunks make the commit, asking at most every `COMMIT_RETRY_SECONDS`, and the group's offset is
-    the one the lake holds."""
+    the one the lake holds. The worker's log says when the partition's commits started failing and when one
+    was made again."""
     from tests.support.kafka_fixtures import committed_offsets, create_topic, wait_for
 
     bootstrap = private_broker.bootstrap
@@ -297,3 +299,9 @@ def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunks(private
         commit.teardown()
     assert made == [(topic, 0, 3)]
     assert committed_offsets(bootstrap, "g-retry", topic, 1)[0] == {0: 3}
+    said = [r.getMessage() for r in caplog.records if r.name == "transforms.io.kafka.commit"]
+    assert said[0].startswith(f"offset commit of {topic}[0] at 3 failed (1 in a row): ")
+    recovered = re.fullmatch(rf"offset commit of {topic}\[0\] made at 3, after (\d+) that failed", said[-1])
+    assert recovered is not None
+    failed = int(recovered[1])  # the first failure, and every tenth, said so; not each one of an outage
+    assert len(said) == 1 + failed // 10 + 1

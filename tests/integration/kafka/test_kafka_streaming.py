@@ -126,6 +126,7 @@ def _where_it_stands(bootstrap: str, topic: str, lake, monitor: Monitor) -> str:
     with open(monitor.log_path, errors="replace") as log:
         lines = log.read().splitlines()
     client = [line for line in lines if ":kafka." in line]  # kafka-python's own, many during an outage
+    commits = [line for line in lines if "offset commit of" in line]  # the workers' (a `--verbose` monitor's)
     own = [line for line in lines if ":kafka." not in line]
     return "\n".join(
         [
@@ -135,6 +136,8 @@ def _where_it_stands(bootstrap: str, topic: str, lake, monitor: Monitor) -> str:
             *own[-40:],
             f"last of {len(client)} lines of the Kafka client:",
             *client[-10:],
+            f"last of {len(commits)} lines on offset commits:",
+            *commits[-10:],
         ]
     )
 
@@ -318,7 +321,8 @@ def test_broker_restart_mid_run_recovers_and_finishes(private_broker, monitors, 
     bootstrap = private_broker.bootstrap
     topic = create_topic(bootstrap, "gw-restart", partitions=2)
     lake = str(tmp_path / "lake")
-    monitor = monitors(bootstrap, topic, lake, tmp_path / "monitor.log")
+    # `--verbose`: the workers' lines (the Kafka client's, failed commits) go to the log a timeout shows.
+    monitor = monitors(bootstrap, topic, lake, tmp_path / "monitor.log", "--verbose")
     _produce(bootstrap, topic, 200, seed=41)
     _wait_caught_up(bootstrap, topic, lake, monitor, "before the restart")
 

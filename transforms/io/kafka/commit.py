@@ -18,11 +18,12 @@ At-least-once, by construction:
 A commit that fails (broker down) is kept and retried with the partition's next element: a stream's reader
 reports every chunk, idle ones too (an empty range, about one a second per partition), so a partition that
 gets no new record still has its commit retried (at most every `COMMIT_RETRY_SECONDS`) once the broker is
-back. Nothing here assumes one process: the ledger lives in Beam state, keyed per partition.
+back. The worker logs a warning when a partition's commits start failing, and when one is made again. Nothing here assumes one process: the ledger lives in Beam state, keyed per partition.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -42,6 +43,8 @@ from transforms.io.lake.filesystem import read_parquet
 
 if TYPE_CHECKING:  # kafka-python is imported where the committer is built
     from kafka import KafkaConsumer
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = [
     "COMMIT_RETRY_SECONDS",
@@ -157,6 +160,7 @@ class _CommitFn(beam.DoFn):
         self._group_id = group_id
         self._committer: KafkaConsumer | None = None
         self._failed_at: dict[tuple[str, int], float] = {}  # partition -> when its last commit failed (monotonic)
+        self._failures_in_a_row: dict[tuple[str, int], int] = {}  # partition -> commits failed since its last one
         self._commits = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commits")
         self._failures = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commit_failures")
 
@@ -176,14 +180,30 @@ class _CommitFn(beam.DoFn):
                     group_id=self._group_id, enable_auto_commit=False, **client_config(self._connection)
                 )
             self._committer.commit({TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)})
-        except (KafkaError, OSError):
+        except (KafkaError, OSError) as error:
             # The broker may be restarting: keep the ledger, retry with a later element.
             self._failures.inc()
             self._failed_at[(topic, partition)] = time.monotonic()
+            self._note_failure(topic, partition, offset, error)
             return False
         self._commits.inc()
         self._failed_at.pop((topic, partition), None)
+        failed = self._failures_in_a_row.pop((topic, partition), 0)
+        if failed:
+            _LOG.warning("offset commit of %s[%d] made at %d, after %d that failed", topic, partition, offset, failed)
         return True
+
+    def _note_failure(self, topic: str, partition: int, offset: int, error: Exception) -> None:
+        """Say so when a partition's commits start failing (a worker's log line; the run's summary counts them
+        all): the first failure of a run of them, and then every tenth, so that an outage is not a flood."""
+        failed = self._failures_in_a_row.get((topic, partition), 0) + 1
+        self._failures_in_a_row[(topic, partition)] = failed
+        if failed == 1 or failed % 10 == 0:
+            _LOG.warning(
+                "offset commit of %s[%d] at %d failed (%d in a row): %s: %s; kept, and retried with the "
+                "partition's next element",
+                topic, partition, offset, failed, type(error).__name__, error,
+            )  # fmt: skip
 
     def process(
         self,
