@@ -18,7 +18,8 @@ At-least-once, by construction:
 A commit that fails (broker down) is kept and retried with the partition's next element: a stream's reader
 reports every chunk, idle ones too (an empty range, about one a second per partition), so a partition that
 gets no new record still has its commit retried (at most every `COMMIT_RETRY_SECONDS`) once the broker is
-back. The worker logs a warning when a partition's commits start failing, and when one is made again. Nothing here assumes one process: the ledger lives in Beam state, keyed per partition.
+back. The worker logs a warning when a partition's commits start failing, and when one is made again.
+Nothing here assumes one process: the ledger lives in Beam state, keyed per partition.
 """
 
 from __future__ import annotations
