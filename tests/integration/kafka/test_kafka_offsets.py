@@ -7,7 +7,6 @@ aborted records: the log's offsets then have holes the source must step over and
 from __future__ import annotations
 
 import re
-import socket
 from datetime import UTC, datetime
 
 import apache_beam as beam
@@ -24,6 +23,7 @@ from apache_beam.transforms.window import TimestampedValue
 from pipelines.produce import produce_messages
 from pipelines.runner.counts import counts_from_result, format_counts
 from schemas import Origin
+from tests.support.ports import free_port
 from transforms.ingest.parse import dead_letter_row
 from transforms.io.kafka.client import PRODUCER_LINGER_MS, message_event_time, producer, resolve_start_offset
 from transforms.io.kafka.commit import (
@@ -148,9 +148,7 @@ def test_bounded_read_steps_over_transaction_markers_and_aborted_records(kafka_b
 def test_a_commit_the_broker_refuses_is_counted_and_named_in_the_run_summary(tmp_path):
     """Three records read and durably in the lake (as dead letters), and no broker at the group's address:
     the commit stage counts the failed commit, and the run's summary says so."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # free again once closed: nothing listens there
+    port = free_port()  # nothing listens there
     now = datetime.now(UTC)
     origins = [Origin(source="kafka:t", partition=0, offset=offset) for offset in range(3)]
     rows = [dead_letter_row(b"{bad", o, stage="parse", error="malformed_json: x", received_at=now) for o in origins]
@@ -170,6 +168,20 @@ def test_a_commit_the_broker_refuses_is_counted_and_named_in_the_run_summary(tmp
     assert failures >= 1  # the commit is tried again with each later event of the partition
     summary = format_counts(counts, str(tmp_path))
     assert f"offset commits {failures:>8} failed (retried; uncommitted offsets are read again)" in summary
+
+
+def test_a_partitions_failing_commits_are_logged_the_first_time_and_every_tenth(caplog):
+    """An outage is not a flood of lines: of twelve commits in a row that fail (no broker at the address), the
+    first and the tenth say so, each with the partition, the offset and the error."""
+    commit = _CommitFn({"bootstrap_servers": f"127.0.0.1:{free_port()}", "bootstrap_timeout_ms": 100}, "group")
+    assert [commit._commit("t", 0, 5) for _ in range(12)] == [False] * 12
+    said = [r.getMessage() for r in caplog.records if r.name == "transforms.io.kafka.commit"]
+    assert [m.split(": ", 1)[0] for m in said] == [
+        "offset commit of t[0] at 5 failed (1 in a row)",
+        "offset commit of t[0] at 5 failed (10 in a row)",
+    ]
+    assert all("; kept, and retried with the partition's next element" in m for m in said)
+    assert commit._failing[("t", 0)].in_a_row == 12
 
 
 def _stream_fn(bootstrap: str) -> _UnboundedReadFn:
@@ -289,9 +301,9 @@ def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunks(private
         private_broker.stop()
         assert list(commit.process((key, ("durable", (2,))), ledger)) == []  # committable, but no broker
         assert (ledger.value["position"], ledger.value["committed"]) == (3, 0)
-        failed_at = commit._failed_at[key]
+        failed_at = commit._failing[key].last_at
         assert list(commit.process(idle, ledger)) == []
-        assert commit._failed_at[key] == failed_at  # an idle chunk right after a failure does not ask again
+        assert commit._failing[key].last_at == failed_at  # an idle chunk right after a failure does not ask again
         assert private_broker.start() == bootstrap  # the same ports: the commit function knows no others
         # The group's coordinator may take a while after the restart: idle chunks keep coming, one a second.
         made = wait_for(lambda: list(commit.process(idle, ledger)), timeout_s=90, what="the retried commit")
@@ -301,7 +313,7 @@ def test_a_commit_that_failed_is_made_on_the_partitions_next_idle_chunks(private
     assert committed_offsets(bootstrap, "g-retry", topic, 1)[0] == {0: 3}
     said = [r.getMessage() for r in caplog.records if r.name == "transforms.io.kafka.commit"]
     assert said[0].startswith(f"offset commit of {topic}[0] at 3 failed (1 in a row): ")
-    recovered = re.fullmatch(rf"offset commit of {topic}\[0\] made at 3, after (\d+) that failed", said[-1])
+    recovered = re.fullmatch(rf"offset commit of {re.escape(topic)}\[0\] made at 3, after (\d+) that failed", said[-1])
     assert recovered is not None
     failed = int(recovered[1])  # the first failure, and every tenth, said so; not each one of an outage
     assert len(said) == 1 + failed // 10 + 1

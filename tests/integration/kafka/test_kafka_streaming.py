@@ -127,7 +127,7 @@ def _where_it_stands(bootstrap: str, topic: str, lake, monitor: Monitor) -> str:
         lines = log.read().splitlines()
     client = [line for line in lines if ":kafka." in line]  # kafka-python's own, many during an outage
     commits = [line for line in lines if "offset commit of" in line]  # the workers' (a `--verbose` monitor's)
-    own = [line for line in lines if ":kafka." not in line]
+    own = [line for line in lines if ":kafka." not in line and "offset commit of" not in line]
     return "\n".join(
         [
             f"{len(wanted)} offsets in the topic, {len(in_lake)} in the lake, missing {len(missing)} "

@@ -28,6 +28,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import apache_beam as beam
@@ -151,6 +152,16 @@ class _ReadBackOffsetsFn(beam.DoFn):
             yield key, ("durable", tuple(offsets))
 
 
+@dataclass
+class _Failing:
+    """A partition whose commits have failed since its last one was made."""
+
+    last_at: float
+    """When the last one failed (`time.monotonic`)."""
+    in_a_row: int = 0
+    """How many have failed."""
+
+
 _LEDGER = ReadModifyWriteStateSpec("ledger", PickleCoder())
 _LEDGER_STATE = beam.DoFn.StateParam(_LEDGER)
 
@@ -160,8 +171,7 @@ class _CommitFn(beam.DoFn):
         self._connection = dict(connection)
         self._group_id = group_id
         self._committer: KafkaConsumer | None = None
-        self._failed_at: dict[tuple[str, int], float] = {}  # partition -> when its last commit failed (monotonic)
-        self._failures_in_a_row: dict[tuple[str, int], int] = {}  # partition -> commits failed since its last one
+        self._failing: dict[tuple[str, int], _Failing] = {}
         self._commits = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commits")
         self._failures = Metrics.counter(KAFKA_METRICS_NAMESPACE, "offset_commit_failures")
 
@@ -182,29 +192,25 @@ class _CommitFn(beam.DoFn):
                 )
             self._committer.commit({TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)})
         except (KafkaError, OSError) as error:
-            # The broker may be restarting: keep the ledger, retry with a later element.
+            # The broker may be restarting: keep the ledger, retry with a later element. A worker's log line says
+            # so when the partition's commits start failing, then every tenth time, so that an outage is no flood
+            # (the run's summary counts them all).
             self._failures.inc()
-            self._failed_at[(topic, partition)] = time.monotonic()
-            self._note_failure(topic, partition, offset, error)
+            failing = self._failing.setdefault((topic, partition), _Failing(0.0))
+            failing.last_at, failing.in_a_row = time.monotonic(), failing.in_a_row + 1
+            if failing.in_a_row == 1 or failing.in_a_row % 10 == 0:
+                _LOG.warning(
+                    "offset commit of %s[%d] at %d failed (%d in a row): %s: %s; kept, and retried with the "
+                    "partition's next element",
+                    topic, partition, offset, failing.in_a_row, type(error).__name__, error,
+                )  # fmt: skip
             return False
         self._commits.inc()
-        self._failed_at.pop((topic, partition), None)
-        failed = self._failures_in_a_row.pop((topic, partition), 0)
-        if failed:
-            _LOG.warning("offset commit of %s[%d] made at %d, after %d that failed", topic, partition, offset, failed)
-        return True
-
-    def _note_failure(self, topic: str, partition: int, offset: int, error: Exception) -> None:
-        """Say so when a partition's commits start failing (a worker's log line; the run's summary counts them
-        all): the first failure of a run of them, and then every tenth, so that an outage is not a flood."""
-        failed = self._failures_in_a_row.get((topic, partition), 0) + 1
-        self._failures_in_a_row[(topic, partition)] = failed
-        if failed == 1 or failed % 10 == 0:
+        if (failed := self._failing.pop((topic, partition), None)) is not None:
             _LOG.warning(
-                "offset commit of %s[%d] at %d failed (%d in a row): %s: %s; kept, and retried with the "
-                "partition's next element",
-                topic, partition, offset, failed, type(error).__name__, error,
-            )  # fmt: skip
+                "offset commit of %s[%d] made at %d, after %d that failed", topic, partition, offset, failed.in_a_row
+            )
+        return True
 
     def process(
         self,
@@ -239,8 +245,8 @@ class _CommitFn(beam.DoFn):
         return position
 
     def _retried_lately(self, key: tuple[str, int]) -> bool:
-        failed_at = self._failed_at.get(key)
-        return failed_at is not None and time.monotonic() - failed_at < COMMIT_RETRY_SECONDS
+        failing = self._failing.get(key)
+        return failing is not None and time.monotonic() - failing.last_at < COMMIT_RETRY_SECONDS
 
 
 class CommitOffsetsAfterLake(beam.PTransform):
