@@ -29,6 +29,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -312,7 +313,7 @@ class LocalFlink:
             if cluster:
                 if not self.pid("job_manager"):
                     self._spawn(state, "job_manager", [java, f"-Xmx{self._heap}", *CLUSTER_JVM_FLAGS,
-                                *self._logging("job_manager"),
+                                *self._jvm_properties("job_manager"),
                                 "-cp", classpath, JOB_MANAGER, "--configDir", str(self._conf_dir),
                                 "--executionMode", "cluster"])  # fmt: skip
                 for index in range(self._task_managers):
@@ -322,7 +323,7 @@ class LocalFlink:
                 master = f"127.0.0.1:{ports['rest']}" if cluster else (master or "[local]")
                 state["nothing_to_stage"] = jar is not None
                 jvm = CLUSTER_JVM_FLAGS if cluster else ()
-                self._spawn(state, "job_server", [java, f"-Xmx{self._heap}", *jvm, *self._logging("job_server"),
+                self._spawn(state, "job_server", [java, f"-Xmx{self._heap}", *jvm, *self._jvm_properties("job_server"),
                             "-cp", classpath, JOB_SERVER, f"--flink-master={master}",
                             "--job-host=127.0.0.1", f"--job-port={ports['job']}",
                             f"--artifact-port={ports['artifact']}", f"--expansion-port={ports['expansion']}",
@@ -363,7 +364,7 @@ class LocalFlink:
             jvm, dynamic = self._tm_resources(java, lib)
             hosts = pools.write_hosts_file(self._conf_dir, index)
             self._spawn(state, role, [java, *jvm, *CLUSTER_JVM_FLAGS, f"-Djdk.net.hosts.file={hosts}",
-                        *self._logging(role),
+                        *self._jvm_properties(role),
                         "-cp", classpath, TASK_MANAGER, "--configDir", str(self._conf_dir), *dynamic,
                         "-D", f"taskmanager.rpc.port={ports[f'tm{index}_rpc']}",
                         "-D", f"taskmanager.data.port={ports[f'tm{index}_data']}"])  # fmt: skip
@@ -372,14 +373,29 @@ class LocalFlink:
     def _conf_dir(self) -> Path:
         return self.home / "conf"
 
-    def _logging(self, role: str) -> list[str]:
-        # slf4j-simple writes to stderr (our log file); Flink's own code also asks for log.file when it serves logs.
+    def _jvm_properties(self, role: str) -> list[str]:
+        """The system properties of `role`'s JVM. slf4j-simple writes to stderr (our log file); Flink's own code
+        also asks for log.file when it serves logs. The temporary folder is the role's own, in the home, emptied
+        first: what a process leaves there when killed (a TaskManager's working directory holds each job's jars,
+        about 450 MB) is removed when the role starts again, or at `stop`, instead of piling up in /tmp."""
         return [
+            f"-Djava.io.tmpdir={self._fresh_temp(role)}",
             "-Djava.awt.headless=true",
             f"-Dlog.file={self.log_file(role)}",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
         ]
+
+    def _fresh_temp(self, role: str) -> Path:
+        """An empty temporary folder for `role` (Flink's `io.tmp.dirs` defaults to the JVM's `java.io.tmpdir`)."""
+        folder = self._temp_root / role
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        return folder
+
+    @property
+    def _temp_root(self) -> Path:
+        return self.home / "tmp"
 
     def _configure(self, state: dict, cluster: bool) -> dict:
         """Ports kept across restarts when still free; a fresh Flink config for the cluster's processes."""
@@ -463,6 +479,7 @@ class LocalFlink:
         if state:
             state["pids"] = {}
             self._write_state(state)
+        shutil.rmtree(self._temp_root, ignore_errors=True)
         return bool(order)
 
     def kill(self, role: str) -> int:

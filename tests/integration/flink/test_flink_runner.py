@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -90,6 +91,11 @@ def _job_running(flink, before: set[str], audit: subprocess.Popen, log_path) -> 
     return None
 
 
+def _working_dirs(flink) -> set[Path]:
+    """The first TaskManager's working directories (Flink's `tm_<resource id>`), in its temporary folder."""
+    return set((flink.home / "tmp" / "task_manager").glob("tm_*"))
+
+
 def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_once(flink_cluster, tmp_path):
     # Enough responses that the audit is still running a second after its tasks start, on an idle machine too
     # (the 308 lines of the sample were done within two seconds there).
@@ -102,10 +108,13 @@ def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_o
         job = wait_for(lambda: _job_running(flink_cluster, before, audit, log), timeout_s=RUN_TIMEOUT_S, every_s=0.2,
                        what="the audit's tasks running")  # fmt: skip
         time.sleep(1)  # into the audit, past the read
+        killed_working_dirs = _working_dirs(flink_cluster)
         flink_cluster.kill("task_manager")
         first = finished(audit, log)
     finally:
         flink_cluster.start(cluster=True)  # a TaskManager again, for this test's re-run and the tests after it
+    # What the killed TaskManager left (its working directory, with the job's jars) went when it started again.
+    assert killed_working_dirs and not killed_working_dirs & _working_dirs(flink_cluster)
     # No checkpoints, so no restart strategy: the job fails, and so does the command that waited for it.
     assert (first, flink_jobs(flink_cluster)[job]) == (1, "FAILED"), log_tail(log)
 
