@@ -374,10 +374,11 @@ class LocalFlink:
         return self.home / "conf"
 
     def _jvm_properties(self, role: str) -> list[str]:
-        """The system properties of `role`'s JVM. slf4j-simple writes to stderr (our log file); Flink's own code
-        also asks for log.file when it serves logs. The temporary folder is the role's own, in the home, emptied
-        first: what a process leaves there when killed (a TaskManager's working directory holds each job's jars,
-        about 450 MB) is removed when the role starts again, or at `stop`, instead of piling up in /tmp."""
+        """The system properties of a JVM about to start as `role`. slf4j-simple writes to stderr (our log file);
+        Flink's own code also asks for log.file when it serves logs. The temporary folder is the role's own, in the
+        home, and emptied here: what a killed process left there (a TaskManager's working directory keeps the jars
+        of each job that staged them, 152 MB a job) goes when the role starts again, or at `stop`, instead of piling
+        up in /tmp."""
         return [
             f"-Djava.io.tmpdir={self._fresh_temp(role)}",
             "-Djava.awt.headless=true",
