@@ -3,8 +3,8 @@
 `scripts/flink.sh start|stop|status [--cluster]` calls this module; pytest fixtures import `LocalFlink`. Maven
 serves no `beam-runners-flink-*-job-server` jar, so the jars of `beam-runners-flink-1.19` (which holds
 `FlinkJobServerDriver` and brings Flink 1.19.0) are resolved once with `mvn dependency:copy-dependencies` from
-`scripts/flink/pom.xml` into `~/.cache/groundwatch/flink/<version>/lib`. State, config and logs live in a home
-folder (default `~/.cache/groundwatch/flink/run`).
+`scripts/flink/pom.xml` into `~/.cache/groundwatch/flink/<version>/lib`. State, config, logs and the JVMs'
+temporary files live in a home folder (default `~/.cache/groundwatch/flink/run`).
 
     python3 scripts/flink_cluster.py start [--cluster [--taskmanagers N] [--slots S]]  # prints localhost:PORT
     python3 scripts/flink_cluster.py flags    # the Beam options of audit and monitor on the running cluster
@@ -323,7 +323,10 @@ class LocalFlink:
                 master = f"127.0.0.1:{ports['rest']}" if cluster else (master or "[local]")
                 state["nothing_to_stage"] = jar is not None
                 jvm = CLUSTER_JVM_FLAGS if cluster else ()
-                self._spawn(state, "job_server", [java, f"-Xmx{self._heap}", *jvm, *self._jvm_properties("job_server"),
+                # Before a cluster, jobs outlive their job server and read the artifacts it staged in its temporary
+                # folder: a job server started again keeps what the last one left there.
+                properties = self._jvm_properties("job_server", keep_temp=cluster)
+                self._spawn(state, "job_server", [java, f"-Xmx{self._heap}", *jvm, *properties,
                             "-cp", classpath, JOB_SERVER, f"--flink-master={master}",
                             "--job-host=127.0.0.1", f"--job-port={ports['job']}",
                             f"--artifact-port={ports['artifact']}", f"--expansion-port={ports['expansion']}",
@@ -373,30 +376,32 @@ class LocalFlink:
     def _conf_dir(self) -> Path:
         return self.home / "conf"
 
-    def _jvm_properties(self, role: str) -> list[str]:
-        """The system properties of a JVM about to start as `role`. slf4j-simple writes to stderr (our log file);
-        Flink's own code also asks for log.file when it serves logs. The temporary folder is the role's own, in the
-        home, and emptied here: what a killed process left there (a TaskManager's working directory keeps the jars
-        of each job that staged them, 152 MB a job) goes when the role starts again, or at `stop`, instead of piling
-        up in /tmp."""
+    def _jvm_properties(self, role: str, *, keep_temp: bool = False) -> list[str]:
+        """The system properties of a JVM about to start as `role` (whose process is not running). slf4j-simple
+        writes to stderr (our log file); Flink's own code also asks for log.file when it serves logs. The temporary
+        folder is the role's own, in the home (`_temp_folder`)."""
         return [
-            f"-Djava.io.tmpdir={self._fresh_temp(role)}",
+            f"-Djava.io.tmpdir={self._temp_folder(role, keep=keep_temp)}",
             "-Djava.awt.headless=true",
             f"-Dlog.file={self.log_file(role)}",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
         ]
 
-    def _fresh_temp(self, role: str) -> Path:
-        """An empty temporary folder for `role` (Flink's `io.tmp.dirs` defaults to the JVM's `java.io.tmpdir`)."""
+    def _temp_folder(self, role: str, *, keep: bool = False) -> Path:
+        """The temporary folder of `role`'s JVM (`java.io.tmpdir`, which Flink's `io.tmp.dirs` follows), emptied
+        (unless `keep`) of what a killed process of the role left: a TaskManager's working directory keeps the jars
+        of each job that staged them, 152 MB a job, and so does the embedded mini-cluster's. `stop` removes them
+        all."""
         folder = self._temp_root / role
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True, exist_ok=True)
         return folder
 
     @property
     def _temp_root(self) -> Path:
-        return self.home / "tmp"
+        return self.home / "jvm-tmp"
 
     def _configure(self, state: dict, cluster: bool) -> dict:
         """Ports kept across restarts when still free; a fresh Flink config for the cluster's processes."""
@@ -521,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["start", "stop", "status", "flags"])
     parser.add_argument("--cluster", action="store_true", help="a local JobManager and TaskManagers")
     env = os.environ.get
-    parser.add_argument("--home", default=env("GROUNDWATCH_FLINK_HOME", str(DEFAULT_HOME)), help="state and logs")
+    parser.add_argument("--home", default=env("GROUNDWATCH_FLINK_HOME", str(DEFAULT_HOME)),
+                        help="state, logs and temporary files")  # fmt: skip
     parser.add_argument("--taskmanagers", type=int, default=int(env("GROUNDWATCH_FLINK_TASKMANAGERS", 1)),
                         help="TaskManagers of --cluster, each with a worker pool (default %(default)s; "
                         "GROUNDWATCH_FLINK_TASKMANAGERS)")  # fmt: skip

@@ -112,7 +112,7 @@ def pooled_flink(tmp_path_factory, s3_server):
     try:
         yield flink
     finally:
-        working_dirs = list((flink.home / "tmp").glob("task_manager*/tm_*"))
+        working_dirs = list((flink.home / "jvm-tmp").glob("task_manager*/tm_*"))
         _stop_pooled(flink)
     assert len(working_dirs) == 2, f"the TaskManagers' working directories were not in the home: {working_dirs}"
 
@@ -130,7 +130,7 @@ def _stop_pooled(flink) -> None:
         if left:
             flink.stop()
     assert not left and stopped.returncode == 0, f"flink.sh stop left {left}: {stopped.stderr[-2000:]}"
-    temp = flink.home / "tmp"  # the JVMs' temporary folders
+    temp = flink.home / "jvm-tmp"  # the JVMs' temporary folders
     assert not temp.exists(), f"flink.sh stop left {sorted(temp.rglob('*'))[:20]}"
 
 

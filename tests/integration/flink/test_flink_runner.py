@@ -93,7 +93,7 @@ def _job_running(flink, before: set[str], audit: subprocess.Popen, log_path) -> 
 
 def _working_dirs(flink) -> set[Path]:
     """The first TaskManager's working directories (Flink's `tm_<resource id>`), in its temporary folder."""
-    return set((flink.home / "tmp" / "task_manager").glob("tm_*"))
+    return set((flink.home / "jvm-tmp" / "task_manager").glob("tm_*"))
 
 
 def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_once(flink_cluster, tmp_path):
@@ -113,10 +113,11 @@ def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_o
         first = finished(audit, log)
     finally:
         flink_cluster.start(cluster=True)  # a TaskManager again, for this test's re-run and the tests after it
-    # What the killed TaskManager left (its working directory, with the job's jars) went when it started again.
-    assert killed_working_dirs and not killed_working_dirs & _working_dirs(flink_cluster)
     # No checkpoints, so no restart strategy: the job fails, and so does the command that waited for it.
     assert (first, flink_jobs(flink_cluster)[job]) == (1, "FAILED"), log_tail(log)
+    # What the killed TaskManager left (its working directory, with the job's jars) went when it started again.
+    left = killed_working_dirs & _working_dirs(flink_cluster)
+    assert killed_working_dirs and not left, f"working directories {killed_working_dirs}, {left} left"
 
     rerun = audit_process(lake, *flink_argv(flink_cluster, parallelism=2), log_path=log, input_path=str(traffic))
     assert finished(rerun, log) == 0, log_tail(log)
