@@ -22,6 +22,7 @@ import shlex
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +56,7 @@ __all__ = [
     "produce_into_stream",
     "stream_in_lake",
     "sample_lake_fnapi",
+    "working_dirs",
 ]
 
 FLINK_PAGE = ROOT / "docs" / "flink.md"
@@ -112,9 +114,15 @@ def pooled_flink(tmp_path_factory, s3_server):
     try:
         yield flink
     finally:
-        working_dirs = list((flink.home / "jvm-tmp").glob("task_manager*/tm_*"))
+        in_home = working_dirs(flink)
         _stop_pooled(flink)
-    assert len(working_dirs) == 2, f"the TaskManagers' working directories were not in the home: {working_dirs}"
+    assert len(in_home) == 2, f"the TaskManagers' working directories were not in the home: {in_home}"
+
+
+def working_dirs(flink, roles: str = "task_manager*") -> set[Path]:
+    """The working directories (Flink's `tm_<resource id>`) of the TaskManagers `roles` names, in their temporary
+    folders in the cluster's home."""
+    return set((flink.home / "jvm-tmp").glob(f"{roles}/tm_*"))
 
 
 def _stop_pooled(flink) -> None:

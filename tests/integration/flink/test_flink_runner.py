@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -34,6 +33,7 @@ from tests.support.flink_fixtures import (
     log_tail,
     monitor_process,
     produce_into_stream,
+    working_dirs,
 )
 from tests.support.kafka_fixtures import wait_for
 from tests.support.lake_compare import assert_same_tables
@@ -91,11 +91,6 @@ def _job_running(flink, before: set[str], audit: subprocess.Popen, log_path) -> 
     return None
 
 
-def _working_dirs(flink) -> set[Path]:
-    """The first TaskManager's working directories (Flink's `tm_<resource id>`), in its temporary folder."""
-    return set((flink.home / "jvm-tmp" / "task_manager").glob("tm_*"))
-
-
 def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_once(flink_cluster, tmp_path):
     # Enough responses that the audit is still running a second after its tasks start, on an idle machine too
     # (the 308 lines of the sample were done within two seconds there).
@@ -108,7 +103,7 @@ def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_o
         job = wait_for(lambda: _job_running(flink_cluster, before, audit, log), timeout_s=RUN_TIMEOUT_S, every_s=0.2,
                        what="the audit's tasks running")  # fmt: skip
         time.sleep(1)  # into the audit, past the read
-        killed_working_dirs = _working_dirs(flink_cluster)
+        killed_working_dirs = working_dirs(flink_cluster, "task_manager")
         flink_cluster.kill("task_manager")
         first = finished(audit, log)
     finally:
@@ -116,7 +111,7 @@ def test_a_killed_taskmanager_fails_the_audit_and_a_rerun_counts_each_response_o
     # No checkpoints, so no restart strategy: the job fails, and so does the command that waited for it.
     assert (first, flink_jobs(flink_cluster)[job]) == (1, "FAILED"), log_tail(log)
     # What the killed TaskManager left (its working directory, with the job's jars) went when it started again.
-    left = killed_working_dirs & _working_dirs(flink_cluster)
+    left = killed_working_dirs & working_dirs(flink_cluster, "task_manager")
     assert killed_working_dirs and not left, f"working directories {killed_working_dirs}, {left} left"
 
     rerun = audit_process(lake, *flink_argv(flink_cluster, parallelism=2), log_path=log, input_path=str(traffic))

@@ -125,9 +125,11 @@ def _where_it_stands(bootstrap: str, topic: str, lake, monitor: Monitor) -> str:
     missing = sorted(wanted - in_lake)
     with open(monitor.log_path, errors="replace") as log:
         lines = log.read().splitlines()
-    client = [line for line in lines if ":kafka." in line]  # kafka-python's own, many during an outage
-    commits = [line for line in lines if "offset commit of" in line]  # the workers' (a `--verbose` monitor's)
-    own = [line for line in lines if ":kafka." not in line and "offset commit of" not in line]
+    # kafka-python's own lines (many during an outage), the workers' on offset commits (a `--verbose` monitor's),
+    # and the rest
+    client, commits, own = [], [], []
+    for line in lines:
+        (client if ":kafka." in line else commits if "offset commit of" in line else own).append(line)
     return "\n".join(
         [
             f"{len(wanted)} offsets in the topic, {len(in_lake)} in the lake, missing {len(missing)} "

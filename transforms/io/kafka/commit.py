@@ -156,7 +156,7 @@ class _ReadBackOffsetsFn(beam.DoFn):
 class _Failing:
     """A partition whose commits have failed since its last one was made."""
 
-    last_at: float
+    last_at: float = 0.0
     """When the last one failed (`time.monotonic`)."""
     in_a_row: int = 0
     """How many have failed."""
@@ -196,8 +196,9 @@ class _CommitFn(beam.DoFn):
             # so when the partition's commits start failing, then every tenth time, so that an outage is no flood
             # (the run's summary counts them all).
             self._failures.inc()
-            failing = self._failing.setdefault((topic, partition), _Failing(0.0))
-            failing.last_at, failing.in_a_row = time.monotonic(), failing.in_a_row + 1
+            failing = self._failing.setdefault((topic, partition), _Failing())
+            failing.last_at = time.monotonic()
+            failing.in_a_row += 1
             if failing.in_a_row == 1 or failing.in_a_row % 10 == 0:
                 _LOG.warning(
                     "offset commit of %s[%d] at %d failed (%d in a row): %s: %s; kept, and retried with the "
