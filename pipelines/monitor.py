@@ -85,6 +85,7 @@ from schemas import Origin, ParsedResponse
 from transforms.ingest.late import DeadLetterLateMessages, message_late_reason
 from transforms.ingest.parse import ParseError, parse_message
 from transforms.ingest.sample import is_sampled
+from transforms.io.kafka.client import named_kafka_errors
 from transforms.io.kafka.commit import CommitOffsetsAfterLake
 from transforms.io.kafka.partitions import topic_partitions
 from transforms.io.kafka.sink import PublishDeadLetters, PublishReviewQueue, ensure_topics
@@ -186,14 +187,10 @@ def build_monitor(
 
 def _check_topics(connection: dict[str, Any], opts: MonitorOptions) -> None:
     """Fail early, naming the flag, when the input topic is missing; create missing output topics."""
-    from kafka.errors import KafkaError
-
-    try:
+    with named_kafka_errors(opts.kafka_bootstrap_servers):
         if topic_partitions(connection, opts.kafka_topic) is None:
             raise ValueError(f"--topic {opts.kafka_topic!r} does not exist at {opts.kafka_bootstrap_servers}")
         ensure_topics(connection, [opts.review_topic, opts.dead_letter_topic])
-    except KafkaError as e:
-        raise ValueError(f"cannot reach Kafka at --bootstrap-servers {opts.kafka_bootstrap_servers}: {e}") from None
 
 
 def find_prism(explicit: str | None = None) -> str:

@@ -9,8 +9,9 @@ Generated responses are stamped from now on (so a streaming monitor sees live tr
 gives an ISO 8601 time; malformed messages (truncated JSON, wrong types, unknown schema version, non-UTF-8
 bytes, ...) replace that fraction of them. Each message is keyed by its response_id, so one response always
 lands in the same partition. `--rate` paces the sending (messages per second); by default it is as fast as
-the broker takes them. Connection settings are the monitor's (security protocol, SASL, SSL; passwords from
-the environment).
+the broker takes them. A topic that does not exist yet is created first, with the broker's default partitions
+and replication, whether or not the broker creates topics by itself. Connection settings are the monitor's
+(security protocol, SASL, SSL; passwords from the environment).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from pipelines.options.monitor import (
 )
 from pipelines.traffic.synthetic import generate_responses, malformed_lines
 from transforms.ingest.parse import ParseError, parse_message, response_id_of
+from transforms.io.kafka.client import named_kafka_errors
 from transforms.io.kafka.client import producer as kafka_producer
+from transforms.io.kafka.sink import ensure_topics
 
 __all__ = ["add_arguments", "generated_messages", "main", "malformed_messages", "produce_messages"]
 
@@ -82,7 +85,12 @@ def _key_of(raw: bytes) -> bytes | None:
 
 
 def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rate: float | None = None) -> int:
-    """Send raw messages to `topic` (keyed by response_id), at most `rate` per second; return how many."""
+    """Send raw messages to `topic` (keyed by response_id), at most `rate` per second; return how many.
+
+    The topic is created first when it is missing: a broker that creates topics by itself would do so too, but
+    kafka-python logs the first lookup of a missing topic as an error ("Topic ... not found in cluster
+    metadata"), and a broker that does not would leave every send waiting."""
+    ensure_topics(connection, [topic])
     producer = kafka_producer(connection)
     sent, started = 0, time.monotonic()
     try:
@@ -132,7 +140,8 @@ def main(args: argparse.Namespace) -> int:
                 malformed_fraction=args.malformed_fraction,
                 start=start,
             )
-        sent = produce_messages(connection, args.topic, messages, rate=args.rate)
+        with named_kafka_errors(args.bootstrap_servers):
+            sent = produce_messages(connection, args.topic, messages, rate=args.rate)
     except (ValueError, OSError) as e:
         print(f"groundwatch produce: {e}", file=sys.stderr)
         return 2

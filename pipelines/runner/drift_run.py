@@ -228,9 +228,13 @@ def _where(alert: AlertRow) -> str:
 
 
 def log_alerts_to_stderr() -> None:
-    """On the command line the log is stderr: alerts and clears, one line each."""
+    """On the command line the log is stderr: alerts and clears, one line each.
+
+    Only this handler prints them: importing Beam logs a line on the root logger, which gives the root logger a
+    handler of its own (`logging.basicConfig`), and a record passed on to it would be printed a second time."""
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         log.addHandler(handler)
         log.setLevel(logging.INFO)
+        log.propagate = False

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 from datetime import timedelta
 
 import duckdb
@@ -29,6 +30,9 @@ from pipelines.traffic.scenarios import (
     scenario_responses,
 )
 from schemas.monitoring import AlertStatus, CheckStatus
+from tests.support.documented import groundwatch_bin
+from tests.support.kafka_fixtures import consume_all
+from tests.support.ports import free_port
 from transforms.monitoring.drift import DRIFT_CHECKS, DriftConfig
 
 pytestmark = pytest.mark.scenario  # scenario lakes: the integration tier (docs/development.md)
@@ -202,3 +206,38 @@ def test_alerts_go_to_the_kafka_alerts_topic(episode_lake):
         consumer.close()
     assert [r["alert_id"] for r in received] == [a.alert_id for a in outcome.changes]
     assert {r["status"] for r in received} == {"firing", "cleared"}
+
+
+def _drift_command(lake: str, bootstrap: str, topic: str, cwd) -> subprocess.CompletedProcess:
+    """`groundwatch drift` over the whole lake again, sending to Kafka, as a user runs it: its own process."""
+    argv = [groundwatch_bin(), "drift", "--lake", lake, "--recompute", "--no-workspace", "--bootstrap-servers",
+            bootstrap, "--alerts-topic", topic]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=cwd, check=False)
+
+
+@pytest.mark.kafka
+def test_the_drift_command_prints_each_alert_once_and_sends_them(episode_lake, kafka_bootstrap, new_topic, tmp_path):
+    lake = str(shutil.copytree(episode_lake[0], tmp_path / "lake"))
+    topic = new_topic(auto=True)
+    done = _drift_command(lake, kafka_bootstrap, topic, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    alerts = [line for line in done.stderr.splitlines() if " groundwatch.drift: " in line]
+    assert any(" ALERT " in line for line in alerts) and any(" CLEARED " in line for line in alerts), done.stderr
+    # Importing Beam gives the root logger a handler: passed on to it, each line came a second time, unstamped.
+    assert not [line for line in done.stderr.splitlines() if line.startswith(("WARNING:groundwatch", "INFO:ground"))]
+    assert len(alerts) == len(set(alerts)), done.stderr
+    sent = len(consume_all(kafka_bootstrap, topic))
+    assert f"sent {sent} alert updates to Kafka topic {topic}" in done.stdout and sent == len(alerts)
+
+
+def test_the_drift_command_with_kafka_away_says_so_before_checking_any_window(episode_lake, tmp_path):
+    lake = shutil.copytree(episode_lake[0], tmp_path / "lake")
+    before = sorted((p.relative_to(lake), p.stat().st_mtime_ns) for p in lake.rglob("*"))
+    away = f"127.0.0.1:{free_port()}"  # nothing listens there; kafka-python gives up after 30 s
+    done = _drift_command(str(lake), away, "rag.alerts", tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    said = f"groundwatch drift: cannot reach Kafka at --bootstrap-servers {away}: KafkaTimeoutError"
+    assert done.stderr.splitlines()[-1].startswith(said), done.stderr[-3000:]
+    # `--recompute` would have removed the lake's checks and alerts before checking again: nothing was touched.
+    assert sorted((p.relative_to(lake), p.stat().st_mtime_ns) for p in lake.rglob("*")) == before

@@ -7,8 +7,9 @@ sasl_*, ssl_*), passed through as is, so any cluster works.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +21,14 @@ if TYPE_CHECKING:  # kafka-python is imported where a client is built, so import
 __all__ = [
     "CLIENT_SETTINGS",
     "KAFKA_METRICS_NAMESPACE",
+    "KafkaUnreachable",
     "PRODUCER_LINGER_MS",
     "START_FROM",
     "client_config",
     "consumer",
     "kafka_source",
     "message_event_time",
+    "named_kafka_errors",
     "producer",
     "resolve_start_offset",
 ]
@@ -115,6 +118,28 @@ def resolve_start_offset(committed: int | None, earliest: int, latest: int, star
         # Retention may have deleted what the group last committed; start at what still exists.
         return min(max(committed, earliest), latest)
     return latest if start_from == "latest" else earliest
+
+
+class KafkaUnreachable(ValueError):
+    """Kafka did not answer, or refused what was asked; the message names the servers (`named_kafka_errors`)."""
+
+
+@contextlib.contextmanager
+def named_kafka_errors(bootstrap_servers: str) -> Iterator[None]:
+    """kafka-python's errors inside as a `KafkaUnreachable` that names the servers: the one line a command prints.
+
+        with named_kafka_errors(args.bootstrap_servers):
+            ensure_topics(connection, [args.topic])
+
+    A broker that does not answer, a request it refuses: kafka-python raises a `KafkaError` (not an `OSError`),
+    which a command would otherwise end on with a traceback. It is a `ValueError`, which commands print.
+    """
+    from kafka.errors import KafkaError
+
+    try:
+        yield
+    except KafkaError as e:
+        raise KafkaUnreachable(f"cannot reach Kafka at --bootstrap-servers {bootstrap_servers}: {e}") from None
 
 
 def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:

@@ -1,0 +1,54 @@
+"""What `groundwatch produce` and `monitor` print about Kafka itself (marker `kafka`): a new topic is no error,
+and a broker that does not answer is one line naming the servers, not kafka-python's traceback.
+
+They run as a user types them: the installed `groundwatch`, in processes of their own, where the root logger
+is as a command leaves it (importing Beam gives it a handler that prints every library's warnings).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.support.documented import groundwatch_bin
+from tests.support.kafka_fixtures import consume_all
+from tests.support.ports import free_port
+
+pytestmark = pytest.mark.kafka
+
+
+def test_producing_to_a_new_topic_creates_it_and_prints_only_the_count(kafka_bootstrap, new_topic, tmp_path):
+    topic = new_topic(auto=True)  # the name only: produce makes the topic
+    argv = [groundwatch_bin(), "produce", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--generate", "5"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == f"produced 5 messages to {topic} at {kafka_bootstrap}\n"
+    # kafka-python logs the first lookup of a topic the broker does not have as an error, though the broker
+    # then creates it: a user's first `produce` would print "ERROR:kafka.cluster:Topic ... not found".
+    assert done.stderr == ""
+    assert len(consume_all(kafka_bootstrap, topic)) == 5
+
+
+def test_a_broker_that_does_not_answer_is_one_line_from_produce_and_monitor(tmp_path):
+    away = f"127.0.0.1:{free_port()}"  # nothing listens there
+    runs = {
+        "produce": [groundwatch_bin(), "produce", "--bootstrap-servers", away, "--topic", "t", "--generate", "3"],
+        "monitor": [
+            groundwatch_bin(), "monitor", "--bootstrap-servers", away, "--topic", "t",
+            "--lake", str(tmp_path / "lake"), "--until-caught-up",
+        ],
+    }  # fmt: skip
+    # Both wait out kafka-python's bootstrap timeout (30 s), side by side. The monitor keeps its runner's log
+    # after a failure, in the temporary folder: this test's.
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "cwd": tmp_path}
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    started = {name: subprocess.Popen(argv, env=env, **pipes) for name, argv in runs.items()}
+    for name, process in started.items():
+        _, stderr = process.communicate(timeout=180)
+        assert process.returncode == 2, f"{name}: exit {process.returncode}\n{stderr[-3000:]}"
+        assert "Traceback" not in stderr, f"{name}:\n{stderr[-3000:]}"
+        said = f"groundwatch {name}: cannot reach Kafka at --bootstrap-servers {away}: KafkaTimeoutError"
+        assert said in stderr, f"{name}:\n{stderr[-3000:]}"
+    assert not (tmp_path / "lake").exists()
