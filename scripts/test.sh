@@ -11,6 +11,11 @@ cd "$(dirname "$0")/.."
 services=yes
 [[ " $* " == *" --tier fast "* ]] && services=no
 
+# Every temporary file of the run (pytest's folders, Beam's staging folders, the browsers' profiles, the runner
+# logs of monitors a test kills) goes in one folder: removed when the run passes, kept and named when it fails.
+run_tmp="$(mktemp -d "${TMPDIR:-/tmp}/groundwatch-test.XXXXXX")"
+export TMPDIR="$run_tmp"
+
 prepare="" kafka=no
 steps=()
 took() { # took NAME: record how long since the last step (bash's SECONDS), printed at the end
@@ -18,9 +23,15 @@ took() { # took NAME: record how long since the last step (bash's SECONDS), prin
   SECONDS=0
 }
 stop() {
+  local status=$?
   if ((${#steps[@]})); then printf 'scripts/test.sh: %s\n' "${steps[@]}"; fi
   if [[ -n $prepare ]]; then kill "$prepare" 2>/dev/null || true; fi
   if [[ $kafka == yes ]]; then scripts/kafka.sh stop >/dev/null || true; fi
+  if ((status == 0)); then
+    rm -rf "$run_tmp"
+  else
+    echo "scripts/test.sh: the run's temporary files are kept in $run_tmp" >&2
+  fi
 }
 trap stop EXIT
 
