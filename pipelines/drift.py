@@ -10,7 +10,8 @@ shows). Alerts also go to stderr and, when Kafka is configured (`--bootstrap-ser
 GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic.
 
 Exit codes: 0 done; 1 with `--fail-on-alert` when an alert fired in this run or is still firing;
-2 bad usage, or Kafka not reachable (checked before any window, so nothing is written then).
+2 bad usage, or Kafka not answering (checked before any window: such a run checks nothing, and the next one,
+with Kafka back, checks those windows and sends their alerts).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pipelines.options.common import (
     iso_time,
 )
 from pipelines.runner.drift_run import DEFAULT_ALERTS_TOPIC, log_alerts_to_stderr, run_drift
-from transforms.io.kafka.client import KafkaUnreachable, named_kafka_errors
+from transforms.io.kafka.client import KafkaFailed, named_kafka_errors
 from transforms.io.kafka.sink import ensure_topics
 from transforms.monitoring.drift import DriftConfig
 
@@ -107,26 +108,27 @@ def main(args: argparse.Namespace) -> int:
             clear_after=args.clear_after,
             max_span_hours=args.max_span_hours,
         )
-        if args.kafka_bootstrap:  # before any window is checked: a broker away ends the run with nothing written
+        if args.kafka_bootstrap:
+            # Before any window is checked: a run that could not send its alerts would mark their windows
+            # checked, and no later run would send them. This way the next run, with Kafka back, does.
             with named_kafka_errors(args.kafka_bootstrap):
                 ensure_topics({"bootstrap_servers": args.kafka_bootstrap}, [args.alerts_topic])
     except ValueError as error:
         print(f"groundwatch drift: {error}", file=sys.stderr)
         return 2
     try:
-        with named_kafka_errors(args.kafka_bootstrap or ""):
-            outcome = run_drift(
-                args.lake,
-                config,
-                workspace=not args.no_workspace,
-                recompute=args.recompute,
-                kafka_bootstrap=args.kafka_bootstrap,
-                alerts_topic=args.alerts_topic,
-                progress="drift",
-            )
-    except KafkaUnreachable as error:  # gone since the check above, when the alerts were sent
-        print(f"groundwatch drift: {error}; the windows checked are in the lake, their alerts were not sent to "
-              f"{args.alerts_topic}", file=sys.stderr)  # fmt: skip
+        outcome = run_drift(
+            args.lake,
+            config,
+            workspace=not args.no_workspace,
+            recompute=args.recompute,
+            kafka_bootstrap=args.kafka_bootstrap,
+            alerts_topic=args.alerts_topic,
+            progress="drift",
+        )
+    except KafkaFailed as error:  # the broker went away after the check above
+        print(f"groundwatch drift: {error}; the windows checked and their alerts are in the lake, but the alerts "
+              f"may not all have reached {args.alerts_topic}", file=sys.stderr)  # fmt: skip
         return 2
     if args.json:
         for row in outcome.changes:

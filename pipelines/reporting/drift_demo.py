@@ -53,12 +53,12 @@ def _quiet_drift_log():
     log = logging.getLogger("groundwatch.drift")
     null = logging.NullHandler()  # without a handler of its own, Python's last-resort handler would still print
     log.addHandler(null)
-    log.propagate = False
+    propagates, log.propagate = log.propagate, False
     try:
         yield
     finally:
         log.removeHandler(null)
-        log.propagate = True
+        log.propagate = propagates
 
 
 def audit_regression(lake_dir: str, beam_args: list[str] | None = None) -> None:

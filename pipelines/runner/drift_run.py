@@ -27,6 +27,7 @@ from typing import Any
 from dashboards.workspace import GroundwatchWorkspace
 from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
+from transforms.io.kafka.client import named_kafka_errors
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
 from transforms.io.lake import filesystem as lakefs
@@ -80,22 +81,24 @@ def send_alerts_to_kafka(
     and the cleared row alike); an incident's JSON has `incident_id`, an alert's `alert_id`.
 
     `connection` is a bootstrap string or a connection dict as `transforms.io.kafka.client.client_config` takes
-    (security settings included); the topic is created if the cluster does not auto-create it.
-    Alerts come from a run outside Beam, so this uses a plain producer, configured like the pipeline's sink.
+    (security settings included); the topic is created if the cluster does not auto-create it. A failed
+    request raises `KafkaFailed`, naming the servers. Alerts come from a run outside Beam, so this uses a plain
+    producer, configured like the pipeline's sink.
     """
     if not rows:
         return 0
 
     settings = {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
-    ensure_topics(settings, [topic])
-    producer = kafka_producer(settings)
-    try:
-        for row in rows:
-            key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
-            producer.send(topic, key=key.encode(), value=row.model_dump_json().encode())
-        producer.flush(timeout=30)  # raises if a send failed: an alert is never dropped silently
-    finally:
-        producer.close(timeout=10)
+    with named_kafka_errors(settings.get("bootstrap_servers", "")):
+        ensure_topics(settings, [topic])
+        producer = kafka_producer(settings)
+        try:
+            for row in rows:
+                key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
+                producer.send(topic, key=key.encode(), value=row.model_dump_json().encode())
+            producer.flush(timeout=30)  # raises if a send failed: an alert is never dropped silently
+        finally:
+            producer.close(timeout=10)
     return len(rows)
 
 

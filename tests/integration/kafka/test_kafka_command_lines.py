@@ -1,5 +1,6 @@
 """What `groundwatch produce` and `monitor` print about Kafka itself (marker `kafka`): a new topic is no error,
-and a broker that does not answer is one line naming the servers, not kafka-python's traceback.
+and a broker that does not answer ends them on a line of ours naming the servers, not on kafka-python's
+traceback (`produce` shows kafka-python's own lines of its tries above it; the monitor sets them aside).
 
 They run as a user types them: the installed `groundwatch`, in processes of their own, where the root logger
 is as a command leaves it (importing Beam gives it a handler that prints every library's warnings).
@@ -40,8 +41,8 @@ def test_a_broker_that_does_not_answer_is_one_line_from_produce_and_monitor(tmp_
             "--lake", str(tmp_path / "lake"), "--until-caught-up",
         ],
     }  # fmt: skip
-    # Both wait out kafka-python's bootstrap timeout (30 s), side by side. The monitor keeps its runner's log
-    # after a failure, in the temporary folder: this test's.
+    # Both wait out kafka-python's bootstrap timeout (30 s), side by side. The monitor's line is as it was (it
+    # is here so that it stays); its runner's log, kept after a failure, goes to this test's temporary folder.
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "cwd": tmp_path}
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     started = {name: subprocess.Popen(argv, env=env, **pipes) for name, argv in runs.items()}

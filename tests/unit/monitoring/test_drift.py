@@ -226,7 +226,7 @@ def test_the_drift_command_prints_each_alert_once_and_sends_them(episode_lake, k
     # Importing Beam gives the root logger a handler: passed on to it, each line came a second time, unstamped.
     assert not [line for line in done.stderr.splitlines() if line.startswith(("WARNING:groundwatch", "INFO:ground"))]
     assert len(alerts) == len(set(alerts)), done.stderr
-    sent = len(consume_all(kafka_bootstrap, topic))
+    sent = len(consume_all(kafka_bootstrap, topic, idle_ms=10000))
     assert f"sent {sent} alert updates to Kafka topic {topic}" in done.stdout and sent == len(alerts)
 
 

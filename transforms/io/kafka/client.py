@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # kafka-python is imported where a client is built, so import
 __all__ = [
     "CLIENT_SETTINGS",
     "KAFKA_METRICS_NAMESPACE",
-    "KafkaUnreachable",
+    "KafkaFailed",
     "PRODUCER_LINGER_MS",
     "START_FROM",
     "client_config",
@@ -120,26 +120,29 @@ def resolve_start_offset(committed: int | None, earliest: int, latest: int, star
     return latest if start_from == "latest" else earliest
 
 
-class KafkaUnreachable(ValueError):
-    """Kafka did not answer, or refused what was asked; the message names the servers (`named_kafka_errors`)."""
+class KafkaFailed(ValueError):
+    """A Kafka request failed (`named_kafka_errors`); the message names the servers."""
 
 
 @contextlib.contextmanager
 def named_kafka_errors(bootstrap_servers: str) -> Iterator[None]:
-    """kafka-python's errors inside as a `KafkaUnreachable` that names the servers: the one line a command prints.
+    """kafka-python's errors inside as a `KafkaFailed` that names the servers: the one line a command prints.
 
         with named_kafka_errors(args.bootstrap_servers):
             ensure_topics(connection, [args.topic])
 
-    A broker that does not answer, a request it refuses: kafka-python raises a `KafkaError` (not an `OSError`),
-    which a command would otherwise end on with a traceback. It is a `ValueError`, which commands print.
+    kafka-python raises a `KafkaError` (not an `OSError`) when a broker does not answer or refuses a request,
+    which a command would otherwise end on with a traceback. A broker that does not answer is "cannot reach";
+    anything else (a refused topic name, a message too large) is said as kafka-python says it.
     """
-    from kafka.errors import KafkaError
+    from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 
     try:
         yield
+    except (KafkaConnectionError, KafkaTimeoutError) as e:
+        raise KafkaFailed(f"cannot reach Kafka at --bootstrap-servers {bootstrap_servers}: {e}") from None
     except KafkaError as e:
-        raise KafkaUnreachable(f"cannot reach Kafka at --bootstrap-servers {bootstrap_servers}: {e}") from None
+        raise KafkaFailed(f"Kafka at --bootstrap-servers {bootstrap_servers}: {e}") from None
 
 
 def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:

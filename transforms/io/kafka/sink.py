@@ -92,6 +92,8 @@ def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]
     """Create the topics that do not exist yet (broker-default partitions and replication); return those created.
 
     Called before a pipeline starts, so a cluster without topic auto-creation does not stall the first send.
+    It returns once the broker's metadata lists each new topic with a leader for every partition (which lags
+    the creation, on KRaft most): a producer's first lookup before that would be told the topic is unknown.
     """
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
@@ -102,7 +104,7 @@ def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]
         missing = [t for t in dict.fromkeys(topics) if t and t not in set(admin.list_topics())]
         if missing:
             try:
-                admin.create_topics([NewTopic(t) for t in missing])
+                admin.create_topics([NewTopic(t) for t in missing], wait_for_metadata=True)
             except TopicAlreadyExistsError:
                 pass  # created meanwhile by someone else
         return missing
