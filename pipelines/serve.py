@@ -93,8 +93,23 @@ def config_from(args: argparse.Namespace):
         judge_timeout_s=args.judge_timeout_per_request,
         publish_jsonl=os.path.abspath(args.publish_jsonl) if args.publish_jsonl else None,
         publish_kafka_topic=args.publish_kafka_topic,
-        kafka_bootstrap=args.kafka_bootstrap_servers,
+        kafka_bootstrap=args.kafka_bootstrap_servers or os.environ.get("GROUNDWATCH_KAFKA_BOOTSTRAP"),
     )
+
+
+def _reach_kafka_topic(config: ServeConfig) -> None:
+    """With --publish-kafka-topic: reach Kafka and create the topic if missing, before any worker starts.
+
+    Otherwise each worker's start-up fails on its own after kafka-python's 30 s, and uvicorn's exit says only
+    that the service did not start."""
+    if not config.publish_kafka_topic or not config.kafka_bootstrap:
+        return
+    # kept lazy: start-up (Beam, only for Kafka)
+    from transforms.io.kafka.client import named_kafka_errors
+    from transforms.io.kafka.sink import ensure_topics
+
+    with named_kafka_errors(config.kafka_bootstrap):
+        ensure_topics({"bootstrap_servers": config.kafka_bootstrap}, [config.publish_kafka_topic])
 
 
 def main(args: argparse.Namespace) -> int:
@@ -104,6 +119,7 @@ def main(args: argparse.Namespace) -> int:
             raise ValueError(f"--require-api-key: set {API_KEY_ENV}")
         create_app(config)  # builds the verifier once here, so a bad judge setting is exit 2, not a dead worker
         check_port_free(args.host, args.port)  # before the URL is printed as if the service had started
+        _reach_kafka_topic(config)
     except ValueError as e:
         print(f"groundwatch serve: {e}", file=sys.stderr)
         return 2
@@ -117,8 +133,11 @@ def main(args: argparse.Namespace) -> int:
     )
     try:
         _run_uvicorn(args)
-    except SystemExit as e:  # uvicorn's exit 3: the socket was taken between the check and the bind
-        print(f"groundwatch serve: could not start on {args.host}:{args.port} (exit {e.code})", file=sys.stderr)
+    except SystemExit as e:  # uvicorn's exit 3: the socket was taken between the check and the bind, or a worker
+        # could not start (its lines above say why)
+        print(
+            f"groundwatch serve: could not start on {args.host}:{args.port} (uvicorn's exit {e.code})", file=sys.stderr
+        )
         return 2 if e.code == 3 else 1
     return 0
 

@@ -1,6 +1,7 @@
-"""What `groundwatch produce` and `monitor` print about Kafka itself (marker `kafka`): a new topic is no error,
-and a broker that does not answer ends them on a line of ours naming the servers, not on kafka-python's
-traceback (`produce` shows kafka-python's own lines of its tries above it; the monitor sets them aside).
+"""What `groundwatch produce`, `monitor` and `serve` print about Kafka itself (marker `kafka`): a new topic is
+no error, and a broker that does not answer ends them on a line of ours naming the servers, not on
+kafka-python's traceback (`produce` and `serve` show kafka-python's own lines of its tries above it; the
+monitor sets them aside).
 
 They run as a user types them: the installed `groundwatch`, in processes of their own, where the root logger
 is as a command leaves it (importing Beam gives it a handler that prints every library's warnings).
@@ -32,7 +33,7 @@ def test_producing_to_a_new_topic_creates_it_and_prints_only_the_count(kafka_boo
     assert len(consume_all(kafka_bootstrap, topic)) == 5
 
 
-def test_a_broker_that_does_not_answer_is_one_line_from_produce_and_monitor(tmp_path):
+def test_a_broker_that_does_not_answer_is_one_line_from_produce_monitor_and_serve(tmp_path):
     away = f"127.0.0.1:{free_port()}"  # nothing listens there
     runs = {
         "produce": [groundwatch_bin(), "produce", "--bootstrap-servers", away, "--topic", "t", "--generate", "3"],
@@ -40,9 +41,14 @@ def test_a_broker_that_does_not_answer_is_one_line_from_produce_and_monitor(tmp_
             groundwatch_bin(), "monitor", "--bootstrap-servers", away, "--topic", "t",
             "--lake", str(tmp_path / "lake"), "--until-caught-up",
         ],
+        "serve": [
+            groundwatch_bin(), "serve", "--publish-kafka-topic", "t", "--bootstrap-servers", away,
+            "--port", str(free_port()),
+        ],
     }  # fmt: skip
-    # Both wait out kafka-python's bootstrap timeout (30 s), side by side. The monitor's line is as it was (it
-    # is here so that it stays); its runner's log, kept after a failure, goes to this test's temporary folder.
+    # All wait out kafka-python's bootstrap timeout (30 s), side by side. The monitor's line is as it was (it is
+    # here so that it stays); its runner's log, kept after a failure, goes to this test's temporary folder. The
+    # service reaches Kafka before it starts: before, each worker failed alone and uvicorn only said exit 3.
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, "cwd": tmp_path}
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     started = {name: subprocess.Popen(argv, env=env, **pipes) for name, argv in runs.items()}
