@@ -10,8 +10,9 @@ shows). Alerts also go to stderr and, when Kafka is configured (`--bootstrap-ser
 GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic.
 
 Exit codes: 0 done; 1 with `--fail-on-alert` when an alert fired in this run or is still firing;
-2 bad usage, or Kafka not answering (checked before any window: such a run checks nothing, and the next one,
-with Kafka back, checks those windows and sends their alerts).
+2 bad usage, or Kafka failing (reached before any window: a broker that does not answer then means nothing
+checked, and the next run, with Kafka back, checks those windows and sends their alerts; one lost during the
+run leaves its windows and alerts in the lake, the alerts perhaps not all sent).
 """
 
 from __future__ import annotations

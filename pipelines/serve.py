@@ -10,7 +10,9 @@
 citation audit, the claim checks and the routing decision; `POST /v1/verify/batch` takes
 `{"responses": [...]}`; `GET /healthz`; `GET /openapi.json`. The app is `pipelines.serving.app`; it runs on
 uvicorn, with `--workers N` processes. Set GROUNDWATCH_SERVE_API_KEY to require a key (Authorization: Bearer
-KEY, or X-API-Key); `--require-api-key` refuses to start without one. Exit codes: 0 stopped, 2 bad usage.
+KEY, or X-API-Key); `--require-api-key` refuses to start without one. Exit codes: 0 stopped; 2 bad usage, a
+busy port, or Kafka failing (`--publish-kafka-topic`: reached, and the topic created, before any worker starts);
+1 uvicorn stopped otherwise.
 """
 
 from __future__ import annotations
@@ -118,8 +120,8 @@ def main(args: argparse.Namespace) -> int:
         if args.require_api_key and not os.environ.get(API_KEY_ENV):
             raise ValueError(f"--require-api-key: set {API_KEY_ENV}")
         create_app(config)  # builds the verifier once here, so a bad judge setting is exit 2, not a dead worker
+        _reach_kafka_topic(config)  # up to 30 s: before the port is checked, so that it is still free at the bind
         check_port_free(args.host, args.port)  # before the URL is printed as if the service had started
-        _reach_kafka_topic(config)
     except ValueError as e:
         print(f"groundwatch serve: {e}", file=sys.stderr)
         return 2

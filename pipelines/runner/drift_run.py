@@ -93,10 +93,14 @@ def send_alerts_to_kafka(
         ensure_topics(settings, [topic])
         producer = kafka_producer(settings)
         try:
+            sent = []
             for row in rows:
                 key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
-                producer.send(topic, key=key.encode(), value=row.model_dump_json().encode())
-            producer.flush(timeout=30)  # raises if a send failed: an alert is never dropped silently
+                sent.append(producer.send(topic, key=key.encode(), value=row.model_dump_json().encode()))
+            # Each record's own answer: an alert is never dropped silently. Not `flush`, which returns when a
+            # refused batch is split to be sent again (kafka-python 3.0.12 then raises "Future not done").
+            for future in sent:
+                future.get(timeout=30)
         finally:
             producer.close(timeout=10)
     return len(rows)

@@ -17,7 +17,9 @@ Dataflow, whatever the runner's support for state and timers.
 Each run writes `drift_checks`, `alerts` and `incidents` rows to the lake, logs each alert and incident change
 (`groundwatch.drift`), and publishes them to the alerts topic (`pipelines.runner.drift_run.send_alerts_to_kafka`, as
 `groundwatch drift --bootstrap-servers` does). A failing run is logged and counted, and the stream goes on: the
-next run checks the same windows again, since a window counts as checked only once its rows are in the lake.
+next run checks again the windows whose rows did not reach the lake (a window counts as checked once they are
+there). A run that wrote its rows and then could not publish them does not publish them later: the log has
+them, and the lake.
 """
 
 from __future__ import annotations

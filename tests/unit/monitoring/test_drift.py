@@ -241,3 +241,14 @@ def test_the_drift_command_with_kafka_away_says_so_before_checking_any_window(ep
     assert done.stderr.splitlines()[-1].startswith(said), done.stderr[-3000:]
     # `--recompute` would have removed the lake's checks and alerts before checking again: nothing was touched.
     assert sorted((p.relative_to(lake), p.stat().st_mtime_ns) for p in lake.rglob("*")) == before
+
+
+@pytest.mark.kafka
+def test_an_alert_the_broker_refuses_is_an_error_not_a_count(episode_lake, kafka_bootstrap, new_topic):
+    from transforms.io.kafka.client import KafkaFailed
+
+    _, _, outcome = episode_lake
+    topic = new_topic(config={"max.message.bytes": "200"})  # every alert's JSON is longer
+    # `flush` returns once every record is answered, refused or not: the refusal is in each record's future.
+    with pytest.raises(KafkaFailed, match=rf"^Kafka at --bootstrap-servers {kafka_bootstrap}: .*MessageSizeTooLarge"):
+        send_alerts_to_kafka(outcome.changes, kafka_bootstrap, topic)

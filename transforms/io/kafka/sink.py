@@ -7,11 +7,12 @@ A review message is JSON keyed by response_id: why the response needs a human (t
 flagged sentences with their indexes, verdicts, confidences and evidence ids. A dead-letter message's value is
 the original bytes, unchanged; the reason, stage and origin (source, partition, offset) travel as headers and
 in the key. `WriteToKafka` flushes the producer at the end of every bundle, so a bundle that the runner
-commits has been delivered (at-least-once: a retried bundle may publish again; keys let readers dedupe).
+commits has been answered (at-least-once: a retried bundle may publish again; keys let readers dedupe).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -97,16 +98,18 @@ def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]
     """
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError
 
     admin = KafkaAdminClient(**client_config(connection))
     try:
         missing = [t for t in dict.fromkeys(topics) if t and t not in set(admin.list_topics())]
         if missing:
             try:
-                admin.create_topics([NewTopic(t) for t in missing], wait_for_metadata=True)
+                admin.create_topics([NewTopic(t) for t in missing])
             except TopicAlreadyExistsError:
                 pass  # created meanwhile by someone else
+            with contextlib.suppress(KafkaTimeoutError):  # not ready in 10 s: a producer waits for it itself
+                admin.wait_for_topics(missing)
         return missing
     finally:
         admin.close()
@@ -131,8 +134,10 @@ class _ProduceFn(beam.DoFn):
         self._sent.inc()
 
     def finish_bundle(self) -> None:
-        # Raises if a send failed, so the runner retries the bundle instead of losing the message. Without a
-        # producer nothing was sent (process() makes one before every send).
+        # Waits until the bundle's messages are answered; running out of time raises, so the runner retries the
+        # bundle. A message the broker refuses for good (too large, say) is only logged by kafka-python, not
+        # raised: its row is in the lake either way. Without a producer nothing was sent (process() makes one
+        # before every send).
         if self._producer is not None:
             self._producer.flush()
 
