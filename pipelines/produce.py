@@ -89,21 +89,23 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
 
     The topic is created first when it is missing: a broker that creates topics by itself would do so too, but
     kafka-python logs the first lookup of a missing topic as an error ("Topic ... not found in cluster
-    metadata"), and a broker that does not would leave every send waiting."""
+    metadata"), and a broker that does not would leave every send waiting. Kafka's errors raise `KafkaFailed`,
+    naming the servers."""
     ensure_topics(connection, [topic])
-    producer = kafka_producer(connection)
-    sent, started = 0, time.monotonic()
-    try:
-        for raw in messages:
-            if rate:
-                ahead = started + sent / rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
-            producer.send(topic, value=raw, key=_key_of(raw))
-            sent += 1
-        producer.flush()
-    finally:
-        producer.close()
+    with named_kafka_errors(connection.get("bootstrap_servers", "")):
+        producer = kafka_producer(connection)
+        sent, started = 0, time.monotonic()
+        try:
+            for raw in messages:
+                if rate:
+                    ahead = started + sent / rate - time.monotonic()
+                    if ahead > 0:
+                        time.sleep(ahead)
+                producer.send(topic, value=raw, key=_key_of(raw))
+                sent += 1
+            producer.flush()
+        finally:
+            producer.close()
     return sent
 
 
@@ -140,8 +142,7 @@ def main(args: argparse.Namespace) -> int:
                 malformed_fraction=args.malformed_fraction,
                 start=start,
             )
-        with named_kafka_errors(args.bootstrap_servers):
-            sent = produce_messages(connection, args.topic, messages, rate=args.rate)
+        sent = produce_messages(connection, args.topic, messages, rate=args.rate)
     except (ValueError, OSError) as e:
         print(f"groundwatch produce: {e}", file=sys.stderr)
         return 2

@@ -106,12 +106,9 @@ def _reach_kafka_topic(config: ServeConfig) -> None:
     that the service did not start."""
     if not config.publish_kafka_topic or not config.kafka_bootstrap:
         return
-    # kept lazy: start-up (Beam, only for Kafka)
-    from transforms.io.kafka.client import named_kafka_errors
-    from transforms.io.kafka.sink import ensure_topics
+    from transforms.io.kafka.sink import ensure_topics  # kept lazy: start-up (Beam, only for Kafka)
 
-    with named_kafka_errors(config.kafka_bootstrap):
-        ensure_topics({"bootstrap_servers": config.kafka_bootstrap}, [config.publish_kafka_topic])
+    ensure_topics({"bootstrap_servers": config.kafka_bootstrap}, [config.publish_kafka_topic])
 
 
 def main(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 from dashboards.workspace import GroundwatchWorkspace
 from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
-from transforms.io.kafka.client import named_kafka_errors
+from transforms.io.kafka.client import KafkaFailed, named_kafka_errors
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
 from transforms.io.lake import filesystem as lakefs
@@ -87,10 +87,18 @@ def send_alerts_to_kafka(
     """
     if not rows:
         return 0
+    settings = _settings(connection)
+    ensure_topics(settings, [topic])
+    return _publish(rows, settings, topic)
 
-    settings = {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
+
+def _settings(connection: str | Mapping[str, Any]) -> dict[str, Any]:
+    return {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
+
+
+def _publish(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic: str) -> int:
+    """`send_alerts_to_kafka` to a topic that exists."""
     with named_kafka_errors(settings.get("bootstrap_servers", "")):
-        ensure_topics(settings, [topic])
         producer = kafka_producer(settings)
         try:
             sent = []
@@ -124,8 +132,16 @@ def run_drift(
 
     Snapshots go to the `groundwatch` project of `<lake>/evidently` unless `workspace_dir`/`project_name` say otherwise.
     With `progress` (the command's name) the windows checked are shown as they go (`pipelines.runner.progress`).
+
+    With `kafka_bootstrap`, Kafka is reached (and the alerts topic created) before any window is checked: a run
+    that could not send its alerts would have marked their windows checked, and no later run would send them.
+    So a broker away raises `KafkaFailed` with nothing checked, and the next run, Kafka back, sends them. A broker
+    lost after that raises `KafkaFailed` too, saying the windows and alerts are in the lake.
     """
     now = now or datetime.now(UTC)
+    kafka = _settings(kafka_bootstrap) if kafka_bootstrap else None
+    if kafka:
+        ensure_topics(kafka, [alerts_topic])
     if recompute:
         # Start over: earlier conclusions (and their snapshots) would otherwise sit beside the new ones.
         for folder in ("drift_checks", "alerts", "incidents", "evidently"):
@@ -165,8 +181,14 @@ def run_drift(
         finally:
             if copy is not None:  # even after a failure: the windows checked so far keep their snapshots
                 copy.push()
-    if kafka_bootstrap and (outcome.changes or outcome.incident_changes):
-        sent = send_alerts_to_kafka([*outcome.incident_changes, *outcome.changes], kafka_bootstrap, alerts_topic)
+    if kafka and (outcome.changes or outcome.incident_changes):
+        try:
+            sent = _publish([*outcome.incident_changes, *outcome.changes], kafka, alerts_topic)
+        except KafkaFailed as e:
+            raise KafkaFailed(
+                f"{e}; the windows checked and their alerts are in the lake, but the alerts may not all have "
+                f"reached {alerts_topic}"
+            ) from None
         out(f"sent {sent} alert updates to Kafka topic {alerts_topic}")
     outcome.firing = list(tracker.open.values())
     outcome.open_incidents = list(incidents.open.values())

@@ -18,8 +18,9 @@ Each run writes `drift_checks`, `alerts` and `incidents` rows to the lake, logs 
 (`groundwatch.drift`), and publishes them to the alerts topic (`pipelines.runner.drift_run.send_alerts_to_kafka`, as
 `groundwatch drift --bootstrap-servers` does). A failing run is logged and counted, and the stream goes on: the
 next run checks again the windows whose rows did not reach the lake (a window counts as checked once they are
-there). A run that wrote its rows and then could not publish them does not publish them later: the log has
-them, and the lake.
+there). Kafka is reached before any window is checked, so a run with the broker away checks nothing and the
+next one publishes; only a broker lost between that and the publishing leaves a run's alerts unpublished (the
+log has them, and the lake).
 """
 
 from __future__ import annotations

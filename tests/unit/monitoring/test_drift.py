@@ -249,6 +249,30 @@ def test_an_alert_the_broker_refuses_is_an_error_not_a_count(episode_lake, kafka
 
     _, _, outcome = episode_lake
     topic = new_topic(config={"max.message.bytes": "200"})  # every alert's JSON is longer
-    # `flush` returns once every record is answered, refused or not: the refusal is in each record's future.
+    # kafka-python's `flush` does not raise a refusal (it logs it): the refusal is in each record's future.
     with pytest.raises(KafkaFailed, match=rf"^Kafka at --bootstrap-servers {kafka_bootstrap}: .*MessageSizeTooLarge"):
         send_alerts_to_kafka(outcome.changes, kafka_bootstrap, topic)
+
+
+@pytest.mark.kafka
+def test_the_streams_drift_stage_with_kafka_away_checks_nothing_and_the_next_run_sends(
+    kafka_bootstrap, new_topic, tmp_path
+):
+    from pipelines.runner.drift_stage import StreamDrift
+
+    lake = str(tmp_path / "lake")
+    spec = ScenarioSpec("retriever-regression", windows=16, per_window=50, change_at=0.6, seed=8)
+    audit_into_lake(list(scenario_responses(spec)), lake)
+    topic = new_topic(auto=True)
+
+    def stage(connection: dict) -> StreamDrift:
+        return StreamDrift(lake, DriftConfig(), connection=connection, alerts_topic=topic, workspace=False, out=_quiet)
+
+    away = stage({"bootstrap_servers": f"127.0.0.1:{free_port()}", "bootstrap_timeout_ms": 200})  # nothing listens
+    assert away.run_once() is None and away.errors == 1
+    # Checked windows would be done with: their alerts, never sent, would stay unsent.
+    assert not os.path.exists(os.path.join(lake, "drift_checks"))
+    outcome = stage({"bootstrap_servers": kafka_bootstrap}).run_once()
+    assert outcome is not None and outcome.fired
+    sent = consume_all(kafka_bootstrap, topic, idle_ms=10000)
+    assert len(sent) == len(outcome.changes) + len(outcome.incident_changes)

@@ -22,7 +22,7 @@ from apache_beam import PCollection
 from apache_beam.metrics import Metrics
 
 from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
-from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config, producer
+from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config, named_kafka_errors, producer
 
 if TYPE_CHECKING:
     from kafka import KafkaProducer
@@ -95,12 +95,19 @@ def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]
     Called before a pipeline starts, so a cluster without topic auto-creation does not stall the first send.
     It returns once the broker's metadata lists each new topic with a leader for every partition (which lags
     the creation, on KRaft most): a producer's first lookup before that would be told the topic is unknown.
+    A broker that does not answer, or refuses, raises `KafkaFailed` naming the servers (`named_kafka_errors`).
     """
     from kafka import KafkaAdminClient
+
+    with named_kafka_errors(connection.get("bootstrap_servers", "")):
+        return _create_missing(KafkaAdminClient(**client_config(connection)), topics)
+
+
+def _create_missing(admin, topics: list[str]) -> list[str]:
+    """`ensure_topics` with its admin client, which it closes."""
     from kafka.admin import NewTopic
     from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(**client_config(connection))
     try:
         missing = [t for t in dict.fromkeys(topics) if t and t not in set(admin.list_topics())]
         if missing:
