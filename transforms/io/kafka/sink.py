@@ -25,7 +25,7 @@ from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
 from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config, named_kafka_errors, producer
 
 if TYPE_CHECKING:
-    from kafka import KafkaProducer
+    from kafka import KafkaAdminClient, KafkaProducer
 
 __all__ = [
     "KafkaMessage",
@@ -103,7 +103,7 @@ def ensure_topics(connection: Mapping[str, Any], topics: list[str]) -> list[str]
         return _create_missing(KafkaAdminClient(**client_config(connection)), topics)
 
 
-def _create_missing(admin, topics: list[str]) -> list[str]:
+def _create_missing(admin: KafkaAdminClient, topics: list[str]) -> list[str]:
     """`ensure_topics` with its admin client, which it closes."""
     from kafka.admin import NewTopic
     from kafka.errors import KafkaTimeoutError, TopicAlreadyExistsError
