@@ -67,7 +67,13 @@ class KafkaPublisher(Publisher):
         self._producer = producer(connection)
 
     def publish(self, raw: bytes, response_id: str) -> None:
-        future = self._producer.send(self.topic, value=bytes(raw), key=response_id.encode("utf-8"))
+        from kafka.errors import KafkaError
+
+        try:
+            future = self._producer.send(self.topic, value=bytes(raw), key=response_id.encode("utf-8"))
+        except KafkaError as error:  # refused before it is sent (larger than a request may be): the verdict stands
+            self._failed(error)
+            return
         future.add_callback(self._sent).add_errback(self._failed)
 
     def _sent(self, _metadata) -> None:

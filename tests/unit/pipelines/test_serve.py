@@ -255,6 +255,28 @@ def test_verified_responses_are_published_to_kafka(kafka_bootstrap, new_topic):
     assert {parse_message(r.value).response_id for r in records} == {"resp-contradicted", "resp-fully_grounded"}
 
 
+@pytest.mark.kafka
+def test_a_response_too_large_to_publish_is_a_failure_counted_not_a_failed_request(kafka_bootstrap, new_topic):
+    """A batch may carry a response over Kafka's largest request (1 MiB): the producer refuses it before sending.
+    Before, that refusal escaped the handler, and the batch's reply was a 500 with every verdict lost."""
+    import copy
+
+    from tests.support.kafka_fixtures import consume_all
+
+    topic = new_topic()
+    big = copy.deepcopy(message("big-1"))
+    big["evidence"][0]["text"] = "Plain words. " * 90_000  # 1.17 MB
+    config = ServeConfig(publish_kafka_topic=topic, kafka_bootstrap=kafka_bootstrap)
+    with running_service(config) as base_url, httpx.Client(base_url=base_url, timeout=120) as client:
+        reply = client.post("/v1/verify/batch", json={"responses": [message("small-1"), big]})
+        assert reply.status_code == 200
+        assert [r["response_id"] for r in reply.json()["results"]] == ["small-1", "big-1"]
+        assert client.post("/v1/verify", json=message("after")).status_code == 200
+        health = client.get("/healthz").json()
+    assert health["publish_failures"] == 1
+    assert sorted(r.key for r in consume_all(kafka_bootstrap, topic)) == [b"after", b"small-1"]
+
+
 @pytest.mark.server
 def test_the_command_serves_on_two_workers_and_never_logs_the_key(tmp_path):
     port = free_port()
