@@ -16,7 +16,7 @@ from apache_beam.metrics.metric import MetricsFilter
 
 from transforms.ingest.parse import DEAD_LETTER_NAMESPACE, METRICS_NAMESPACE, UNKNOWN_FIELDS_COUNTER
 from transforms.io.jsonl import SKIPPED_BLANK_COUNTER
-from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE
+from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, REFUSED_PREFIX
 from transforms.io.lake import filesystem as lakefs
 from transforms.io.lake.writer import LAKE_METRICS_NAMESPACE
 
@@ -43,6 +43,8 @@ class AuditCounts:
     """Blank lines of a JSONL input: no message, so not in `read`, but lines given (read + skipped = lines)."""
     with_unknown_fields: int = 0
     """Valid messages that carried fields the input contract does not know (kept in `responses.extra`)."""
+    kafka_refused: dict[str, int] = field(default_factory=dict)
+    """Messages a Kafka sink's topic refused for good (too large, say), by topic: each one's row is in the lake."""
 
     @property
     def adds_up(self) -> bool:
@@ -68,10 +70,13 @@ class AuditCounts:
 
 def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
     """The counts of several runs (the passes of a catch-up) as one."""
-    reasons, written = Counter(), Counter()
+    reasons: Counter[str] = Counter()
+    written: Counter[str] = Counter()
+    refused: Counter[str] = Counter()
     for c in runs:
         reasons.update(c.dead_letter_reasons)
         written.update(c.rows_written)
+        refused.update(c.kafka_refused)
     total = lambda field: sum(getattr(c, field) for c in runs)  # noqa: E731
     return AuditCounts(
         read=total("read"),
@@ -84,6 +89,7 @@ def sum_counts(runs: Sequence[AuditCounts]) -> AuditCounts:
         rows_written=dict(sorted(written.items())),
         skipped_blank=total("skipped_blank"),
         with_unknown_fields=total("with_unknown_fields"),
+        kafka_refused=dict(sorted(refused.items())),
     )
 
 
@@ -114,12 +120,18 @@ def counts_from_result(result) -> AuditCounts:
         },
         skipped_blank=get(SKIPPED_BLANK_COUNTER),
         with_unknown_fields=get(UNKNOWN_FIELDS_COUNTER),
+        kafka_refused={
+            name.removeprefix(REFUSED_PREFIX): n
+            for (ns, name), n in sorted(totals.items())
+            if ns == KAFKA_METRICS_NAMESPACE and name.startswith(REFUSED_PREFIX) and n
+        },
     )
 
 
 def format_counts(counts: AuditCounts, lake: str) -> str:
     """The end-of-run summary: the four counts, the blank lines skipped, the dead-letter reasons, the messages
-    with unknown fields (when any) and where the lake is."""
+    with unknown fields, failed offset commits and messages a Kafka topic refused (when any), and where the lake
+    is."""
     lines = [
         f"read           {counts.read:>8}",
         f"skipped blank  {counts.skipped_blank:>8}   (blank lines: no message)",
@@ -143,5 +155,11 @@ def format_counts(counts: AuditCounts, lake: str) -> str:
         lines.insert(
             -1,
             f"offset commits {counts.offset_commit_failures:>8} failed (retried; uncommitted offsets are read again)",
+        )
+    if counts.kafka_refused:
+        by_topic = ", ".join(f"{topic}: {n}" for topic, n in counts.kafka_refused.items())
+        lines.insert(
+            -1,
+            f"kafka refused  {sum(counts.kafka_refused.values()):>8} messages ({by_topic}; their rows are in the lake)",
         )
     return "\n".join(lines)

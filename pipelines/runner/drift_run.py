@@ -27,7 +27,7 @@ from typing import Any
 from dashboards.workspace import GroundwatchWorkspace
 from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
-from transforms.io.kafka.client import KafkaFailed, named_kafka_errors
+from transforms.io.kafka.client import KafkaFailed, named_kafka_errors, require_all_taken
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
 from transforms.io.lake import filesystem as lakefs
@@ -105,10 +105,8 @@ def _publish(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic
             for row in rows:
                 key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
                 sent.append(producer.send(topic, key=key.encode(), value=row.model_dump_json().encode()))
-            # Each record's own answer: an alert is never dropped silently. Not `flush`, which returns when a
-            # refused batch is split to be sent again (kafka-python 3.0.12 then raises "Future not done").
-            for future in sent:
-                future.get(timeout=30)
+            # Each record's own answer: an alert is never dropped silently.
+            require_all_taken(sent, settings.get("bootstrap_servers", ""), topic, "alert and incident updates")
         finally:
             producer.close(timeout=10)
     return len(rows)

@@ -23,9 +23,16 @@ from apache_beam.transforms.window import TimestampedValue
 from pipelines.produce import produce_messages
 from pipelines.runner.counts import counts_from_result, format_counts
 from schemas import Origin
+from tests.support.kafka_fixtures import consume_all
 from tests.support.ports import free_port
 from transforms.ingest.parse import dead_letter_row
-from transforms.io.kafka.client import PRODUCER_LINGER_MS, message_event_time, producer, resolve_start_offset
+from transforms.io.kafka.client import (
+    PRODUCER_LINGER_MS,
+    answers,
+    message_event_time,
+    producer,
+    resolve_start_offset,
+)
 from transforms.io.kafka.commit import (
     CommitOffsetsAfterLake,
     _CommitFn,
@@ -64,6 +71,21 @@ def test_producers_wait_for_every_replica_and_batch_unless_a_caller_says_otherwi
     finally:
         batching.close()
         eager.close()
+
+
+def test_a_record_the_broker_refuses_leaves_the_producer_usable(kafka_bootstrap, new_topic):  # noqa: F811
+    """kafka-python 3.x's idempotent producer, its default, fails every record after a refused one, to any
+    topic, with the refusal's error (here, before `enable_idempotence=False`: all four)."""
+    small, other = new_topic(config={"max.message.bytes": "300"}), new_topic()
+    sender = producer({"bootstrap_servers": kafka_bootstrap})
+    try:
+        first = answers([sender.send(small, value=b"x" * 400), sender.send(small, value=b"fits")])
+        later = answers([sender.send(small, value=b"fits too"), sender.send(other, value=b"elsewhere")])
+    finally:
+        sender.close()
+    assert [type(e).__name__ if e else None for e in first] == ["MessageSizeTooLargeError", None]
+    assert later == [None, None]
+    assert [r.value for r in consume_all(kafka_bootstrap, small)] == [b"fits", b"fits too"]
 
 
 def test_ledger_commits_only_through_durable_chunks_in_order():

@@ -1,5 +1,7 @@
 """A message no stage can read does not jam a topic: a bounded monitor passes it, dead-letters it with its bytes,
-and commits the group's offsets to the end of every partition (before, it failed every run at the same offset)."""
+and commits the group's offsets to the end of every partition (before, it failed every run at the same offset).
+Neither does a message its side topic refuses: a dead letter larger than a request may be, or review messages
+larger than the review topic takes, are counted and named in the summary, and the run goes on."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import pytest
 
 from pipelines.monitor import run
 from pipelines.produce import generated_messages, produce_messages
+from pipelines.runner.counts import format_counts
 from pipelines.traffic.synthetic import DEFAULT_START
 from tests.support.kafka_fixtures import (  # noqa: F401
     committed_offsets,
+    consume_all,
+    create_topic,
     kafka_bootstrap,
     lake_accounting,
     monitor_argv,
@@ -47,3 +52,45 @@ def test_a_deeply_nested_message_is_passed_and_offsets_reach_the_end(kafka_boots
 
     again = run(monitor_argv(kafka_bootstrap, topic, lake), out=lambda _: None)
     assert again.read == 0
+
+
+def test_messages_a_side_topic_refuses_are_counted_and_named_and_the_run_goes_on(kafka_bootstrap, new_topic, tmp_path):  # noqa: F811
+    """Three refusals, and none costs the run or a message the topic takes:
+    - a malformed message just under the broker's 1 MB limit, whose dead letter's headers take it over the
+      producer's largest request (before, `send` raised and failed the run at the same offset every time);
+    - a dead letter larger than its topic takes (1,000 bytes), refused by the broker: the two small dead letters
+      beside it still arrive (kafka-python's idempotent producer, its default, failed every later one);
+    - a review topic taking 200 bytes a message refuses every review message (before, only kafka-python's log
+      said so)."""
+    from kafka import KafkaProducer
+
+    topic = new_topic(partitions=1)
+    create_topic(kafka_bootstrap, f"{topic}.review", 1, {"max.message.bytes": "200"})
+    create_topic(kafka_bootstrap, f"{topic}.dead", 1, {"max.message.bytes": "1000"})
+    valid = generated_messages(30, seed=23, malformed_fraction=0.0, start=DEFAULT_START)
+    huge, big, small, smaller = b"{" + b"x" * 1_048_480, b"{" + b"y" * 2000, b"{not json", b"[1,"
+    messages = [*valid[:15], huge, big, small, *valid[15:], smaller]
+    sender = KafkaProducer(bootstrap_servers=kafka_bootstrap, max_request_size=2_000_000)
+    for m in messages:
+        sender.send(topic, m).get(timeout=30)
+    sender.close()
+
+    lake = tmp_path / "lake"
+    counts = run(monitor_argv(kafka_bootstrap, topic, lake), out=lambda _: None)
+    assert (counts.read, counts.audited, counts.dead_lettered) == (34, 30, 4) and counts.adds_up
+    assert counts.needs_review > 0
+    assert counts.kafka_refused == {f"{topic}.dead": 2, f"{topic}.review": counts.needs_review}
+    assert (
+        f"kafka refused  {counts.needs_review + 2:>8} messages ({topic}.dead: 2, {topic}.review: "
+        f"{counts.needs_review}; their rows are in the lake)"
+    ) in format_counts(counts, str(lake))
+
+    # The lake has every row, the dead letters' bytes whole; the topics have what they took.
+    found = lake_accounting(str(lake), topic)
+    assert len(found["responses"]) == 30 and len(found["review_ids"]) == counts.needs_review
+    produced = offsets_by_value(kafka_bootstrap, topic)
+    assert sorted(produced[o] for o in found["dead_letters"]) == sorted([huge, big, small, smaller])
+    assert sorted(r.value for r in consume_all(kafka_bootstrap, f"{topic}.dead")) == sorted([small, smaller])
+    assert consume_all(kafka_bootstrap, f"{topic}.review") == []
+    committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 1)
+    assert committed == ends and sum(ends.values()) == len(messages)

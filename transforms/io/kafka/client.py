@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -17,26 +17,38 @@ from schemas.responses import EARLIEST_EVENT_TIME, LATEST_EVENT_TIME
 
 if TYPE_CHECKING:  # kafka-python is imported where a client is built, so importing this module stays cheap
     from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import KafkaError
+    from kafka.producer.future import FutureRecordMetadata
 
 __all__ = [
     "CLIENT_SETTINGS",
     "KAFKA_METRICS_NAMESPACE",
+    "PUBLISHED_PREFIX",
+    "REFUSED_PREFIX",
     "KafkaFailed",
     "PRODUCER_LINGER_MS",
     "START_FROM",
+    "answers",
     "client_config",
     "consumer",
     "kafka_source",
     "message_event_time",
     "named_kafka_errors",
     "producer",
+    "require_all_taken",
     "resolve_start_offset",
 ]
 
 KAFKA_METRICS_NAMESPACE = "groundwatch.kafka"
-"""Counters of the Kafka transforms: records read, partitions discovered, messages published, offset commits
-and failed offset commit attempts (`offset_commit_failures`; retried with the partition's next chunk read, idle
-ones of a stream included)."""
+"""Counters of the Kafka transforms: records read, partitions discovered, messages published and refused (per
+topic, `PUBLISHED_PREFIX` and `REFUSED_PREFIX` before its name), offset commits and failed offset commit attempts
+(`offset_commit_failures`; retried with the partition's next chunk read, idle ones of a stream included)."""
+
+PUBLISHED_PREFIX = "published_"
+"""A sink's counter of the messages the broker acknowledged is this before the topic's name."""
+
+REFUSED_PREFIX = "refused_"
+"""A sink's counter of the messages refused for good (too large, say) is this before the topic's name."""
 
 START_FROM = ("committed", "earliest", "latest")
 
@@ -146,11 +158,58 @@ def named_kafka_errors(bootstrap_servers: str) -> Iterator[None]:
 
 
 def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:
-    """A producer that waits for every in-sync replica (acks=all), retries, and batches (`PRODUCER_LINGER_MS`)."""
+    """A producer that waits for every in-sync replica (acks=all), retries, and batches (`PRODUCER_LINGER_MS`).
+
+    Not idempotent: kafka-python 3.x's idempotent producer (its default) takes a record the broker refuses (too
+    large for the topic, say) as fatal, and fails every later record it is given, to any topic, with the same
+    error; one oversized review message would have cost a worker every message after it. Delivery here is
+    at-least-once with keys anyway (a retried bundle sends again), so what idempotence adds, no duplicate from
+    the producer's own retries, is not relied on.
+    """
     from kafka import KafkaProducer
 
-    settings = {"acks": "all", "retries": 10, "linger_ms": PRODUCER_LINGER_MS, **extra}
+    settings = {
+        "acks": "all",
+        "retries": 10,
+        "linger_ms": PRODUCER_LINGER_MS,
+        "enable_idempotence": False,
+        **extra,
+    }
     return KafkaProducer(**client_config(connection), **settings)
+
+
+def answers(sent: Iterable[FutureRecordMetadata]) -> list[KafkaError | None]:
+    """Wait for the broker's answer to each sent record, in order: None where it took the record, else the error.
+
+    Not `flush`: when the broker refuses a batch as too large, kafka-python 3.0.12 splits it to send again, and
+    its `flush` then raises `UnknownError: Future not done` before the split records are answered, naming no
+    cause (and only logs a record refused for good). Each record is answered within the producer's delivery
+    timeout (kafka-python's default, 120 s), a broker away included.
+    """
+    from kafka.errors import KafkaError
+
+    said: list[KafkaError | None] = []
+    for future in sent:
+        try:
+            future.get()
+        except KafkaError as error:
+            said.append(error)
+        else:
+            said.append(None)
+    return said
+
+
+def require_all_taken(sent: Sequence[FutureRecordMetadata], bootstrap_servers: str, topic: str, what: str) -> None:
+    """Wait for every sent record's answer (`answers`); raise `KafkaFailed` if any was not taken, saying how
+    many, and the first one's error: "Kafka at --bootstrap-servers H:P: 2 of 5 messages to t not taken, the first:
+    [Error 10] MessageSizeTooLargeError"."""
+    failed = [error for error in answers(sent) if error is not None]
+    if failed:
+        first = str(failed[0]).removesuffix(": None")  # a broker's refusal comes without a description
+        raise KafkaFailed(
+            f"Kafka at --bootstrap-servers {bootstrap_servers}: {len(failed)} of {len(sent)} {what} to {topic} "
+            f"not taken, the first: {first}"
+        )
 
 
 def consumer(connection: Mapping[str, Any], group_id: str | None, **extra: Any) -> KafkaConsumer:

@@ -6,26 +6,39 @@
 A review message is JSON keyed by response_id: why the response needs a human (the routing reasons), and the
 flagged sentences with their indexes, verdicts, confidences and evidence ids. A dead-letter message's value is
 the original bytes, unchanged; the reason, stage and origin (source, partition, offset) travel as headers and
-in the key. `WriteToKafka` flushes the producer at the end of every bundle, so a bundle that the runner
-commits has been answered (at-least-once: a retried bundle may publish again; keys let readers dedupe).
+in the key. `WriteToKafka` waits at the end of every bundle until each of its messages is answered, so a
+bundle that the runner commits has been answered (at-least-once: a retried bundle may publish again; keys let
+readers dedupe). A message refused for good is counted and logged, and the run's summary names its topic: the
+row it came from is in the lake.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam import PCollection
 from apache_beam.metrics import Metrics
+from kafka.errors import KafkaError
 
 from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
-from transforms.io.kafka.client import KAFKA_METRICS_NAMESPACE, client_config, named_kafka_errors, producer
+from transforms.io.kafka.client import (
+    KAFKA_METRICS_NAMESPACE,
+    PUBLISHED_PREFIX,
+    REFUSED_PREFIX,
+    answers,
+    client_config,
+    named_kafka_errors,
+    producer,
+)
 
 if TYPE_CHECKING:
     from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.producer.future import FutureRecordMetadata
 
 __all__ = [
     "KafkaMessage",
@@ -36,6 +49,8 @@ __all__ = [
     "ensure_topics",
     "review_message",
 ]
+
+_LOG = logging.getLogger(__name__)
 
 KafkaMessage = tuple[bytes | None, bytes, list[tuple[str, bytes]]]
 """A message to produce: key, value and headers."""
@@ -123,30 +138,59 @@ def _create_missing(admin: KafkaAdminClient, topics: list[str]) -> list[str]:
 
 
 class _ProduceFn(beam.DoFn):
+    """Send each message; at the end of the bundle, wait for every answer. A message the broker (or the producer,
+    for a message larger than a request may be) refuses for good is counted (`refused_<topic>`) and logged, not
+    raised: its row is in the lake either way, and a retried bundle would be refused again, for ever. A failure
+    worth retrying (the broker away past the producer's delivery timeout) fails the bundle, so the runner
+    retries it."""
+
     def __init__(self, connection: Mapping[str, Any], topic: str) -> None:
         self._connection = dict(connection)
         self._topic = topic
         self._producer: KafkaProducer | None = None
-        self._sent = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"published_{topic}")
+        self._pending: list[tuple[bytes | None, FutureRecordMetadata]] = []
+        self._refusals = 0
+        self._sent = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"{PUBLISHED_PREFIX}{topic}")
+        self._refused = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"{REFUSED_PREFIX}{topic}")
 
     def setup(self) -> None:
         self._producer = producer(self._connection)
+
+    def start_bundle(self) -> None:
+        self._pending = []  # a failed bundle's are of no use to its retry
 
     def process(self, message: KafkaMessage) -> None:
         key, value, headers = message
         if self._producer is None or getattr(self._producer, "_closed", False):
             # A runner may reuse this DoFn after a failed bundle tore its producer down.
             self._producer = producer(self._connection)
-        self._producer.send(self._topic, value=value, key=key, headers=headers)
-        self._sent.inc()
+        try:
+            self._pending.append((key, self._producer.send(self._topic, value=value, key=key, headers=headers)))
+        except KafkaError as error:  # refused before it is sent: larger than a request may be
+            self._refuse(key, error)
 
     def finish_bundle(self) -> None:
-        # Waits until the bundle's messages are answered; running out of time raises, so the runner retries the
-        # bundle. A message the broker refuses for good (too large, say) is only logged by kafka-python, not
-        # raised: its row is in the lake either way. Without a producer nothing was sent (process() makes one
-        # before every send).
-        if self._producer is not None:
-            self._producer.flush()
+        pending, self._pending = self._pending, []
+        for (key, _), error in zip(pending, answers(future for _, future in pending), strict=True):
+            if error is None:
+                self._sent.inc()
+            else:
+                self._refuse(key, error)
+
+    def _refuse(self, key: bytes | None, error: KafkaError) -> None:
+        """Count and log a refusal for good; raise one worth retrying (the bundle is then retried)."""
+        if error.retriable:
+            raise error
+        self._refused.inc()
+        self._refusals += 1
+        if self._refusals == 1 or self._refusals % 100 == 0:  # an outage is not a flood of lines
+            _LOG.warning(
+                "Kafka refused a message for %s (key %r; %d refused by this worker): %s; its row is in the lake",
+                self._topic,
+                (key or b"").decode("utf-8", "backslashreplace"),
+                self._refusals,
+                str(error).removesuffix(": None"),  # a broker's refusal comes without a description
+            )
 
     def teardown(self) -> None:
         if self._producer is not None:
