@@ -36,11 +36,12 @@ from pipelines.options.monitor import (
 )
 from pipelines.traffic.synthetic import generate_responses, malformed_lines
 from transforms.ingest.parse import ParseError, parse_message, response_id_of
-from transforms.io.kafka.client import named_kafka_errors, require_all_taken
+from transforms.io.kafka.client import named_kafka_errors, require_all_taken, send_or_refusal
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
 
 if TYPE_CHECKING:
+    from kafka.errors import KafkaError
     from kafka.producer.future import FutureRecordMetadata
 
 __all__ = ["add_arguments", "generated_messages", "main", "malformed_messages", "produce_messages"]
@@ -93,12 +94,12 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
     The topic is created first when it is missing: a broker that creates topics by itself would do so too, but
     kafka-python logs the first lookup of a missing topic as an error ("Topic ... not found in cluster
     metadata"), and a broker that does not would leave every send waiting. Kafka's errors raise `KafkaFailed`,
-    naming the servers, and so do messages the topic did not take (too large, say), once every message is
+    naming the servers, and so do messages Kafka did not take (too large, say), once every message is sent and
     answered, saying how many."""
     ensure_topics(connection, [topic])
     with named_kafka_errors(connection.get("bootstrap_servers", "")):
         producer = kafka_producer(connection)
-        sent: list[FutureRecordMetadata] = []
+        sent: list[FutureRecordMetadata | KafkaError] = []
         started = time.monotonic()
         try:
             for raw in messages:
@@ -106,8 +107,8 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
                     ahead = started + len(sent) / rate - time.monotonic()
                     if ahead > 0:
                         time.sleep(ahead)
-                sent.append(producer.send(topic, value=raw, key=_key_of(raw)))
-            require_all_taken(sent, connection.get("bootstrap_servers", ""), topic, "messages")
+                sent.append(send_or_refusal(producer, topic, value=raw, key=_key_of(raw)))
+            require_all_taken(producer, sent, connection.get("bootstrap_servers", ""), topic, "messages")
         finally:
             producer.close()
     return len(sent)

@@ -27,7 +27,7 @@ from typing import Any
 from dashboards.workspace import GroundwatchWorkspace
 from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
-from transforms.io.kafka.client import KafkaFailed, named_kafka_errors, require_all_taken
+from transforms.io.kafka.client import KafkaFailed, named_kafka_errors, require_all_taken, send_or_refusal
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
 from transforms.io.lake import filesystem as lakefs
@@ -98,15 +98,17 @@ def _settings(connection: str | Mapping[str, Any]) -> dict[str, Any]:
 
 def _publish(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic: str) -> int:
     """`send_alerts_to_kafka` to a topic that exists."""
-    with named_kafka_errors(settings.get("bootstrap_servers", "")):
-        producer = kafka_producer(settings)
+    servers = settings.get("bootstrap_servers", "")
+    with named_kafka_errors(servers):
+        # One request at a time: an alert's firing and cleared rows reach the topic in the order they were sent.
+        producer = kafka_producer(settings, max_in_flight_requests_per_connection=1)
         try:
             sent = []
             for row in rows:
                 key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
-                sent.append(producer.send(topic, key=key.encode(), value=row.model_dump_json().encode()))
+                sent.append(send_or_refusal(producer, topic, key=key.encode(), value=row.model_dump_json().encode()))
             # Each record's own answer: an alert is never dropped silently.
-            require_all_taken(sent, settings.get("bootstrap_servers", ""), topic, "alert and incident updates")
+            require_all_taken(producer, sent, servers, topic, "alert and incident updates")
         finally:
             producer.close(timeout=10)
     return len(rows)

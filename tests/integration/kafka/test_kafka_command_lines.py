@@ -33,19 +33,34 @@ def test_producing_to_a_new_topic_creates_it_and_prints_only_the_count(kafka_boo
     assert len(consume_all(kafka_bootstrap, topic)) == 5
 
 
-def test_messages_a_topic_does_not_take_end_produce_on_a_line_that_counts_them(kafka_bootstrap, new_topic, tmp_path):
-    """A topic taking 300 bytes a message refuses generated responses. kafka-python splits the refused batch to
-    send again, and its `flush` then raised "UnknownError: Future not done" (the cause unsaid), followed by a
-    traceback from the producer's `__del__` when Python exited."""
-    topic = new_topic(config={"max.message.bytes": "300"})
-    argv = [groundwatch_bin(), "produce", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--generate", "5"]
+def test_messages_kafka_does_not_take_end_produce_on_a_line_that_counts_them(kafka_bootstrap, new_topic, tmp_path):
+    """Two ways a message is not taken, each once every message is sent and answered:
+    - a topic taking 300 bytes a message refuses generated responses. kafka-python splits the refused batch to
+      send again, and its `flush` then raised "UnknownError: Future not done" (the cause unsaid), followed by a
+      traceback from the producer's `__del__` when Python exited;
+    - a line over the producer's largest request (1 MiB) is refused before it is sent. It stopped the input
+      there, and the lines after it were not sent."""
+    small = new_topic(config={"max.message.bytes": "300"})
+    argv = [groundwatch_bin(), "produce", "--bootstrap-servers", kafka_bootstrap, "--topic", small, "--generate", "5"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[-1] == (
-        f"groundwatch produce: Kafka at --bootstrap-servers {kafka_bootstrap}: 5 of 5 messages to {topic} not "
+        f"groundwatch produce: Kafka at --bootstrap-servers {kafka_bootstrap}: 5 of 5 messages to {small} not "
         "taken, the first: [Error 10] MessageSizeTooLargeError"
     )
     assert "Traceback" not in done.stderr and "Future not done" not in done.stderr
+
+    topic = new_topic()
+    lines = tmp_path / "log.jsonl"
+    lines.write_bytes(b'{"first": 1}\n{"huge": "' + b"x" * 1_100_000 + b'"}\n{"third": 3}\n')
+    argv = [groundwatch_bin(), "produce", "--bootstrap-servers", kafka_bootstrap, "--topic", topic]
+    done = subprocess.run([*argv, "--input", str(lines)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[-1].startswith(
+        f"groundwatch produce: Kafka at --bootstrap-servers {kafka_bootstrap}: 1 of 3 messages to {topic} not "
+        "taken, the first: [Error 10] MessageSizeTooLargeError: The message is 1100"
+    )
+    assert [r.value for r in consume_all(kafka_bootstrap, topic)] == [b'{"first": 1}', b'{"third": 3}']
 
 
 def test_a_broker_that_does_not_answer_is_one_line_from_produce_monitor_and_serve(tmp_path):

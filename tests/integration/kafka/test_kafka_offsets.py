@@ -79,8 +79,8 @@ def test_a_record_the_broker_refuses_leaves_the_producer_usable(kafka_bootstrap,
     small, other = new_topic(config={"max.message.bytes": "300"}), new_topic()
     sender = producer({"bootstrap_servers": kafka_bootstrap})
     try:
-        first = answers([sender.send(small, value=b"x" * 400), sender.send(small, value=b"fits")])
-        later = answers([sender.send(small, value=b"fits too"), sender.send(other, value=b"elsewhere")])
+        first = answers(sender, [sender.send(small, value=b"x" * 400), sender.send(small, value=b"fits")])
+        later = answers(sender, [sender.send(small, value=b"fits too"), sender.send(other, value=b"elsewhere")])
     finally:
         sender.close()
     assert [type(e).__name__ if e else None for e in first] == ["MessageSizeTooLargeError", None]

@@ -94,3 +94,39 @@ def test_messages_a_side_topic_refuses_are_counted_and_named_and_the_run_goes_on
     assert consume_all(kafka_bootstrap, f"{topic}.review") == []
     committed, ends = committed_offsets(kafka_bootstrap, f"g-{topic}", topic, 1)
     assert committed == ends and sum(ends.values()) == len(messages)
+
+
+def test_a_sink_bundle_raises_a_failure_not_the_messages_own_and_counts_nothing(kafka_bootstrap, new_topic, caplog):  # noqa: F811
+    """A sink's bundle against the broker: a message taken, one over the largest request, and one that timed out
+    (the broker away past the 120 s delivery timeout; the error put in as kafka-python gives it). The bundle
+    raises the timeout, and nothing of it is counted or logged, the refusal included: the runner's retry, or
+    the run's end, says it. A later bundle of a message over the largest request and one that fits counts the
+    first and sends the second."""
+    import logging
+
+    from kafka.errors import KafkaTimeoutError
+
+    from transforms.io.kafka.sink import _ProduceFn
+
+    topic = new_topic()
+    sink = _ProduceFn({"bootstrap_servers": kafka_bootstrap}, topic)
+    sink.setup()
+    try:
+        with caplog.at_level(logging.WARNING, logger="transforms.io.kafka.sink"):
+            sink.start_bundle()
+            sink.process((b"taken", b"v", []))
+            sink.process((b"huge-1", b"x" * 1_100_000, []))  # refused before it is sent
+            sink._pending.append((b"gone", KafkaTimeoutError("Expiring 1 record(s): 120000 ms has passed")))
+            with pytest.raises(KafkaTimeoutError):
+                sink.finish_bundle()
+            assert not caplog.records and not sink._refusals_seen
+
+            sink.start_bundle()
+            sink.process((b"huge-2", b"x" * 1_100_000, []))
+            sink.process((b"fits", b"y", []))
+            sink.finish_bundle()
+        assert sink._refusals_seen == {"MessageSizeTooLargeError": 1}
+        assert [r.getMessage().split(" (key ")[1][:8] for r in caplog.records] == ["'huge-2'"]
+    finally:
+        sink.teardown()
+    assert sorted(r.value for r in consume_all(kafka_bootstrap, topic)) == [b"v", b"y"]

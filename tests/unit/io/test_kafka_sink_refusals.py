@@ -1,41 +1,78 @@
-"""A Kafka sink's refusals: one for good is counted and logged (sparingly) and the bundle goes on; one worth
-retrying fails the bundle. The summary names the refusing topics, summed over a catch-up's passes. (The sink
-against a real broker: `tests/integration/kafka/test_kafka_poison.py`.)"""
+"""Kafka refusals: which errors are the record's own (counted, and the run goes on) and which are raised; how a
+sink logs what it counts; the summary line, summed over a catch-up's passes. (The sinks, `groundwatch produce`
+and the producer against a real broker: `tests/integration/kafka/test_kafka_poison.py`, `test_kafka_offsets.py`,
+`test_kafka_command_lines.py`.)"""
 
 from __future__ import annotations
 
 import logging
 
 import pytest
-from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError, NotLeaderForPartitionError
+from kafka.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    InvalidTopicError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    NotLeaderForPartitionError,
+    RecordListTooLargeError,
+    TopicAuthorizationFailedError,
+)
 
 from pipelines.runner.counts import AuditCounts, format_counts, sum_counts
+from transforms.io.kafka.client import refused_for_good
 from transforms.io.kafka.sink import _ProduceFn
 
-
-def _sink() -> _ProduceFn:
-    return _ProduceFn({"bootstrap_servers": "127.0.0.1:9"}, "rag.review")  # builds no client until setup()
-
-
-@pytest.mark.parametrize("error", [KafkaTimeoutError("Batch expired"), NotLeaderForPartitionError()])
-def test_a_failure_worth_retrying_fails_the_bundle(error):
-    with pytest.raises(type(error)):
-        _sink()._refuse(b"r-1", error)
+# What kafka-python gives the other records of a batch in which the broker refused one (`sender.py`).
+COMPANION = KafkaError("Failed to append record because it was part of a batch which had one more more invalid records")
 
 
-def test_refusals_for_good_are_logged_the_first_time_and_every_hundredth(caplog):
-    sink = _sink()
+@pytest.mark.parametrize(
+    "error",
+    [
+        MessageSizeTooLargeError("The message is 1048811 bytes when serialized"),
+        RecordListTooLargeError(),
+        InvalidRecordError(),
+        InvalidTimestampError(),
+        CorruptRecordError(),
+        COMPANION,
+    ],
+)
+def test_a_refusal_of_the_record_itself_is_for_good(error):
+    assert refused_for_good(error)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        KafkaTimeoutError("Batch for TopicPartition expired"),  # the broker away past the delivery timeout
+        KafkaConnectionError("111 ECONNREFUSED"),
+        NotLeaderForPartitionError(),
+        TopicAuthorizationFailedError(),  # a missing ACL: every message would be refused
+        InvalidTopicError(),
+    ],
+)
+def test_a_failure_that_is_not_the_records_own_is_raised(error):
+    assert not refused_for_good(error)
+
+
+def test_a_sink_logs_the_first_refusal_of_each_kind_and_every_hundredth(caplog):
+    sink = _ProduceFn({"bootstrap_servers": "127.0.0.1:9"}, "rag.review")  # builds no client until setup()
+    errors = [MessageSizeTooLargeError()] * 150 + [COMPANION] + [MessageSizeTooLargeError()] * 99
     with caplog.at_level(logging.WARNING, logger="transforms.io.kafka.sink"):
-        for i in range(250):
-            sink._refuse(f"r-{i}".encode(), MessageSizeTooLargeError("too big"))
+        for i, error in enumerate(errors):
+            sink._count_refusal(f"r-{i}".encode(), error)
+        sink._count_refusal(None, COMPANION)
     said = [r.getMessage() for r in caplog.records]
-    assert [m.split(" (key ")[1].split(";")[0] for m in said] == [
-        "'r-0'",
-        "'r-99'",
-        "'r-199'",
-    ]
-    assert said[1].startswith("Kafka refused a message for rag.review (key 'r-99'; 100 refused by this worker): ")
-    assert all("MessageSizeTooLarge" in m and m.endswith("; its row is in the lake") for m in said)
+    assert [m.split(" (key ")[1].split(";")[0] for m in said] == ["'r-0'", "'r-99'", "'r-150'", "'r-199'"]
+    assert said[0] == (
+        "Kafka refused a message for rag.review (key 'r-0'; 1 refused by this sink so far): "
+        "[Error 10] MessageSizeTooLargeError; its row is in the lake"
+    )
+    assert "(key 'r-150'; 151 refused by this sink so far): KafkaError: Failed to append record because" in said[2]
 
 
 def _counts(refused: dict[str, int]) -> AuditCounts:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,9 @@ __all__ = [
     "message_event_time",
     "named_kafka_errors",
     "producer",
+    "refused_for_good",
     "require_all_taken",
+    "send_or_refusal",
     "resolve_start_offset",
 ]
 
@@ -163,8 +165,10 @@ def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:
     Not idempotent: kafka-python 3.x's idempotent producer (its default) takes a record the broker refuses (too
     large for the topic, say) as fatal, and fails every later record it is given, to any topic, with the same
     error; one oversized review message would have cost a worker every message after it. Delivery here is
-    at-least-once with keys anyway (a retried bundle sends again), so what idempotence adds, no duplicate from
-    the producer's own retries, is not relied on.
+    at-least-once with keys anyway (a retried bundle sends again), so one thing idempotence gives is not needed:
+    no duplicate from the producer's own retries. The other is: without it, a batch the producer retries may
+    land after a later one. Where the order of one key's messages matters (an alert's firing and cleared rows),
+    pass `max_in_flight_requests_per_connection=1`.
     """
     from kafka import KafkaProducer
 
@@ -178,20 +182,62 @@ def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:
     return KafkaProducer(**client_config(connection), **settings)
 
 
-def answers(sent: Iterable[FutureRecordMetadata]) -> list[KafkaError | None]:
-    """Wait for the broker's answer to each sent record, in order: None where it took the record, else the error.
+def refused_for_good(error: KafkaError) -> bool:
+    """Whether the record itself was refused, so that sending it again would be refused again: too large (for a
+    request, or for the topic), or invalid. kafka-python also fails the other records of a batch in which the
+    broker refused one record, with a plain `KafkaError` that says so; those count as refused with it.
 
-    Not `flush`: when the broker refuses a batch as too large, kafka-python 3.0.12 splits it to send again, and
-    its `flush` then raises `UnknownError: Future not done` before the split records are answered, naming no
-    cause (and only logs a record refused for good). Each record is answered within the producer's delivery
-    timeout (kafka-python's default, 120 s), a broker away included.
+    Anything else is not the record's doing, and is raised by whoever sent it: a broker away past the delivery
+    timeout, a topic the cluster refuses to this client (a missing ACL), a name it cannot have.
+    """
+    from kafka.errors import (
+        CorruptRecordError,
+        InvalidRecordError,
+        InvalidTimestampError,
+        KafkaError,
+        MessageSizeTooLargeError,
+        RecordListTooLargeError,
+    )
+
+    records = (CorruptRecordError, InvalidRecordError, InvalidTimestampError, MessageSizeTooLargeError)
+    return isinstance(error, (*records, RecordListTooLargeError)) or type(error) is KafkaError
+
+
+def send_or_refusal(sender: KafkaProducer, topic: str, **record: Any) -> FutureRecordMetadata | KafkaError:
+    """`sender.send(topic, **record)`, or the error when the producer refuses the record before sending it
+    (larger than its largest request, 1 MiB by default), to be answered with the others by `answers`. An error
+    that is not the record's own (`refused_for_good`) raises."""
+    from kafka.errors import KafkaError
+
+    try:
+        return sender.send(topic, **record)
+    except KafkaError as error:
+        if not refused_for_good(error):
+            raise
+        return error
+
+
+def answers(sender: KafkaProducer, sent: Sequence[FutureRecordMetadata | KafkaError]) -> list[KafkaError | None]:
+    """Send what the producer holds now, and wait for the answer to each record, in order: None where the broker
+    took it, else the error (a refusal before sending is its own answer).
+
+    `flush` first, so that the last batch goes now rather than when its linger ends. But `flush` does not say
+    which records failed (it only logs them), and when the broker refuses a batch as too large, kafka-python
+    3.0.12 splits it to send again and its `flush` raises `UnknownError: Future not done` before the split
+    records are answered. So each record's own future is waited on. Each is answered within the producer's
+    delivery timeout (kafka-python's default, 120 s), a broker away included.
     """
     from kafka.errors import KafkaError
 
+    with contextlib.suppress(KafkaError):
+        sender.flush()
     said: list[KafkaError | None] = []
-    for future in sent:
+    for record in sent:
+        if isinstance(record, KafkaError):
+            said.append(record)
+            continue
         try:
-            future.get()
+            record.get()
         except KafkaError as error:
             said.append(error)
         else:
@@ -199,17 +245,26 @@ def answers(sent: Iterable[FutureRecordMetadata]) -> list[KafkaError | None]:
     return said
 
 
-def require_all_taken(sent: Sequence[FutureRecordMetadata], bootstrap_servers: str, topic: str, what: str) -> None:
-    """Wait for every sent record's answer (`answers`); raise `KafkaFailed` if any was not taken, saying how
-    many, and the first one's error: "Kafka at --bootstrap-servers H:P: 2 of 5 messages to t not taken, the first:
-    [Error 10] MessageSizeTooLargeError"."""
-    failed = [error for error in answers(sent) if error is not None]
-    if failed:
-        first = str(failed[0]).removesuffix(": None")  # a broker's refusal comes without a description
-        raise KafkaFailed(
-            f"Kafka at --bootstrap-servers {bootstrap_servers}: {len(failed)} of {len(sent)} {what} to {topic} "
-            f"not taken, the first: {first}"
-        )
+def require_all_taken(
+    sender: KafkaProducer,
+    sent: Sequence[FutureRecordMetadata | KafkaError],
+    bootstrap_servers: str,
+    topic: str,
+    what: str,
+) -> None:
+    """Wait for every record's answer (`answers`); raise `KafkaFailed` if any was not taken, saying how many and
+    the first one's error: "Kafka at --bootstrap-servers H:P: 2 of 5 messages to t not taken, the first: [Error
+    10] MessageSizeTooLargeError". When none was answered for want of a broker, it says "cannot reach Kafka"."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    failed = [error for error in answers(sender, sent) if error is not None]
+    if not failed:
+        return
+    first = str(failed[0]).removesuffix(": None")  # a broker's refusal comes without a description
+    counted, servers = f"{len(failed)} of {len(sent)} {what} to {topic}", f"--bootstrap-servers {bootstrap_servers}"
+    if all(isinstance(error, (KafkaConnectionError, KafkaTimeoutError)) for error in failed):
+        raise KafkaFailed(f"cannot reach Kafka at {servers}: {counted} unanswered, the first: {first}")
+    raise KafkaFailed(f"Kafka at {servers}: {counted} not taken, the first: {first}")
 
 
 def consumer(connection: Mapping[str, Any], group_id: str | None, **extra: Any) -> KafkaConsumer:

@@ -8,8 +8,8 @@ flagged sentences with their indexes, verdicts, confidences and evidence ids. A 
 the original bytes, unchanged; the reason, stage and origin (source, partition, offset) travel as headers and
 in the key. `WriteToKafka` waits at the end of every bundle until each of its messages is answered, so a
 bundle that the runner commits has been answered (at-least-once: a retried bundle may publish again; keys let
-readers dedupe). A message refused for good is counted and logged, and the run's summary names its topic: the
-row it came from is in the lake.
+readers dedupe). A message refused for good (too large, or invalid) is counted and logged, and the run's summary
+names its topic: the row it came from is in the lake. Any other failure fails the bundle.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam import PCollection
 from apache_beam.metrics import Metrics
-from kafka.errors import KafkaError
 
 from schemas import AttributionVerdict, AuditedResponse, DeadLetterRow
 from transforms.io.kafka.client import (
@@ -34,10 +34,13 @@ from transforms.io.kafka.client import (
     client_config,
     named_kafka_errors,
     producer,
+    refused_for_good,
+    send_or_refusal,
 )
 
 if TYPE_CHECKING:
     from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.errors import KafkaError
     from kafka.producer.future import FutureRecordMetadata
 
 __all__ = [
@@ -138,18 +141,20 @@ def _create_missing(admin: KafkaAdminClient, topics: list[str]) -> list[str]:
 
 
 class _ProduceFn(beam.DoFn):
-    """Send each message; at the end of the bundle, wait for every answer. A message the broker (or the producer,
-    for a message larger than a request may be) refuses for good is counted (`refused_<topic>`) and logged, not
-    raised: its row is in the lake either way, and a retried bundle would be refused again, for ever. A failure
-    worth retrying (the broker away past the producer's delivery timeout) fails the bundle, so the runner
-    retries it."""
+    """Send each message; at the end of the bundle, wait for every answer.
+
+    A message refused for good (`refused_for_good`: too large for a request or for the topic, or invalid) is
+    counted (`refused_<topic>`) and logged, not raised: its row is in the lake either way, and the message would
+    be refused again however often it was sent. Any other failure (the broker away past the producer's delivery
+    timeout, a topic this client may not write to) fails the bundle, before anything of it is counted.
+    """
 
     def __init__(self, connection: Mapping[str, Any], topic: str) -> None:
         self._connection = dict(connection)
         self._topic = topic
         self._producer: KafkaProducer | None = None
-        self._pending: list[tuple[bytes | None, FutureRecordMetadata]] = []
-        self._refusals = 0
+        self._pending: list[tuple[bytes | None, FutureRecordMetadata | KafkaError]] = []
+        self._refusals_seen: Counter[str] = Counter()  # by kind, for the log
         self._sent = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"{PUBLISHED_PREFIX}{topic}")
         self._refused = Metrics.counter(KAFKA_METRICS_NAMESPACE, f"{REFUSED_PREFIX}{topic}")
 
@@ -164,31 +169,33 @@ class _ProduceFn(beam.DoFn):
         if self._producer is None or getattr(self._producer, "_closed", False):
             # A runner may reuse this DoFn after a failed bundle tore its producer down.
             self._producer = producer(self._connection)
-        try:
-            self._pending.append((key, self._producer.send(self._topic, value=value, key=key, headers=headers)))
-        except KafkaError as error:  # refused before it is sent: larger than a request may be
-            self._refuse(key, error)
+        self._pending.append((key, send_or_refusal(self._producer, self._topic, value=value, key=key, headers=headers)))
 
     def finish_bundle(self) -> None:
         pending, self._pending = self._pending, []
-        for (key, _), error in zip(pending, answers(future for _, future in pending), strict=True):
+        if not pending or self._producer is None:
+            return
+        said = answers(self._producer, [sent for _, sent in pending])
+        for error in said:
+            if error is not None and not refused_for_good(error):
+                raise error  # the bundle fails with nothing counted
+        for (key, _), error in zip(pending, said, strict=True):
             if error is None:
                 self._sent.inc()
             else:
-                self._refuse(key, error)
+                self._count_refusal(key, error)
 
-    def _refuse(self, key: bytes | None, error: KafkaError) -> None:
-        """Count and log a refusal for good; raise one worth retrying (the bundle is then retried)."""
-        if error.retriable:
-            raise error
+    def _count_refusal(self, key: bytes | None, error: KafkaError) -> None:
+        """Count a message refused for good; log the first of each kind, and every hundredth."""
         self._refused.inc()
-        self._refusals += 1
-        if self._refusals == 1 or self._refusals % 100 == 0:  # an outage is not a flood of lines
+        kind = type(error).__name__
+        self._refusals_seen[kind] += 1
+        if self._refusals_seen[kind] == 1 or self._refusals_seen.total() % 100 == 0:
             _LOG.warning(
-                "Kafka refused a message for %s (key %r; %d refused by this worker): %s; its row is in the lake",
+                "Kafka refused a message for %s (key %r; %d refused by this sink so far): %s; its row is in the lake",
                 self._topic,
-                (key or b"").decode("utf-8", "backslashreplace"),
-                self._refusals,
+                None if key is None else key.decode("utf-8", "backslashreplace"),
+                self._refusals_seen.total(),
                 str(error).removesuffix(": None"),  # a broker's refusal comes without a description
             )
 
