@@ -36,7 +36,7 @@ from pipelines.options.monitor import (
 )
 from pipelines.traffic.synthetic import generate_responses, malformed_lines
 from transforms.ingest.parse import ParseError, parse_message, response_id_of
-from transforms.io.kafka.client import named_kafka_errors, require_all_taken, send_or_refusal
+from transforms.io.kafka.client import close_producer, named_kafka_errors, require_all_taken, send_or_refusal
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
 
@@ -110,7 +110,7 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
                 sent.append(send_or_refusal(producer, topic, value=raw, key=_key_of(raw)))
             require_all_taken(producer, sent, connection.get("bootstrap_servers", ""), topic, "messages")
         finally:
-            producer.close()
+            close_producer(producer)
     return len(sent)
 
 

@@ -27,7 +27,13 @@ from typing import Any
 from dashboards.workspace import GroundwatchWorkspace
 from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
-from transforms.io.kafka.client import KafkaFailed, named_kafka_errors, require_all_taken, send_or_refusal
+from transforms.io.kafka.client import (
+    KafkaFailed,
+    close_producer,
+    named_kafka_errors,
+    require_all_taken,
+    send_or_refusal,
+)
 from transforms.io.kafka.client import producer as kafka_producer
 from transforms.io.kafka.sink import ensure_topics
 from transforms.io.lake import filesystem as lakefs
@@ -110,7 +116,7 @@ def _publish(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic
             # Each record's own answer: an alert is never dropped silently.
             require_all_taken(producer, sent, servers, topic, "alert and incident updates")
         finally:
-            producer.close(timeout=10)
+            close_producer(producer, timeout=10)
     return len(rows)
 
 

@@ -19,6 +19,7 @@ from apache_beam.runners.sdf_utils import RestrictionTrackerView, ThreadsafeRest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import TimestampedValue
+from kafka.errors import MessageSizeTooLargeError
 
 from pipelines.produce import produce_messages
 from pipelines.runner.counts import counts_from_result, format_counts
@@ -28,10 +29,14 @@ from tests.support.ports import free_port
 from transforms.ingest.parse import dead_letter_row
 from transforms.io.kafka.client import (
     PRODUCER_LINGER_MS,
+    KafkaFailed,
     answers,
+    close_producer,
     message_event_time,
     producer,
+    require_all_taken,
     resolve_start_offset,
+    send_or_refusal,
 )
 from transforms.io.kafka.commit import (
     CommitOffsetsAfterLake,
@@ -86,6 +91,35 @@ def test_a_record_the_broker_refuses_leaves_the_producer_usable(kafka_bootstrap,
     assert [type(e).__name__ if e else None for e in first] == ["MessageSizeTooLargeError", None]
     assert later == [None, None]
     assert [r.value for r in consume_all(kafka_bootstrap, small)] == [b"fits", b"fits too"]
+
+
+def test_every_record_is_answered_and_those_not_taken_are_counted_in_one_line(kafka_bootstrap, new_topic):  # noqa: F811
+    """`require_all_taken` over what `send_or_refusal` gave: futures and refusals before sending. A batch the
+    broker refused and split leaves `close` cut short by kafka-python's "Future not done"; `close_producer`
+    closes all the same."""
+    from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+
+    small = new_topic(config={"max.message.bytes": "300"})
+    servers = f"--bootstrap-servers {kafka_bootstrap}"
+    sender = producer({"bootstrap_servers": kafka_bootstrap})
+    try:
+        sent = [send_or_refusal(sender, small, value=v) for v in (b"fits", b"x" * 400, b"y" * 2_000_000)]
+        assert isinstance(sent[2], MessageSizeTooLargeError)  # over the largest request: refused before sending
+        with pytest.raises(KafkaFailed) as raised:
+            require_all_taken(sender, sent, kafka_bootstrap, small, "messages")
+        assert str(raised.value) == (
+            f"Kafka at {servers}: 2 of 3 messages to {small} not taken, the first: [Error 10] MessageSizeTooLargeError"
+        )
+        away = [KafkaTimeoutError("Expiring 2 record(s)"), KafkaConnectionError("111")]  # as kafka-python says them
+        with pytest.raises(KafkaFailed, match=rf"^cannot reach Kafka at {servers}: 2 of 3 alerts to t unanswered, "):
+            require_all_taken(sender, [*away, sent[0]], kafka_bootstrap, "t", "alerts")
+
+        for _ in range(5):  # records queued together, refused as one batch and split, still unanswered
+            sender.send(small, value=b"z" * 400)
+    finally:
+        close_producer(sender)
+    assert sender._closed
+    assert [r.value for r in consume_all(kafka_bootstrap, small)] == [b"fits"]
 
 
 def test_ledger_commits_only_through_durable_chunks_in_order():

@@ -35,13 +35,11 @@ COMPANION = KafkaError("Failed to append record because it was part of a batch w
     [
         MessageSizeTooLargeError("The message is 1048811 bytes when serialized"),
         RecordListTooLargeError(),
-        InvalidRecordError(),
-        InvalidTimestampError(),
-        CorruptRecordError(),
+        InvalidRecordError(),  # a keyless record to a compacted topic
         COMPANION,
     ],
 )
-def test_a_refusal_of_the_record_itself_is_for_good(error):
+def test_a_refusal_of_the_record_itself_is_for_good(error):  # counted, and the run goes on
     assert refused_for_good(error)
 
 
@@ -53,6 +51,8 @@ def test_a_refusal_of_the_record_itself_is_for_good(error):
         NotLeaderForPartitionError(),
         TopicAuthorizationFailedError(),  # a missing ACL: every message would be refused
         InvalidTopicError(),
+        InvalidTimestampError(),  # the worker's clock off: every message would be refused
+        CorruptRecordError(),  # damaged on the way: sent again, it would be taken
     ],
 )
 def test_a_failure_that_is_not_the_records_own_is_raised(error):

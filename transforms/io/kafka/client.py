@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # kafka-python is imported where a client is built, so import
 
 __all__ = [
     "CLIENT_SETTINGS",
+    "CLOSE_TRIES",
     "KAFKA_METRICS_NAMESPACE",
     "PUBLISHED_PREFIX",
     "REFUSED_PREFIX",
@@ -30,6 +31,7 @@ __all__ = [
     "START_FROM",
     "answers",
     "client_config",
+    "close_producer",
     "consumer",
     "kafka_source",
     "message_event_time",
@@ -37,8 +39,8 @@ __all__ = [
     "producer",
     "refused_for_good",
     "require_all_taken",
-    "send_or_refusal",
     "resolve_start_offset",
+    "send_or_refusal",
 ]
 
 KAFKA_METRICS_NAMESPACE = "groundwatch.kafka"
@@ -184,23 +186,21 @@ def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:
 
 def refused_for_good(error: KafkaError) -> bool:
     """Whether the record itself was refused, so that sending it again would be refused again: too large (for a
-    request, or for the topic), or invalid. kafka-python also fails the other records of a batch in which the
-    broker refused one record, with a plain `KafkaError` that says so; those count as refused with it.
+    request, or for the topic), or invalid (a keyless record to a compacted topic, say). kafka-python also fails
+    the other records of a batch in which the broker refused one record as invalid, with a plain `KafkaError`
+    that says so. Those would be taken if sent again, but they count as refused with it: rare here, where every
+    message has a key.
 
     Anything else is not the record's doing, and is raised by whoever sent it: a broker away past the delivery
-    timeout, a topic the cluster refuses to this client (a missing ACL), a name it cannot have.
+    timeout, a topic the cluster refuses to this client (a missing ACL), a name it cannot have, a corrupt
+    record (damaged on the way), or a timestamp the topic refuses (the producer stamps each record with its
+    host's clock, so this is the clock's doing, and every record would be refused).
     """
-    from kafka.errors import (
-        CorruptRecordError,
-        InvalidRecordError,
-        InvalidTimestampError,
-        KafkaError,
-        MessageSizeTooLargeError,
-        RecordListTooLargeError,
-    )
+    from kafka.errors import InvalidRecordError, KafkaError, MessageSizeTooLargeError, RecordListTooLargeError
 
-    records = (CorruptRecordError, InvalidRecordError, InvalidTimestampError, MessageSizeTooLargeError)
-    return isinstance(error, (*records, RecordListTooLargeError)) or type(error) is KafkaError
+    return isinstance(error, (InvalidRecordError, MessageSizeTooLargeError, RecordListTooLargeError)) or (
+        type(error) is KafkaError
+    )
 
 
 def send_or_refusal(sender: KafkaProducer, topic: str, **record: Any) -> FutureRecordMetadata | KafkaError:
@@ -254,7 +254,8 @@ def require_all_taken(
 ) -> None:
     """Wait for every record's answer (`answers`); raise `KafkaFailed` if any was not taken, saying how many and
     the first one's error: "Kafka at --bootstrap-servers H:P: 2 of 5 messages to t not taken, the first: [Error
-    10] MessageSizeTooLargeError". When none was answered for want of a broker, it says "cannot reach Kafka"."""
+    10] MessageSizeTooLargeError". When every failure is a broker not answering (a timeout, a lost
+    connection), it says "cannot reach Kafka", and how many went unanswered."""
     from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 
     failed = [error for error in answers(sender, sent) if error is not None]
@@ -265,6 +266,26 @@ def require_all_taken(
     if all(isinstance(error, (KafkaConnectionError, KafkaTimeoutError)) for error in failed):
         raise KafkaFailed(f"cannot reach Kafka at {servers}: {counted} unanswered, the first: {first}")
     raise KafkaFailed(f"Kafka at {servers}: {counted} not taken, the first: {first}")
+
+
+CLOSE_TRIES = 20
+"""How often `close_producer` closes again after a flush cut short by a split batch (each split halves one)."""
+
+
+def close_producer(sender: KafkaProducer, timeout: float | None = None) -> None:
+    """Close a producer. Its `close` flushes first, and kafka-python 3.0.12's `flush` raises `UnknownError: Future
+    not done` when it splits a batch the broker refused as too large: `close` then stops before it closes
+    anything, and the split records are never sent. So close again, while that is what it raises; each try sends
+    what the last split left. After `CLOSE_TRIES`, the error is raised."""
+    from kafka.errors import UnknownError
+
+    for _ in range(CLOSE_TRIES - 1):
+        try:
+            sender.close(timeout=timeout)
+            return
+        except UnknownError:
+            continue
+    sender.close(timeout=timeout)
 
 
 def consumer(connection: Mapping[str, Any], group_id: str | None, **extra: Any) -> KafkaConsumer:

@@ -32,6 +32,7 @@ from transforms.io.kafka.client import (
     REFUSED_PREFIX,
     answers,
     client_config,
+    close_producer,
     named_kafka_errors,
     producer,
     refused_for_good,
@@ -175,7 +176,7 @@ class _ProduceFn(beam.DoFn):
         pending, self._pending = self._pending, []
         if not pending or self._producer is None:
             return
-        said = answers(self._producer, [sent for _, sent in pending])
+        said = answers(self._producer, [sent for _, sent in pending])  # flushes, then each message's answer
         for error in said:
             if error is not None and not refused_for_good(error):
                 raise error  # the bundle fails with nothing counted
@@ -201,7 +202,7 @@ class _ProduceFn(beam.DoFn):
 
     def teardown(self) -> None:
         if self._producer is not None:
-            self._producer.close()
+            close_producer(self._producer)
             self._producer = None
 
 
