@@ -97,7 +97,8 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
     naming the servers, and so do messages Kafka did not take (too large, say), once every message is sent and
     answered, saying how many."""
     ensure_topics(connection, [topic])
-    with named_kafka_errors(connection.get("bootstrap_servers", "")):
+    servers = connection.get("bootstrap_servers", "")
+    with named_kafka_errors(servers):
         producer = kafka_producer(connection)
         sent: list[FutureRecordMetadata | KafkaError] = []
         started = time.monotonic()
@@ -108,7 +109,7 @@ def produce_messages(connection: Mapping[str, Any], topic: str, messages, *, rat
                     if ahead > 0:
                         time.sleep(ahead)
                 sent.append(send_or_refusal(producer, topic, value=raw, key=_key_of(raw)))
-            require_all_taken(producer, sent, connection.get("bootstrap_servers", ""), topic, "messages")
+            require_all_taken(producer, sent, servers, topic, "messages")
         finally:
             close_producer(producer)
     return len(sent)

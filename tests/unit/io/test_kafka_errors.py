@@ -26,3 +26,10 @@ def test_other_errors_pass_through_and_a_failure_is_a_value_error():
     with pytest.raises(OSError), named_kafka_errors("h:9"):
         raise OSError("disk")
     assert issubclass(KafkaFailed, ValueError)  # what every command prints as its one line
+
+
+def test_a_refusal_without_a_description_is_said_without_none():
+    """A broker's refusal reaches kafka-python with no description: "[Error 10] MessageSizeTooLargeError: None"."""
+    with pytest.raises(KafkaFailed) as raised, named_kafka_errors("h:9"):
+        raise MessageSizeTooLargeError(None)  # as the sender builds it from the broker's answer
+    assert str(raised.value) == "Kafka at --bootstrap-servers h:9: [Error 10] MessageSizeTooLargeError"

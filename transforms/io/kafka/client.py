@@ -34,6 +34,7 @@ __all__ = [
     "close_producer",
     "consumer",
     "kafka_source",
+    "kafka_words",
     "message_event_time",
     "named_kafka_errors",
     "producer",
@@ -153,12 +154,19 @@ def named_kafka_errors(bootstrap_servers: str) -> Iterator[None]:
     """
     from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 
+    servers = f"--bootstrap-servers {bootstrap_servers}"
     try:
         yield
     except (KafkaConnectionError, KafkaTimeoutError) as e:
-        raise KafkaFailed(f"cannot reach Kafka at --bootstrap-servers {bootstrap_servers}: {e}") from None
+        raise KafkaFailed(f"cannot reach Kafka at {servers}: {kafka_words(e)}") from None
     except KafkaError as e:
-        raise KafkaFailed(f"Kafka at --bootstrap-servers {bootstrap_servers}: {e}") from None
+        raise KafkaFailed(f"Kafka at {servers}: {kafka_words(e)}") from None
+
+
+def kafka_words(error: KafkaError) -> str:
+    """kafka-python's words for an error, without the ": None" of a broker's refusal that came without a
+    description ("[Error 10] MessageSizeTooLargeError")."""
+    return str(error).removesuffix(": None")
 
 
 def producer(connection: Mapping[str, Any], **extra: Any) -> KafkaProducer:
@@ -261,7 +269,7 @@ def require_all_taken(
     failed = [error for error in answers(sender, sent) if error is not None]
     if not failed:
         return
-    first = str(failed[0]).removesuffix(": None")  # a broker's refusal comes without a description
+    first = kafka_words(failed[0])
     counted, servers = f"{len(failed)} of {len(sent)} {what} to {topic}", f"--bootstrap-servers {bootstrap_servers}"
     if all(isinstance(error, (KafkaConnectionError, KafkaTimeoutError)) for error in failed):
         raise KafkaFailed(f"cannot reach Kafka at {servers}: {counted} unanswered, the first: {first}")

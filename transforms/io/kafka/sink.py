@@ -33,6 +33,7 @@ from transforms.io.kafka.client import (
     answers,
     client_config,
     close_producer,
+    kafka_words,
     named_kafka_errors,
     producer,
     refused_for_good,
@@ -176,11 +177,11 @@ class _ProduceFn(beam.DoFn):
         pending, self._pending = self._pending, []
         if not pending or self._producer is None:
             return
-        said = answers(self._producer, [sent for _, sent in pending])  # flushes, then each message's answer
-        for error in said:
+        answered = answers(self._producer, [sent for _, sent in pending])  # flushes, then each message's answer
+        for error in answered:
             if error is not None and not refused_for_good(error):
                 raise error  # the bundle fails with nothing counted
-        for (key, _), error in zip(pending, said, strict=True):
+        for (key, _), error in zip(pending, answered, strict=True):
             if error is None:
                 self._sent.inc()
             else:
@@ -197,7 +198,7 @@ class _ProduceFn(beam.DoFn):
                 self._topic,
                 None if key is None else key.decode("utf-8", "backslashreplace"),
                 self._refusals_seen.total(),
-                str(error).removesuffix(": None"),  # a broker's refusal comes without a description
+                kafka_words(error),
             )
 
     def teardown(self) -> None:
