@@ -22,16 +22,18 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dashboards.workspace import GroundwatchWorkspace
 from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.kafka.client import (
     KafkaFailed,
+    answers,
     close_producer,
     named_kafka_errors,
-    require_all_taken,
+    not_taken,
+    refused_for_good,
     send_or_refusal,
 )
 from transforms.io.kafka.client import producer as kafka_producer
@@ -51,6 +53,9 @@ from transforms.monitoring.drift import (
 from transforms.monitoring.incident_messages import slice_label
 from transforms.monitoring.incidents import IncidentTracker, format_incident
 from transforms.monitoring.lake_frames import load_lake_frames
+
+if TYPE_CHECKING:
+    from kafka.errors import KafkaError
 
 __all__ = [
     "DEFAULT_ALERTS_TOPIC",
@@ -105,7 +110,18 @@ def _settings(connection: str | Mapping[str, Any]) -> dict[str, Any]:
 def _publish(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic: str) -> int:
     """`send_alerts_to_kafka` to a topic that exists."""
     servers = settings.get("bootstrap_servers", "")
-    with named_kafka_errors(servers):
+    failed = _send(rows, settings, topic)
+    if failed:
+        raise not_taken(failed, len(rows), servers, topic, _UPDATES)
+    return len(rows)
+
+
+_UPDATES = "alert and incident updates"
+
+
+def _send(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic: str) -> list[KafkaError]:
+    """Send the rows, keyed by their ids, and wait for each one's answer; the errors of those not taken."""
+    with named_kafka_errors(settings.get("bootstrap_servers", "")):
         # One request at a time: an alert's firing and cleared rows reach the topic in the order they were sent.
         producer = kafka_producer(settings, max_in_flight_requests_per_connection=1)
         try:
@@ -114,10 +130,57 @@ def _publish(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic
                 key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
                 sent.append(send_or_refusal(producer, topic, key=key.encode(), value=row.model_dump_json().encode()))
             # Each record's own answer: an alert is never dropped silently.
-            require_all_taken(producer, sent, servers, topic, "alert and incident updates")
+            return [error for error in answers(producer, sent) if error is not None]
         finally:
             close_producer(producer, timeout=10)
-    return len(rows)
+
+
+@dataclass
+class _AlertPublisher:
+    """Sends each window's alert and incident updates before the window is recorded as checked.
+
+    A window counts as checked once its `drift_checks` rows are in the lake, and no later run checks it again,
+    so an update that did not reach the topic then never would. So a window's updates are sent first. When
+    they are not all answered (the broker lost mid-run, say), `KafkaFailed` is raised with the window not
+    recorded: the next run checks it again and sends them. An update the topic refuses for what it is (larger
+    than the topic takes) would be refused again however often it was sent: it is counted, the run goes on, and
+    `refusals` raises at the end.
+    """
+
+    settings: dict[str, Any]
+    topic: str
+    sent: int = 0
+    offered: int = 0
+    refused: list[KafkaError] = field(default_factory=list)
+
+    def publish(self, rows: list[AlertRow | IncidentRow], window: datetime) -> None:
+        if not rows:
+            return
+        servers = self.settings.get("bootstrap_servers", "")
+        try:
+            failed = _send(rows, self.settings, self.topic)
+        except KafkaFailed as e:
+            raise self._unrecorded(e, window) from None
+        lasting = [error for error in failed if not refused_for_good(error)]
+        if lasting:
+            raise self._unrecorded(not_taken(lasting, len(rows), servers, self.topic, _UPDATES), window)
+        self.offered += len(rows)
+        self.sent += len(rows) - len(failed)
+        self.refused.extend(failed)
+
+    def _unrecorded(self, error: KafkaFailed, window: datetime) -> KafkaFailed:
+        return KafkaFailed(
+            f"{error}; the windows from {window:%Y-%m-%d %H:%M:%S} on are not checked, and the next run checks "
+            f"them and sends their updates ({self.sent} sent in this run)"
+        )
+
+    def refusals(self) -> KafkaFailed | None:
+        """The error for the updates the topic refused in this run, if any; their windows are checked."""
+        if not self.refused:
+            return None
+        servers = self.settings.get("bootstrap_servers", "")
+        error = not_taken(self.refused, self.offered, servers, self.topic, _UPDATES)
+        return KafkaFailed(f"{error}; their windows are checked and the updates are in the lake")
 
 
 def run_drift(
@@ -139,10 +202,11 @@ def run_drift(
     Snapshots go to the `groundwatch` project of `<lake>/evidently` unless `workspace_dir`/`project_name` say otherwise.
     With `progress` (the command's name) the windows checked are shown as they go (`pipelines.runner.progress`).
 
-    With `kafka_bootstrap`, Kafka is reached (and the alerts topic created) before any window is checked: a run
-    that could not send its alerts would have marked their windows checked, and no later run would send them.
-    So a broker away raises `KafkaFailed` with nothing checked, and the next run, Kafka back, sends them. A broker
-    lost after that raises `KafkaFailed` too, saying the windows and alerts are in the lake.
+    With `kafka_bootstrap`, Kafka is reached (and the alerts topic created) before any window is checked, and each
+    window's alert and incident updates are sent before the window is recorded as checked (`_AlertPublisher`):
+    no later run checks a window again, so it would never send them. A broker away raises `KafkaFailed` with
+    nothing checked; a broker lost mid-run raises it with the windows before in the lake and their updates sent.
+    Either way the next run, Kafka back, checks the rest and sends their updates.
     """
     now = now or datetime.now(UTC)
     kafka = _settings(kafka_bootstrap) if kafka_bootstrap else None
@@ -182,20 +246,19 @@ def run_drift(
         if progress:
             todo = sum(1 for window in frames.windows if window[0] not in checked)
             shown = stack.enter_context(Progress(progress, total=todo, unit="windows"))
+        publisher = _AlertPublisher(kafka, alerts_topic) if kafka else None
         try:
-            outcome = _check_windows(frames, checked, history, tracker, incidents, board, config, now, lake_dir, shown)
+            outcome = _check_windows(
+                frames, checked, history, tracker, incidents, board, config, now, lake_dir, shown, publisher
+            )
         finally:
             if copy is not None:  # even after a failure: the windows checked so far keep their snapshots
                 copy.push()
-    if kafka and (outcome.changes or outcome.incident_changes):
-        try:
-            sent = _publish([*outcome.incident_changes, *outcome.changes], kafka, alerts_topic)
-        except KafkaFailed as e:
-            raise KafkaFailed(
-                f"{e}; the windows checked and their alerts are in the lake, but the alerts may not all have "
-                f"reached {alerts_topic}"
-            ) from None
-        out(f"sent {sent} alert updates to Kafka topic {alerts_topic}")
+    if publisher is not None and publisher.offered:
+        out(f"sent {publisher.sent} alert updates to Kafka topic {alerts_topic}")
+        refused = publisher.refusals()
+        if refused is not None:
+            raise refused
     outcome.firing = list(tracker.open.values())
     outcome.open_incidents = list(incidents.open.values())
     out(summary(outcome, lake_dir))
@@ -203,9 +266,20 @@ def run_drift(
 
 
 def _check_windows(
-    frames, checked, history, tracker, incidents, board, config, now, lake_dir, shown: Progress | None
+    frames,
+    checked,
+    history,
+    tracker,
+    incidents,
+    board,
+    config,
+    now,
+    lake_dir,
+    shown: Progress | None,
+    publisher: _AlertPublisher | None,
 ) -> DriftOutcome:
-    """Check every window not `checked` yet; write the checks, alerts and incidents; add the snapshots."""
+    """Check every window not `checked` yet; send its updates; write its alerts, incidents and, last, its checks
+    (what marks it checked); add its snapshot."""
     outcome = DriftOutcome()
     for window in frames.windows:
         if window[0] in checked:
@@ -214,15 +288,17 @@ def _check_windows(
         changes = tracker.update(evaluation, now, config.examples)
         drifting = {(d, v) for check, d, v in tracker.open if check in DRIFT_CHECKS}
         record_baseline(evaluation, history, drifting)
-        write_table(lake_dir, "drift_checks", evaluation.checks, name=f"checks-{window[0]:%Y%m%dT%H%M%S}")
+        incident_changes = incidents.update(frames, window, changes, list(tracker.open.values()), now)
+        if publisher is not None:
+            publisher.publish([*incident_changes, *changes], window[0])
         for row in changes:
             # One file per alert, named by its id: the cleared row replaces the firing one.
             write_table(lake_dir, "alerts", [row], name=row.alert_id)
             (log.warning if row.status == AlertStatus.firing else log.info)(format_alert(row))
-        incident_changes = incidents.update(frames, window, changes, list(tracker.open.values()), now)
         for incident in incident_changes:
             write_table(lake_dir, "incidents", [incident], name=incident.incident_id)
             (log.warning if incident.status == AlertStatus.firing else log.info)(format_incident(incident))
+        write_table(lake_dir, "drift_checks", evaluation.checks, name=f"checks-{window[0]:%Y%m%dT%H%M%S}")
         outcome.incident_changes.extend(incident_changes)
         if board is not None:
             board.add_window(

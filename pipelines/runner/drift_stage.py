@@ -18,9 +18,8 @@ Each run writes `drift_checks`, `alerts` and `incidents` rows to the lake, logs 
 (`groundwatch.drift`), and publishes them to the alerts topic (`pipelines.runner.drift_run.send_alerts_to_kafka`, as
 `groundwatch drift --bootstrap-servers` does). A failing run is logged and counted, and the stream goes on: the
 next run checks again the windows whose rows did not reach the lake (a window counts as checked once they are
-there). Kafka is reached before any window is checked, so a run with the broker away checks nothing and the
-next one publishes; only a broker lost between that and the publishing leaves a run's alerts unpublished (the
-log has them, and the lake).
+there). A window's updates are sent before its rows are written, so a run with the broker away, from its start
+or lost mid-run, leaves the windows it could not send for unchecked, and the next run sends them.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ __all__ = [
     "kafka_words",
     "message_event_time",
     "named_kafka_errors",
+    "not_taken",
     "producer",
     "refused_for_good",
     "require_all_taken",
@@ -260,20 +261,24 @@ def require_all_taken(
     topic: str,
     what: str,
 ) -> None:
-    """Wait for every record's answer (`answers`); raise `KafkaFailed` if any was not taken, saying how many and
-    the first one's error: "Kafka at --bootstrap-servers H:P: 2 of 5 messages to t not taken, the first: [Error
-    10] MessageSizeTooLargeError". When every failure is a broker not answering (a timeout, a lost
-    connection), it says "cannot reach Kafka", and how many went unanswered."""
+    """Wait for every record's answer (`answers`); raise `KafkaFailed` if any was not taken (`not_taken`)."""
+    failed = [error for error in answers(sender, sent) if error is not None]
+    if failed:
+        raise not_taken(failed, len(sent), bootstrap_servers, topic, what)
+
+
+def not_taken(failed: Sequence[KafkaError], total: int, bootstrap_servers: str, topic: str, what: str) -> KafkaFailed:
+    """The error for `failed` records of `total` sent, saying how many and the first one's error: "Kafka at
+    --bootstrap-servers H:P: 2 of 5 messages to t not taken, the first: [Error 10] MessageSizeTooLargeError".
+    When every failure is a broker not answering (a timeout, a lost connection), it says "cannot reach Kafka",
+    and how many went unanswered."""
     from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 
-    failed = [error for error in answers(sender, sent) if error is not None]
-    if not failed:
-        return
     first = kafka_words(failed[0])
-    counted, servers = f"{len(failed)} of {len(sent)} {what} to {topic}", f"--bootstrap-servers {bootstrap_servers}"
+    counted, servers = f"{len(failed)} of {total} {what} to {topic}", f"--bootstrap-servers {bootstrap_servers}"
     if all(isinstance(error, (KafkaConnectionError, KafkaTimeoutError)) for error in failed):
-        raise KafkaFailed(f"cannot reach Kafka at {servers}: {counted} unanswered, the first: {first}")
-    raise KafkaFailed(f"Kafka at {servers}: {counted} not taken, the first: {first}")
+        return KafkaFailed(f"cannot reach Kafka at {servers}: {counted} unanswered, the first: {first}")
+    return KafkaFailed(f"Kafka at {servers}: {counted} not taken, the first: {first}")
 
 
 CLOSE_TRIES = 20
