@@ -223,7 +223,7 @@ def run_drift(
     if recompute:
         tracker = AlertTracker(clear_after=config.clear_after)
     else:
-        tracker = AlertTracker.from_lake_rows(frames.alerts, config.clear_after)
+        tracker = AlertTracker.from_lake_rows(frames.alerts, config.clear_after, checks=frames.drift_checks)
     limits = (config.drift_p_value, config.max_confidence_drop)  # an incident's residual tests, as the checks'
     incidents = IncidentTracker(examples=config.examples, p_value=limits[0], min_drop=limits[1])
     if not recompute:

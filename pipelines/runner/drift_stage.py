@@ -19,7 +19,9 @@ Each run writes `drift_checks`, `alerts` and `incidents` rows to the lake, logs 
 `groundwatch drift --bootstrap-servers` does). A failing run is logged and counted, and the stream goes on: the
 next run checks again the windows whose rows did not reach the lake (a window counts as checked once they are
 there). A window's updates are sent before its rows are written, so a run with the broker away, from its start
-or lost mid-run, leaves the windows it could not send for unchecked, and the next run sends them.
+or lost mid-run, leaves the windows it could not send for unchecked, and the next run sends them. Each run
+checks the windows closed since the last one, often one: the passing windows an open alert has counted towards
+clearing come back from the lake with it (`AlertTracker.from_lake_rows`).
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ in the middle of a regression is common in small windows), the same alert (same 
 rewritten with `status=cleared` and `cleared_at` (the first of those passing windows). Windows
 with too few responses or no reference neither raise nor clear; a slice that gets no traffic at all
 any more (a rolled-back retriever version) clears after `clear_after` windows. The open alerts come back from the
-lake's `alerts` table on the next run::
+lake's `alerts` table on the next run, and the passing windows each has counted so far from its `drift_checks`
+(a run may check one window at a time, as the monitor's drift stage does)::
 
-    tracker = AlertTracker.from_lake_rows(frames.alerts)
+    tracker = AlertTracker.from_lake_rows(frames.alerts, checks=frames.drift_checks)
     changed = tracker.update(evaluation, now)              # new and cleared AlertRows
 """
 
@@ -86,8 +87,11 @@ class AlertTracker:
         self._passing: dict[tuple[str, str, str], list[datetime]] = {}
 
     @classmethod
-    def from_lake_rows(cls, alerts: pd.DataFrame, clear_after: int = 2) -> AlertTracker:
-        """Rebuild the open alerts from the `alerts` table (latest row per alert_id)."""
+    def from_lake_rows(
+        cls, alerts: pd.DataFrame, clear_after: int = 2, checks: pd.DataFrame | None = None
+    ) -> AlertTracker:
+        """Rebuild the open alerts from the `alerts` table (latest row per alert_id), and with `checks` (the
+        `drift_checks` table) the passing windows each has counted towards clearing (`_passing_windows`)."""
         open_alerts = {}
         if len(alerts):
             for record in alerts[alerts["status"] == AlertStatus.firing.value].to_dict("records"):
@@ -100,7 +104,10 @@ class AlertTracker:
                     record["span_start"] = pd.Timestamp(record["span_start"]).to_pydatetime()
                 row = AlertRow.model_validate(record)
                 open_alerts[(row.check, row.slice_dimension, row.slice_value)] = row
-        return cls(open_alerts, clear_after)
+        tracker = cls(open_alerts, clear_after)
+        if checks is not None and len(checks):
+            tracker._passing = _passing_windows(open_alerts, checks)
+        return tracker
 
     def update(self, evaluation, now: datetime, examples: int = 5) -> list[AlertRow]:
         """Raise alerts for newly failing checks and clear those passing again; returns the rows that changed."""
@@ -179,6 +186,38 @@ class AlertTracker:
                 )
             )
         return cleared
+
+
+def _passing_windows(
+    open_alerts: dict[tuple[str, str, str], AlertRow], checks: pd.DataFrame
+) -> dict[tuple[str, str, str], list[datetime]]:
+    """The windows each open alert has counted towards clearing since it last failed, from the checks the
+    earlier runs wrote, counted as `update` counts them window by window: a passing check adds its window, a
+    failing one starts again, any other status neither; a window in which the slice had no traffic (no check
+    row at all) adds it too (`_clear_vanished`). Without this, a run that checks one window at a time would
+    never see `clear_after` passing windows in a row, and no alert would clear."""
+    if not open_alerts:
+        return {}
+    since = min(row.started_at for row in open_alerts.values())
+    later = checks[checks["window_start"] > pd.Timestamp(since)]
+    windows = sorted(set(later["window_start"]))
+    passing: dict[tuple[str, str, str], list[datetime]] = {}
+    for key, row in open_alerts.items():
+        check, dimension, value = key
+        mine = later[(later["slice_dimension"] == dimension) & (later["slice_value"] == value)]
+        present = set(mine["window_start"])  # the windows in which the slice had traffic
+        own = mine[mine["check"] == check]
+        statuses = dict(zip(own["window_start"], own["status"], strict=True))
+        counted: list[datetime] = []
+        for window in (w for w in windows if w > pd.Timestamp(row.started_at)):
+            status = statuses.get(window)
+            if window not in present or status == CheckStatus.ok.value:
+                counted.append(pd.Timestamp(window).to_pydatetime())
+            elif status == CheckStatus.alert.value:
+                counted = []
+        if counted:
+            passing[key] = counted
+    return passing
 
 
 def _missing(value) -> bool:
