@@ -121,10 +121,13 @@ def main(args: argparse.Namespace) -> int:
             alerts_topic=args.alerts_topic,
             progress="drift",
         )
-    except KafkaFailed as error:  # before any window was checked, or (said so) when the alerts were sent
+    except KafkaFailed as error:  # Kafka away before any window was checked, or lost mid-run (the line says where)
         print(f"groundwatch drift: {error}", file=sys.stderr)
         return 2
     if args.json:
         for row in outcome.changes:
             print(json.dumps(row.model_dump(mode="json")))
+    if outcome.refused:  # the windows are checked: what the alerts topic would not take is an error all the same
+        print(f"groundwatch drift: {outcome.refused}", file=sys.stderr)
+        return 2
     return 1 if args.fail_on_alert and (outcome.fired or outcome.firing) else 0

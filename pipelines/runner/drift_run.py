@@ -31,6 +31,7 @@ from transforms.io.kafka.client import (
     KafkaFailed,
     answers,
     close_producer,
+    kafka_words,
     named_kafka_errors,
     not_taken,
     refused_for_good,
@@ -79,6 +80,8 @@ class DriftOutcome:
     firing: list[AlertRow] = field(default_factory=list)
     incident_changes: list[IncidentRow] = field(default_factory=list)
     open_incidents: list[IncidentRow] = field(default_factory=list)
+    refused: str | None = None
+    """What the alerts topic refused for good in this run, in one line; their windows are checked (`run_drift`)."""
 
     @property
     def fired(self) -> list[AlertRow]:
@@ -107,16 +110,15 @@ def _settings(connection: str | Mapping[str, Any]) -> dict[str, Any]:
     return {"bootstrap_servers": connection} if isinstance(connection, str) else dict(connection)
 
 
+_UPDATES = "alert and incident updates"
+
+
 def _publish(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic: str) -> int:
     """`send_alerts_to_kafka` to a topic that exists."""
-    servers = settings.get("bootstrap_servers", "")
     failed = _send(rows, settings, topic)
     if failed:
-        raise not_taken(failed, len(rows), servers, topic, _UPDATES)
+        raise not_taken(failed, len(rows), settings.get("bootstrap_servers", ""), topic, _UPDATES)
     return len(rows)
-
-
-_UPDATES = "alert and incident updates"
 
 
 def _send(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic: str) -> list[KafkaError]:
@@ -140,11 +142,13 @@ class _AlertPublisher:
     """Sends each window's alert and incident updates before the window is recorded as checked.
 
     A window counts as checked once its `drift_checks` rows are in the lake, and no later run checks it again,
-    so an update that did not reach the topic then never would. So a window's updates are sent first. When
-    they are not all answered (the broker lost mid-run, say), `KafkaFailed` is raised with the window not
-    recorded: the next run checks it again and sends them. An update the topic refuses for what it is (larger
-    than the topic takes) would be refused again however often it was sent: it is counted, the run goes on, and
-    `refusals` raises at the end.
+    so an update that did not reach the topic then never would. So a window's updates are sent first, each
+    window's answered before the next window's are sent (so an alert's firing and cleared rows keep their
+    order). When they are not all answered (the broker lost mid-run, say), `KafkaFailed` is raised with the
+    window not recorded, and the next run checks it again and sends them: delivery is at-least-once, by key
+    (an update taken before another failed is sent again). An update the topic refuses for what it is
+    (`refused_for_good`: larger than the topic takes, say) would be refused again however often it was sent:
+    it is counted, the run goes on, and `refused_line` says so at the end.
     """
 
     settings: dict[str, Any]
@@ -153,34 +157,39 @@ class _AlertPublisher:
     offered: int = 0
     refused: list[KafkaError] = field(default_factory=list)
 
+    @property
+    def servers(self) -> str:
+        return self.settings.get("bootstrap_servers", "")
+
     def publish(self, rows: list[AlertRow | IncidentRow], window: datetime) -> None:
         if not rows:
             return
-        servers = self.settings.get("bootstrap_servers", "")
         try:
             failed = _send(rows, self.settings, self.topic)
         except KafkaFailed as e:
             raise self._unrecorded(e, window) from None
         lasting = [error for error in failed if not refused_for_good(error)]
         if lasting:
-            raise self._unrecorded(not_taken(lasting, len(rows), servers, self.topic, _UPDATES), window)
+            raise self._unrecorded(not_taken(lasting, len(rows), self.servers, self.topic, _UPDATES), window)
         self.offered += len(rows)
         self.sent += len(rows) - len(failed)
         self.refused.extend(failed)
 
     def _unrecorded(self, error: KafkaFailed, window: datetime) -> KafkaFailed:
+        done = f"{self.sent} updates of the windows before were sent"
+        if self.refused:
+            done += f", and {len(self.refused)} refused for good, the first: {kafka_words(self.refused[0])}"
         return KafkaFailed(
-            f"{error}; the windows from {window:%Y-%m-%d %H:%M:%S} on are not checked, and the next run checks "
-            f"them and sends their updates ({self.sent} sent in this run)"
+            f"{error}; the windows from {window:%Y-%m-%d %H:%M %Z} on are not checked, and the next run checks "
+            f"them again and sends their updates ({done})"
         )
 
-    def refusals(self) -> KafkaFailed | None:
-        """The error for the updates the topic refused in this run, if any; their windows are checked."""
+    def refused_line(self) -> str | None:
+        """What the topic refused in this run, if anything; those updates' windows are checked."""
         if not self.refused:
             return None
-        servers = self.settings.get("bootstrap_servers", "")
-        error = not_taken(self.refused, self.offered, servers, self.topic, _UPDATES)
-        return KafkaFailed(f"{error}; their windows are checked and the updates are in the lake")
+        error = not_taken(self.refused, self.offered, self.servers, self.topic, _UPDATES)
+        return f"{error}; their windows are checked, and their alerts and incidents are in the lake"
 
 
 def run_drift(
@@ -256,9 +265,7 @@ def run_drift(
                 copy.push()
     if publisher is not None and publisher.offered:
         out(f"sent {publisher.sent} alert updates to Kafka topic {alerts_topic}")
-        refused = publisher.refusals()
-        if refused is not None:
-            raise refused
+        outcome.refused = publisher.refused_line()
     outcome.firing = list(tracker.open.values())
     outcome.open_incidents = list(incidents.open.values())
     out(summary(outcome, lake_dir))

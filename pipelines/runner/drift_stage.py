@@ -15,13 +15,13 @@ runner state to checkpoint or migrate. And it runs in the launching process, the
 Dataflow, whatever the runner's support for state and timers.
 
 Each run writes `drift_checks`, `alerts` and `incidents` rows to the lake, logs each alert and incident change
-(`groundwatch.drift`), and publishes them to the alerts topic (`pipelines.runner.drift_run.send_alerts_to_kafka`, as
-`groundwatch drift --bootstrap-servers` does). A failing run is logged and counted, and the stream goes on: the
-next run checks again the windows whose rows did not reach the lake (a window counts as checked once they are
-there). A window's updates are sent before its rows are written, so a run with the broker away, from its start
-or lost mid-run, leaves the windows it could not send for unchecked, and the next run sends them. Each run
-checks the windows closed since the last one, often one: the passing windows an open alert has counted towards
-clearing come back from the lake with it (`AlertTracker.from_lake_rows`).
+(`groundwatch.drift`), and publishes them to the alerts topic, as `groundwatch drift --bootstrap-servers` does
+(an update the topic refuses for good is logged as an error). A failing run is logged and counted, and the
+stream goes on: the next run checks again the windows whose rows did not reach the lake (a window counts as
+checked once they are there). A window's updates are sent before its rows are written, so a run with the broker
+away, from its start or lost mid-run, leaves the windows it could not send for unchecked, and the next run sends
+them. Each run checks the windows closed since the last one, often one: the passing windows an open alert has
+counted towards clearing come back from the lake with it (`AlertTracker.from_lake_rows`).
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ class StreamDrift:
             self.runs += 1
         self.windows_checked += len(outcome.windows)
         self.alert_changes += len(outcome.changes) + len(outcome.incident_changes)
+        if outcome.refused:
+            log.error("the alerts topic refused updates of this drift run: %s", outcome.refused)
         if outcome.windows:  # a run that found nothing new stays quiet
             for line in lines:
                 self.out(line)
