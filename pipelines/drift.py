@@ -10,9 +10,10 @@ shows). Alerts also go to stderr and, when Kafka is configured (`--bootstrap-ser
 GROUNDWATCH_KAFKA_BOOTSTRAP), to the alerts topic.
 
 Exit codes: 0 done; 1 with `--fail-on-alert` when an alert fired in this run or is still firing;
-2 bad usage, or Kafka failing (reached before any window: a broker that does not answer then means nothing
-checked, and the next run, with Kafka back, checks those windows and sends their alerts; one lost during the
-run leaves its windows and alerts in the lake, the alerts perhaps not all sent).
+2 bad usage, or Kafka failing: a broker that does not answer before any window is checked means nothing
+checked; one lost during the run leaves the windows from the one it could not send for unchecked; either way
+the next run, with Kafka back, checks those windows and sends their alerts. Updates the alerts topic refuses
+for good (too large for it) also give 2, after the summary (their windows are checked); 2 wins over 1.
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ class _AlertPublisher:
         if self.refused:
             done += f", and {len(self.refused)} refused for good, the first: {kafka_words(self.refused[0])}"
         return KafkaFailed(
-            f"{error}; the windows from {window:%Y-%m-%d %H:%M %Z} on are not checked, and the next run checks "
+            f"{error}; the windows from {window:%Y-%m-%d %H:%M:%S %Z} on are not checked, and the next run checks "
             f"them again and sends their updates ({done})"
         )
 

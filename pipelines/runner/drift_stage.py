@@ -84,11 +84,11 @@ class StreamDrift:
             self.runs += 1
         self.windows_checked += len(outcome.windows)
         self.alert_changes += len(outcome.changes) + len(outcome.incident_changes)
-        if outcome.refused:
-            log.error("the alerts topic refused updates of this drift run: %s", outcome.refused)
         if outcome.windows:  # a run that found nothing new stays quiet
             for line in lines:
                 self.out(line)
+        if outcome.refused:
+            log.error("the alerts topic refused updates of this drift run: %s", outcome.refused)
         return outcome
 
     def start(self) -> StreamDrift:

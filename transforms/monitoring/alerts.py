@@ -16,7 +16,7 @@ lake's `alerts` table on the next run, and the passing windows each has counted 
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pandas as pd
 
@@ -200,23 +200,27 @@ def _passing_windows(
         return {}
     since = min(row.started_at for row in open_alerts.values())
     later = checks[checks["window_start"] > pd.Timestamp(since)]
-    windows = sorted(set(later["window_start"]))
+    # Windows as nanoseconds since the epoch: a large table's Timestamps, one object each, cost seconds.
+    later = later.assign(window_ns=later["window_start"].dt.tz_convert("UTC").dt.as_unit("ns").array.asi8)
+    windows = sorted(set(later["window_ns"].tolist()))
+    slices = dict(iter(later.groupby(["slice_dimension", "slice_value"])))  # one pass over the table
     passing: dict[tuple[str, str, str], list[datetime]] = {}
     for key, row in open_alerts.items():
         check, dimension, value = key
-        mine = later[(later["slice_dimension"] == dimension) & (later["slice_value"] == value)]
-        present = set(mine["window_start"])  # the windows in which the slice had traffic
+        mine = slices.get((dimension, value), later.iloc[:0])
+        present = set(mine["window_ns"].tolist())  # the windows in which the slice had traffic
         own = mine[mine["check"] == check]
-        statuses = dict(zip(own["window_start"], own["status"], strict=True))
-        counted: list[datetime] = []
-        for window in (w for w in windows if w > pd.Timestamp(row.started_at)):
+        statuses = dict(zip(own["window_ns"].tolist(), own["status"].tolist(), strict=True))
+        started, counted = pd.Timestamp(row.started_at).value, []
+        # Back from the newest window to the last failing one (or the alert's own): only those count.
+        for window in reversed(windows):
             status = statuses.get(window)
+            if window <= started or status == CheckStatus.alert.value:
+                break
             if window not in present or status == CheckStatus.ok.value:
-                counted.append(pd.Timestamp(window).to_pydatetime())
-            elif status == CheckStatus.alert.value:
-                counted = []
+                counted.append(pd.Timestamp(window, tz=UTC).to_pydatetime())
         if counted:
-            passing[key] = counted
+            passing[key] = counted[::-1]
     return passing
 
 

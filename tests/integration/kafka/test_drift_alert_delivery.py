@@ -93,7 +93,7 @@ def test_a_broker_lost_mid_run_leaves_the_rest_unchecked_and_the_next_run_sends_
     lines: list[str] = []
     outcome = run_drift(lake, DriftConfig(), workspace=False, kafka_bootstrap=connection, alerts_topic=topic,
                         out=lines.append)  # fmt: skip
-    assert f"{min(outcome.windows):%Y-%m-%d %H:%M}" == said[1] and min(outcome.windows) > max(checked)
+    assert f"{min(outcome.windows):%Y-%m-%d %H:%M:%S}" == said[1] and min(outcome.windows) > max(checked)
     assert outcome.changes, "the windows left unchecked held alert updates"
     assert f"sent {len(outcome.changes) + len(outcome.incident_changes)} alert updates" in "\n".join(lines)
 
