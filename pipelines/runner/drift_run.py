@@ -29,8 +29,8 @@ from pipelines.runner.progress import Progress
 from schemas.monitoring import AlertRow, AlertStatus, DriftCheckRow, IncidentRow
 from transforms.io.kafka.client import (
     KafkaFailed,
-    answers,
     close_producer,
+    failures,
     kafka_words,
     named_kafka_errors,
     not_taken,
@@ -132,7 +132,7 @@ def _send(rows: list[AlertRow | IncidentRow], settings: dict[str, Any], topic: s
                 key = row.incident_id if isinstance(row, IncidentRow) else row.alert_id
                 sent.append(send_or_refusal(producer, topic, key=key.encode(), value=row.model_dump_json().encode()))
             # Each record's own answer: an alert is never dropped silently.
-            return [error for error in answers(producer, sent) if error is not None]
+            return failures(producer, sent)
         finally:
             close_producer(producer, timeout=10)
 

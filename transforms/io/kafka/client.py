@@ -33,6 +33,7 @@ __all__ = [
     "client_config",
     "close_producer",
     "consumer",
+    "failures",
     "kafka_source",
     "kafka_words",
     "message_event_time",
@@ -240,18 +241,23 @@ def answers(sender: KafkaProducer, sent: Sequence[FutureRecordMetadata | KafkaEr
 
     with contextlib.suppress(KafkaError):
         sender.flush()
-    said: list[KafkaError | None] = []
+    answered: list[KafkaError | None] = []
     for record in sent:
         if isinstance(record, KafkaError):
-            said.append(record)
+            answered.append(record)
             continue
         try:
             record.get()
         except KafkaError as error:
-            said.append(error)
+            answered.append(error)
         else:
-            said.append(None)
-    return said
+            answered.append(None)
+    return answered
+
+
+def failures(sender: KafkaProducer, sent: Sequence[FutureRecordMetadata | KafkaError]) -> list[KafkaError]:
+    """The errors of the records not taken, once every record is answered (`answers`)."""
+    return [error for error in answers(sender, sent) if error is not None]
 
 
 def require_all_taken(
@@ -262,7 +268,7 @@ def require_all_taken(
     what: str,
 ) -> None:
     """Wait for every record's answer (`answers`); raise `KafkaFailed` if any was not taken (`not_taken`)."""
-    failed = [error for error in answers(sender, sent) if error is not None]
+    failed = failures(sender, sent)
     if failed:
         raise not_taken(failed, len(sent), bootstrap_servers, topic, what)
 
