@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import traceback
+from collections.abc import Sequence
 
 from pipelines.runner.runner_logs import runner_logs_aside
 
@@ -81,8 +82,8 @@ def version_text() -> str:
     return "\n".join(lines)
 
 
-def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
-    """The parser, and the flags of `command` (its parser is the only one with flags)."""
+def _parser(command: str | None, argv: Sequence[str] = ()) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser, and the flags of `command` (its parser is the only one with flags) and of its sub-command."""
     parser = _Parser(prog="groundwatch", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -96,8 +97,19 @@ def _parser(command: str | None) -> tuple[argparse.ArgumentParser, list[str]]:
                 command_parser.add_argument(
                     "--verbose", action="store_true", help="Show the log lines of Beam's runner and workers."
                 )
-            flags = [s for action in command_parser._actions for s in action.option_strings]
+            flags = _flags(command_parser, argv)
     return parser, flags
+
+
+def _flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """The flags of `parser` and of the sub-command `argv` names (`review label --response-id ...`)."""
+    flags = [s for action in parser._actions for s in action.option_strings]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = next((action.choices[a] for a in argv if a in action.choices), None)
+            if chosen is not None:
+                flags += _flags(chosen, argv)
+    return flags
 
 
 def _own_flag(name: str, flags: list[str]) -> bool:
@@ -133,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     known = command if command in COMMANDS else None
-    parser, flags = _parser(known)
+    parser, flags = _parser(known, argv)
     who = f"groundwatch {known}" if known else "groundwatch"
     try:
         args, extra = parser.parse_known_args(argv)

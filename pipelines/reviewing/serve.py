@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from pipelines.options.common import UsageError, check_port_free
 from pipelines.reviewing.actions import check_lake
 from pipelines.reviewing.store import ReviewInputError
 from transforms.io.lake.reader import is_clean, partitions, table_files
@@ -53,6 +54,10 @@ def serve_app(args: Any) -> tuple[int, str]:
         return 2, str(e)
     if args.reviewer and args.reviewer_header:
         return 2, "--reviewer and --reviewer-header: give one"
+    try:
+        check_port_free(args.host, args.port)  # before the URL is printed as if the app had started
+    except UsageError as e:
+        return 2, str(e)
     import uvicorn
 
     from pipelines.reviewing.app import ReviewConfig, review_app  # kept lazy: start-up (the web app)

@@ -44,6 +44,11 @@ def test_ui_on_a_busy_port_says_so_before_printing_its_url(busy_port, tmp_path, 
     assert "is already in use" in _one_line(capsys, "ui")
 
 
+def test_review_on_a_busy_port_says_so_before_printing_its_url(busy_port, tmp_path, capsys):
+    assert main(["review", "--lake", str(tmp_path), "--port", str(busy_port)]) == 2
+    assert "is already in use" in _one_line(capsys, "review")
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
@@ -56,6 +61,15 @@ def test_ui_on_a_busy_port_says_so_before_printing_its_url(busy_port, tmp_path, 
             "unrecognized argument --inptu; did you mean --input? (the following arguments are required: --input)",
         ),
         (["gate", "--inptu", "answers.jsonl"], "unrecognized argument --inptu; did you mean --input?"),
+        (
+            ["review", "label", "--response-id", "r1", "--sentence", "0", "--label", "contradicted", "--reviewr", "a"],
+            "unrecognized argument --reviewr; did you mean --reviewer? (the following arguments are required: "
+            "--reviewer)",
+        ),
+        (
+            ["review", "label", "--response-id", "r1", "--sentence", "0", "--label", "contradicted"],
+            "the following arguments are required: --reviewer",
+        ),
         (["report", "--lake", "nolake"], "--lake nolake does not exist: no audit lake there"),
         (["compact", "--lake", "nolake"], "--lake nolake does not exist: no audit lake there"),
         (["drift", "--lake", "nolake"], "--lake nolake does not exist: no audit lake there"),
