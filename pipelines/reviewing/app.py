@@ -57,6 +57,12 @@ class ReviewConfig:
     reviewer: str = ""
     reviewer_header: str = ""
 
+    def no_reviewer(self) -> str:
+        """What a reviewer who gave no name is told: the proxy's header is missing, or the name field is empty."""
+        if self.reviewer_header:
+            return f"no reviewer: the request has no {self.reviewer_header} header (the proxy in front sets it)"
+        return "no reviewer: type your name in the reviewer field"
+
 
 def _time(text: str | None) -> datetime | None:
     if not text:
@@ -151,6 +157,8 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
         try:
             if not labels:
                 raise ReviewInputError("no sentence labelled")
+            if not reviewer.strip():
+                raise ReviewInputError(config.no_reviewer())
             rows = review_rows(lake.cursor(), labels, source="web", near=_time(str(form.get("t", ""))))
         except ReviewInputError as e:
             return PlainTextResponse(f"not recorded: {e}", status_code=400)

@@ -82,7 +82,7 @@ def _check(label: Label) -> None:
     if label.label not in LABELS:
         raise ReviewInputError(f"unknown label {label.label!r}; choose one of: {', '.join(LABELS)}")
     if not label.reviewer.strip():
-        raise ReviewInputError("no reviewer: give --reviewer NAME (or the deployment's reviewer header)")
+        raise ReviewInputError("no reviewer: give --reviewer NAME")
     if not label.response_id:
         raise ReviewInputError("no response id")
 

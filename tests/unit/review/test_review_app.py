@@ -94,13 +94,19 @@ def test_a_bad_submission_writes_nothing(client, lake):
     assert answer.status_code == 400 and "unknown label 'maybe'" in answer.text
     answer = client.post("/response/r-high/review", data={"label-7": "ungrounded"})
     assert answer.status_code == 400 and "no sentence 7" in answer.text
+    anyone = TestClient(review_app(ReviewConfig(lake)))  # the name comes from the page's field
+    answer = anyone.post("/response/r-high/review", data={"label-0": "ungrounded", "reviewer": " "})
+    assert answer.text == "not recorded: no reviewer: type your name in the reviewer field"
     assert connect_lake(lake).sql("SELECT count(*) FROM reviews").fetchall() == [(0,)]
 
 
 def test_the_reviewer_comes_from_the_proxy_header_when_configured(lake):
     client = TestClient(review_app(ReviewConfig(lake, reviewer_header="X-Forwarded-User")))
     form = {"label-0": "contradicted", "reviewer": "mallory"}
-    assert client.post("/response/r-high/review", data=form).status_code == 400  # no header: no reviewer
+    answer = client.post("/response/r-high/review", data=form)  # no header: no reviewer
+    assert answer.status_code == 400
+    said = "not recorded: no reviewer: the request has no X-Forwarded-User header (the proxy in front sets it)"
+    assert answer.text == said
     headers = {"X-Forwarded-User": "dana@example.org"}
     assert client.post("/response/r-high/review", data=form, headers=headers, follow_redirects=False).status_code == 303
     assert connect_lake(lake).sql("SELECT reviewer FROM reviews").fetchall() == [("dana@example.org",)]
