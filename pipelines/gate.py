@@ -148,6 +148,25 @@ def lake_figures(lake_dir: str) -> GateFigures:
     )
 
 
+def _baseline_figures(path: str, auditor) -> GateFigures:
+    """The figures of a JSONL baseline. Lines that cannot be audited are said on stderr (they would otherwise
+    move the baseline unseen); a baseline with none that can is a usage error, not a comparison with nothing."""
+    outcomes = audit_file(path, auditor)
+    if not outcomes:
+        raise ValueError(f"--baseline {path!r} holds no responses (no line that is not blank)")
+    failed = [o for o in outcomes if o.error is not None]
+    if failed:
+        first = f"the first, line {failed[0].line}: {failed[0].error}"
+        if len(failed) == len(outcomes):
+            raise ValueError(f"--baseline {path!r}: none of its {len(outcomes)} lines could be audited ({first})")
+        print(
+            f"groundwatch gate: --baseline {path!r}: {len(failed)} of {len(outcomes)} lines could not be audited "
+            f"and are left out of the baseline ({first})",
+            file=sys.stderr,
+        )
+    return gate_figures(outcomes)
+
+
 def _check_usage(args: argparse.Namespace) -> None:
     if not os.path.isfile(args.input):
         raise ValueError(f"--input {args.input!r} is not a file")
@@ -181,7 +200,7 @@ def main(args: argparse.Namespace) -> int:
             if lakefs.is_remote(args.baseline) or os.path.isdir(args.baseline):
                 baseline = lake_figures(args.baseline)
             else:
-                baseline = gate_figures(audit_file(args.baseline, auditor))
+                baseline = _baseline_figures(args.baseline, auditor)
     except (ValueError, OSError) as e:
         print(f"groundwatch gate: {e}", file=sys.stderr)
         return 2

@@ -120,6 +120,26 @@ def test_a_drop_against_a_baseline_file_fails(tmp_path):
     assert "baseline 1.000" in drop.find("failure").get("message")
 
 
+def test_a_baseline_file_with_unreadable_lines_says_so(tmp_path, capsys):
+    """Lines of the baseline that cannot be audited are named, not left out unseen; a baseline with none that
+    can, or with no line at all, is a usage error instead of a comparison with nothing."""
+    baseline = _jsonl(tmp_path / "baseline.jsonl", *_grounded(3), b"{not json", {"response_id": "half"})
+    same = _jsonl(tmp_path / "same.jsonl", *_grounded(3))
+    assert _gate(tmp_path, same, "--baseline", baseline, "--max-drop", "0.01")[0] == 0
+    said = capsys.readouterr().err
+    assert said.startswith(f"groundwatch gate: --baseline {baseline!r}: 2 of 5 lines could not be audited and are ")
+    assert "(the first, line 4: malformed_json: " in said
+
+    broken = _jsonl(tmp_path / "broken.jsonl", b"{not json", b"[]")
+    empty = _jsonl(tmp_path / "empty.jsonl", b"", b"  ")
+    assert _gate(tmp_path, same, "--baseline", broken, "--max-drop", "0.01")[0] == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"groundwatch gate: --baseline {broken!r}: none of its 2 lines could be audited (the first")
+    assert _gate(tmp_path, same, "--baseline", empty, "--max-drop", "0.01")[0] == 2
+    said = capsys.readouterr().err
+    assert said == f"groundwatch gate: --baseline {empty!r} holds no responses (no line that is not blank)\n"
+
+
 @pytest.mark.parametrize("lake_in", ["folder", pytest.param("bucket", marks=pytest.mark.s3)])
 def test_a_drop_against_a_baseline_lake_fails(tmp_path, lake_in, request, capsys):
     """The baseline lake in a folder, or in a bucket of a real S3-protocol server (tests.support.s3_fixtures)."""
