@@ -72,11 +72,21 @@ def calibrate_from_lake(args: argparse.Namespace) -> int:
     for stage, entry in report.items():
         overall = entry["figures"]["overall"]
         decided = overall.get("decided_balanced_accuracy")
+        band = "no escalation band" if entry["band"] is None else f"escalation band {entry['band']}"
+        raw, calibrated = overall.get("ece_raw"), overall.get("ece_calibrated")
         print(
-            f"{stage}: escalation band {entry['band']}, cross-validated (grouped by response): "
-            f"ECE {_figure(overall.get('ece_raw'))} -> {_figure(overall.get('ece_calibrated'))}, "
+            f"{stage}: {band}, cross-validated (grouped by response): "
+            f"ECE {_figure(raw)} -> {_figure(calibrated)}, "
             f"escalated {_figure(overall.get('escalated_share'))}, decided balanced accuracy {_figure(decided)}"
         )
+        if raw is not None and calibrated is not None and calibrated > raw:
+            print(
+                f"groundwatch calibrate: warning: on responses it was not fitted on, this calibration leaves "
+                f"{stage}'s confidence further from the reviewers' labels than none (ECE {raw:.3f} -> "
+                f"{calibrated:.3f}, {len(rows)} reviewed sentences); the file is written, but review more "
+                "sentences and fit again before auditing with it",
+                file=sys.stderr,
+            )
     try:
         if existing is not None:
             calibration = existing.with_section(args.tenant, calibration)

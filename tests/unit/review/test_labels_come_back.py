@@ -72,8 +72,16 @@ def test_from_lake_for_one_tenant_and_with_a_fit(reviewed, tmp_path, capsys):
     assert main(["calibrate", "--from-lake", reviewed, "--fit", str(out), "--folds", "3"]) == 0
     capsys.readouterr()
     assert main(["calibrate", "--from-lake", reviewed, "--tenant", "legal", "--fit", str(out), "--folds", "3"]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "6 reviewed sentences" in text and "tenant=clinic" not in text
+    # Six sentences are too few: held out, the fit is further from the labels than the raw confidence, and
+    # the command says so beside the figures it printed.
+    [figures] = [line for line in text.splitlines() if line.startswith("heuristic: ")]
+    raw, calibrated = (float(x) for x in figures.split("ECE ")[1].split(",")[0].split(" -> "))
+    assert calibrated > raw
+    assert captured.err.startswith("groundwatch calibrate: warning: on responses it was not fitted on, this ")
+    assert f"(ECE {raw:.3f} -> {calibrated:.3f}, 6 reviewed sentences)" in captured.err
     assert "grouped by response" in text and "tenant 'legal'" in text
     _, legal = Calibration.load(str(out)).section("legal")
     assert legal.fitted_on["tenant"] == "legal" and legal.stage("heuristic") is not None
