@@ -8,7 +8,7 @@ with the pipeline's own audit steps, `transforms.audit.steps.audit_steps`), only
 
 Judge-backed verifiers keep per-call state, so each thread gets its own verifier and steps (`threading.local`).
 A judge that does not answer in time is never a pass: `undetermined` turns the offline verdict into one that
-needs review and says why.
+needs review and says why, its routes those of the offline audit plus `flagged` (a judge that failed).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from schemas import AuditedResponse, Origin, ParsedResponse, ReviewDecision
+from schemas import AuditedResponse, Origin, ParsedResponse, ReviewDecision, ReviewRoute
 from transforms.audit.stages import audit_response
 from transforms.audit.steps import audit_steps
 from transforms.ingest.parse import input_flags, parse_message
@@ -109,10 +109,13 @@ def undetermined(offline: AuditedResponse, *, verifier: str, timeout_s: float) -
         f"{JUDGE_TIMEOUT_STATUS}: the {verifier} judge gave no verdict within {timeout_s:g} s; "
         "offline verdicts kept, undetermined"
     )
-    previous = offline.review.reasons if offline.review is not None else []
+    review = offline.review or ReviewDecision(needs_review=False)
+    # The offline audit's routes stand (what it found is routed as it would be had the judge answered), and the
+    # missing verdict is a judge that failed: `flagged`, as routing files judge_error.
+    routes = list(dict.fromkeys([ReviewRoute.flagged, *review.routes]))
     return offline.model_copy(
         update={
             "judge_status": JUDGE_TIMEOUT_STATUS,
-            "review": ReviewDecision(needs_review=True, reasons=[reason, *previous]),
+            "review": ReviewDecision(needs_review=True, reasons=[reason, *review.reasons], routes=routes),
         }
     )

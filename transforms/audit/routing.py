@@ -105,7 +105,10 @@ def _finding_reasons(audited: AuditedResponse) -> list[str]:
     report = audited.report
     if audited.judge_status in ("judge_validation_failed", "judge_error"):
         # The judge could not settle some sentences, citations or claims: they kept the offline verdict, for a human.
-        reasons.append(f"{audited.judge_status}: judge verdicts unusable, offline verdicts kept (see judge_calls)")
+        # A call that got no reply says why (refused, timed out, HTTP 503): the reviewer and the caller need it.
+        cause = next((" ".join(c.error.split())[:200] for c in audited.judge_calls if c.error), None)
+        unusable = f"{cause};" if cause else "judge verdicts unusable,"
+        reasons.append(f"{audited.judge_status}: {unusable} offline verdicts kept (see judge_calls)")
     # Part of the response was left unchecked (the audit's limits): whatever its risk, a human sees it.
     reasons.extend(describe_limit(flag) for flag in report.critical_flags if flag.startswith(LIMIT_FLAG_PREFIX))
     if INSUFFICIENT_EVIDENCE in report.critical_flags and audited.parsed.response.answer.strip():

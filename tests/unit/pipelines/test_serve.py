@@ -7,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from pipelines.runner.inline import InlineAuditor, undetermined
 from pipelines.serving.app import API_KEY_ENV, ServeConfig, VerifyApp
 from pipelines.serving.documents import MAX_BATCH_ITEMS, MAX_BODY_BYTES
 from tests.support.audit_messages import BAD_MESSAGES, message, raw
@@ -165,14 +167,62 @@ def test_the_api_key_is_required_when_set():
         assert "s3cret-key" not in client.get("/openapi.json").text
 
 
-def _cascade(server: OpenAIServer, timeout_s: float) -> ServeConfig:
-    judge = {"base_url": server.base_url, "model": "judge-model", "band": "0,1", "num_retries": 0, "timeout_s": 5}
-    return ServeConfig(verifier="cascade", verifier_config=judge, judge_timeout_s=timeout_s)
+def _cascade(judge_url: str, timeout_s: float, **options) -> ServeConfig:
+    judge = {"base_url": judge_url, "model": "judge-model", "band": "0,1", "num_retries": 0, "timeout_s": 5}
+    return ServeConfig(verifier="cascade", verifier_config={**judge, **options}, judge_timeout_s=timeout_s)
+
+
+def _closed_judge_url() -> str:
+    """A judge nobody serves: a port of 127.0.0.1 free a moment ago, so the connection is refused."""
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+def _high_risk(kind: str, response_id: str) -> dict:
+    """`verdict_message(kind)` in high-risk traffic: a contradicted one is routed `flagged` and `risk`."""
+    msg = verdict_message(kind, response_id)
+    return {**msg, "metadata": {**msg["metadata"], "risk_level": "high"}}
+
+
+def _refused_reason(judge_url: str) -> str:
+    return (
+        f"judge_error: the judge at {judge_url} refused the connection (nothing listens there?); "
+        "offline verdicts kept (see judge_calls)"
+    )
+
+
+def test_a_refused_judge_is_said_in_the_reply_at_once_not_as_a_timeout():
+    url = _closed_judge_url()
+    with TestClient(VerifyApp(_cascade(url, 5.0, num_retries=3))) as client:
+        results, elapsed = [], []
+        for i in range(2):  # the first also builds the judge's client (imports openai)
+            started = time.perf_counter()
+            results.append(client.post("/v1/verify", json=_high_risk("contradicted", f"refused-{i}")).json())
+            elapsed.append(time.perf_counter() - started)
+    assert elapsed[1] < 2.0  # not the 5 s deadline: a refused connection is not retried (Beam's backoff: 2.5 s+)
+    assert [r["judge_status"] for r in results] == ["judge_error"] * 2
+    result = results[1]
+    assert result["status"] == "determined" and result["judge_status"] == "judge_error"
+    assert result["verifier"] == "cascade" and result["decided_by"] == ["heuristic"]
+    assert result["report"]["sentences"][0]["attribution_verdict"] == "contradicted"
+    assert result["review"]["needs_review"] is True and _refused_reason(url) in result["review"]["reasons"]
+    assert result["review"]["routes"] == ["flagged", "risk"]
+
+
+def test_an_undetermined_result_keeps_the_routes_of_the_offline_audit():
+    auditor = InlineAuditor("heuristic")
+    cases = [(_high_risk("contradicted", "u-1"), ["flagged", "risk"]), (verdict_message("fully_grounded"), [])]
+    for msg, found in cases:
+        offline = auditor.audit(auditor.parse(raw(msg)))
+        assert offline.review is not None and offline.review.routes == found
+        review = undetermined(offline, verifier="cascade", timeout_s=5).review
+        assert review is not None and review.needs_review
+        # what the offline audit found, plus `flagged` for the judge that gave no verdict (as judge_error is routed)
+        assert review.routes == ["flagged", *(r for r in found if r != "flagged")]
 
 
 @pytest.mark.server
 def test_a_judge_that_answers_in_time_decides():
-    with OpenAIServer() as judge, running_service(_cascade(judge, 10.0)) as base_url:
+    with OpenAIServer() as judge, running_service(_cascade(judge.base_url, 10.0)) as base_url:
         result = httpx.post(f"{base_url}/v1/verify", json=verdict_message("fully_grounded"), timeout=30).json()
     assert result["status"] == "determined"
     assert result["decided_by"] == ["openai"] and result["judge_status"] == "judged"
@@ -180,7 +230,7 @@ def test_a_judge_that_answers_in_time_decides():
 
 @pytest.mark.server
 def test_a_judge_timeout_is_undetermined_and_needs_review_never_a_pass():
-    with OpenAIServer() as judge, running_service(_cascade(judge, 0.5)) as base_url:
+    with OpenAIServer() as judge, running_service(_cascade(judge.base_url, 0.5)) as base_url:
         judge.script(Scripted(delay_s=3.0))
         reply = httpx.post(f"{base_url}/v1/verify", json=verdict_message("fully_grounded"), timeout=30)
         assert reply.status_code == 200
@@ -192,8 +242,21 @@ def test_a_judge_timeout_is_undetermined_and_needs_review_never_a_pass():
         assert result["review"]["needs_review"] is True
         first_reason = result["review"]["reasons"][0]
         assert first_reason.startswith("judge_timeout: the cascade judge gave no verdict within 0.5 s")
+        assert result["review"]["routes"] == ["flagged"]
         assert httpx.get(f"{base_url}/healthz").json()["undetermined"] == 1
         assert len(judge.requests) == 1
+
+
+@pytest.mark.server
+def test_a_judge_timeout_keeps_the_routes_the_offline_audit_found():
+    answer = _high_risk("contradicted", "late-1")
+    with TestClient(VerifyApp(ServeConfig())) as offline:
+        found = offline.post("/v1/verify", json=answer).json()["review"]["routes"]
+    with OpenAIServer() as judge, running_service(_cascade(judge.base_url, 0.5)) as base_url:
+        judge.script(Scripted(delay_s=3.0))
+        result = httpx.post(f"{base_url}/v1/verify", json=answer, timeout=30).json()
+    assert result["status"] == "undetermined" and result["judge_status"] == "judge_timeout"
+    assert found == ["flagged", "risk"] and result["review"]["routes"] == found
 
 
 def _judge_refusing_the_cafeteria(request) -> str:
@@ -211,7 +274,7 @@ def test_concurrent_judged_requests_do_not_mix_their_verdicts():
     kinds = ["fully_grounded", "ungrounded"] * 6
     with (
         OpenAIServer(_judge_refusing_the_cafeteria, latency_s=0.02) as judge,
-        running_service(_cascade(judge, 30.0)) as base_url,
+        running_service(_cascade(judge.base_url, 30.0)) as base_url,
         httpx.Client(base_url=base_url, timeout=60) as client,
         ThreadPoolExecutor(8) as pool,
     ):
@@ -298,6 +361,33 @@ def test_the_command_serves_on_two_workers_and_never_logs_the_key(tmp_path):
     assert "2 worker(s), API key required" in output
     assert "topsecret" not in output
     assert len((tmp_path / "out.jsonl").read_bytes().splitlines()) == 6
+
+
+@pytest.mark.server
+def test_the_command_says_a_refused_judge_in_the_reply_and_in_one_log_line_without_a_traceback():
+    port, judge_url, secret = free_port(), _closed_judge_url(), "sk-judge-secret-42"
+    env = {**os.environ, "GROUNDWATCH_JUDGE_API_KEY": secret, "PYTHONPATH": os.getcwd()}
+    command = [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port), "--verifier", "cascade"]
+    command += ["--judge-base-url", judge_url, "--judge-model", "m", "--cascade-band", "0,1"]
+    command += ["--judge-timeout-per-request", "5"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        base_url = f"http://127.0.0.1:{port}"
+        wait_until_healthy(base_url, process)
+        replies = [
+            httpx.post(f"{base_url}/v1/verify", json=_high_risk("contradicted", f"c-{i}"), timeout=30).text
+            for i in range(2)
+        ]
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=60)[0].decode()
+    for reply in replies:
+        result = json.loads(reply)
+        assert result["judge_status"] == "judge_error" and _refused_reason(judge_url) in result["review"]["reasons"]
+        assert result["review"]["routes"] == ["flagged", "risk"]
+    assert output.count(f"the judge at {judge_url} refused the connection") == 2, output  # a line per request
+    assert "Traceback" not in output and "Retry with exponential backoff" not in output, output
+    assert secret not in output and not any(secret in reply for reply in replies)
 
 
 @pytest.mark.server

@@ -4,7 +4,10 @@
 or the config), sends one chat-completions call per `complete()` and turns the
 SDK's errors into `JudgeUnavailable`, whose `retryable` tells Beam's retry loop
 whether to try again (429, 5xx, timeouts, lost connections) or to give up and
-dead-letter the batch (other 4xx). Structured output degrades by itself: if
+dead-letter the batch (other 4xx). Its message says what happened, naming the
+endpoint (never the key): "the judge at URL refused the connection" (`refused`:
+nothing listens there), "did not answer within N s", "answered HTTP 503: ...".
+Structured output degrades by itself: if
 the endpoint rejects a `json_schema` response format with a 400, the client
 retries the same call with `json_object`, then with plain text, and keeps using
 what worked; in those modes the schema travels inside the prompt instead.
@@ -31,12 +34,14 @@ _FALLBACK: dict[ResponseFormat, ResponseFormat] = {"json_schema": "json_object",
 
 
 class JudgeUnavailable(RuntimeError):
-    """A judge call that produced no reply; `retryable` when a later attempt may succeed."""
+    """A judge call that produced no reply; `retryable` when a later attempt may succeed, `refused` when the
+    endpoint refused the connection at once (nothing listens at its address)."""
 
-    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None):
+    def __init__(self, message: str, *, retryable: bool, status_code: int | None = None, refused: bool = False):
         super().__init__(message)
         self.retryable = retryable
         self.status_code = status_code
+        self.refused = refused
 
 
 @dataclass(frozen=True)
@@ -116,13 +121,25 @@ class JudgeClient:
                 _LOG.warning("judge endpoint rejected response_format=%s (HTTP 400); trying %s", mode, _FALLBACK[mode])
                 self._mode = _FALLBACK[mode]
             except self._openai.APITimeoutError:
-                raise JudgeUnavailable(f"judge call timed out after {self.config.timeout_s}s", retryable=True) from None
+                where, limit = self.config.endpoint, self.config.timeout_s
+                message = f"judge call timed out: the judge at {where} did not answer within {limit:g} s"
+                raise JudgeUnavailable(message, retryable=True) from None
             except self._openai.APIConnectionError as err:
-                raise JudgeUnavailable(f"judge endpoint unreachable: {type(err).__name__}", retryable=True) from None
+                raise self._unreachable(err) from None
             except self._openai.APIStatusError as err:
                 retryable = err.status_code == 429 or err.status_code >= 500
                 message = self.scrub(_describe(err))
                 raise JudgeUnavailable(message, retryable=retryable, status_code=err.status_code) from None
+
+    def _unreachable(self, err: Exception) -> JudgeUnavailable:
+        """The SDK's bare "Connection error." as what happened underneath: refused, or the socket's own error."""
+        where = self.config.endpoint  # scheme, host, port, path: no user info, no query string
+        cause = _root_cause(err)
+        if isinstance(cause, ConnectionRefusedError):
+            message = f"the judge at {where} refused the connection (nothing listens there?)"
+            return JudgeUnavailable(message, retryable=True, refused=True)
+        detail = " ".join(str(cause).split())[:200] or type(cause).__name__
+        return JudgeUnavailable(self.scrub(f"the judge at {where} could not be reached: {detail}"), retryable=True)
 
     def _call(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any], mode: str) -> ChatReply:
         kwargs: dict[str, Any] = {"model": self.config.model, "temperature": self.config.temperature}
@@ -154,6 +171,15 @@ class JudgeClient:
             response_format=mode,
             model=completion.model or self.config.model,
         )
+
+
+def _root_cause(err: BaseException) -> BaseException:
+    # openai wraps httpx's ConnectError, which wraps httpcore's, which wraps the socket's OSError.
+    seen = {id(err)}
+    while (inner := err.__cause__ or err.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        err = inner
+    return err
 
 
 def _describe(err: Any) -> str:

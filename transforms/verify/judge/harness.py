@@ -12,7 +12,9 @@ Every attempt leaves one `JudgeCallRow` per answer for the `judge_calls` table.
 HTTP failures are not handled here: `JudgeUnavailable` propagates so that
 Beam's `RemoteModelHandler` retries the call with backoff (429, 5xx, timeouts)
 or dead-letters it. `done` lets a retried batch skip calls that already
-succeeded.
+succeeded. `failed_outcome` is what an item gets when its call never got a
+reply: `judge_error`, with one `judge_calls` row saying why (both the Beam path
+and the in-process verifier use it).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from pydantic import BaseModel
 from schemas.base import utc_now
 from schemas.judge import JudgeCallRow
 from transforms.verify.judge.client import JudgeClient
+from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.prompts import build_messages, prompt_version
 from transforms.verify.judge.redact import redact_text
 from transforms.verify.judge.schema import JudgeItem, JudgeOutcome, Task, reply_json_schema
 from transforms.verify.judge.validate import REPLY, validate_reply
 
-__all__ = ["chunk_items", "item_key", "judge_items"]
+__all__ = ["chunk_items", "failed_outcome", "item_key", "judge_items"]
 
 _VERDICT_FIELD = {
     Task.sentences: "sentence_verdicts",
@@ -60,6 +63,36 @@ def chunk_items(items: Sequence[JudgeItem], size: int) -> list[list[JudgeItem]]:
         else:
             home.append(item)
     return chunks
+
+
+def failed_outcome(
+    item: JudgeItem, config: JudgeConfig, error: str, now: datetime, *, answers_in_call: int = 1
+) -> JudgeOutcome:
+    """The `judge_error` outcome of an item whose judge call got no reply, with its `judge_calls` row (`error`:
+    why, already free of the key; redacted like the rest of the row when the config says so)."""
+    request = item.model_dump_json()
+    row = JudgeCallRow(
+        call_id=f"failed-{now.timestamp():.6f}-{item.response_id}",
+        response_id=item.response_id,
+        task=item.task.value,
+        prompt_version=prompt_version(item.task),
+        judge_model=config.model,
+        judge_endpoint=config.endpoint,
+        response_format=config.response_format,
+        attempt=1,
+        called_at=now,
+        answers_in_call=answers_in_call,
+        raw_reply="",
+        parsed_verdicts="null",
+        attempt_status="error",
+        status="judge_error",
+        error=redact_text(error) if config.redact else error,
+        request_json=redact_text(request) if config.redact else request,
+        redacted=config.redact,
+    )
+    return JudgeOutcome(
+        response_id=item.response_id, task=item.task, status="judge_error", attempts=0, errors=[error], calls=[row]
+    )
 
 
 class _Log:

@@ -39,7 +39,6 @@ from apache_beam.ml.inference.base import RunInference
 
 from schemas import AttributionVerdict, AuditedResponse, ParsedResponse, SentenceVerdict
 from schemas.base import utc_now
-from schemas.judge import JudgeCallRow
 from transforms.ingest.parse import DEAD_LETTERS, stage_failed_dead_letter
 from transforms.ingest.windows import window_bounds
 from transforms.verify.base import AnswerSentences, build_report, prepare_sentences
@@ -47,8 +46,8 @@ from transforms.verify.calibration import DEFAULT_SECTION, calibration_sha256
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.judge.config import JudgeConfig
 from transforms.verify.judge.handler import JudgeModelHandler
+from transforms.verify.judge.harness import failed_outcome
 from transforms.verify.judge.prompts import prompt_version
-from transforms.verify.judge.redact import redact_text
 from transforms.verify.judge.schema import JudgeItem, JudgeOutcome, Task
 from transforms.verify.judge.verifier import (
     DEFAULT_BAND,
@@ -173,33 +172,7 @@ def failed_outcomes(
     batch, (_, reason, _) = failure
     Metrics.counter(JUDGE_NAMESPACE, "judge_errors").inc(len(batch))
     error = " ".join(str(reason).split())[:500]
-    outcomes: list[tuple[str, JudgeOutcome]] = []
-    for item in batch:
-        request = item.model_dump_json()
-        row = JudgeCallRow(
-            call_id=f"failed-{now.timestamp():.6f}-{item.response_id}",
-            response_id=item.response_id,
-            task=item.task.value,
-            prompt_version=prompt_version(item.task),
-            judge_model=config.model,
-            judge_endpoint=config.endpoint,
-            response_format=config.response_format,
-            attempt=1,
-            called_at=now,
-            answers_in_call=len(batch),
-            raw_reply="",
-            parsed_verdicts="null",
-            attempt_status="error",
-            status="judge_error",
-            error=redact_text(error) if config.redact else error,
-            request_json=redact_text(request) if config.redact else request,
-            redacted=config.redact,
-        )
-        outcome = JudgeOutcome(
-            response_id=item.response_id, task=item.task, status="judge_error", attempts=0, errors=[error], calls=[row]
-        )
-        outcomes.append((item.response_id, outcome))
-    return outcomes
+    return [(item.response_id, failed_outcome(item, config, error, now, answers_in_call=len(batch))) for item in batch]
 
 
 class _MergeDoFn(beam.DoFn):

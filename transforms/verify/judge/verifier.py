@@ -15,8 +15,11 @@ that answer; the verifier keeps nothing about a call, so threads may share it.
 The plain functions (`judge_sample_point`, `sentences_to_judge`,
 `sentence_item`, `merge_verdicts`) are shared with the Beam path
 (`transforms.verify.judge.pipeline`), which runs the same plan through `RunInference`.
-Outside Beam (calibration, replay, benchmarks) `verify()` calls the judge
-itself, with Beam's backoff helper for 429/5xx::
+Outside Beam (`groundwatch serve` and `gate`, calibration, benchmarks) `verify()` calls the judge
+itself, with Beam's backoff helper for 429/5xx and timeouts. A refused connection is not retried there
+(nothing listens at the URL: waiting out the backoff, longer than a request's deadline in `serve`, would only
+hide that behind a timeout); each failed call is logged as one line, without a traceback, and an answer whose
+judge never replied gets `judge_error` with a `judge_calls` row saying why (`harness.failed_outcome`)::
 
     verifier = make_verifier("cascade", base_url="http://127.0.0.1:8000/v1", model="m", band=(0.5, 0.8))
 """
@@ -24,18 +27,20 @@ itself, with Beam's backoff helper for 429/5xx::
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from schemas import EvidencePassage, SentenceVerdict
+from schemas.base import utc_now
 from transforms.verify.base import VerificationResult, Verifier
 from transforms.verify.calibration import Calibration, calibration_sha256
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
 from transforms.verify.judge.config import JudgeConfig
-from transforms.verify.judge.harness import judge_items
+from transforms.verify.judge.harness import failed_outcome, judge_items
 from transforms.verify.judge.prompts import prompt_version
 from transforms.verify.judge.schema import IndexedSentence, JudgeItem, JudgeOutcome, Passage, Task
 from transforms.verify.model.cascade import DEFAULT_MODEL_BAND, CascadeStages, StageGate, load_calibration
@@ -60,10 +65,24 @@ DEFAULT_BAND = (0.5, 0.8)
 JUDGE_NAME = "openai"
 FALLBACK_NAME = "heuristic"
 
+_LOG = logging.getLogger(__name__)
+
 
 def is_retryable(error: Exception) -> bool:
     """Beam's retry filter: only failures a later attempt can fix (429, 5xx, timeouts, lost connections)."""
     return bool(getattr(error, "retryable", False))
+
+
+def _retry_in_process(error: Exception) -> bool:
+    # A refused connection fails in milliseconds and means nothing listens at the URL; the Beam path
+    # (JudgeModelHandler) still retries it, a batch job can wait for a judge that restarts, a request cannot.
+    return is_retryable(error) and not getattr(error, "refused", False)
+
+
+def _log_retry(_message: str, delay: float, _function: str, error: str, *_traceback: object) -> None:
+    """Beam's retry logger, as one line: its default adds a traceback to every expected, classified failure.
+    Beam calls it as `logger(message, delay, function name, "module.Type: text", traceback)`."""
+    _LOG.warning("judge call failed, retrying in %.1f s: %s", delay, error.strip().split(": ", 1)[-1])
 
 
 def parse_band(value: str | Sequence[float], flag: str = "--cascade-band") -> tuple[float, float]:
@@ -172,16 +191,15 @@ class JudgeVerifier(Verifier):
         with self._client_lock:
             if self._client is None:
                 self._client = JudgeClient(self.config)
-        call = retry.with_exponential_backoff(num_retries=self.config.num_retries, retry_filter=is_retryable)(
-            judge_items
-        )
+        call = retry.with_exponential_backoff(
+            num_retries=self.config.num_retries, retry_filter=_retry_in_process, logger=_log_retry
+        )(judge_items)
         try:
             outcomes: list[JudgeOutcome] = call(self._client, Task.sentences, [item])  # Beam's wrapper is untyped
             return outcomes[0]
-        except JudgeUnavailable as err:
-            return JudgeOutcome(
-                response_id=item.response_id, task=Task.sentences, status="judge_error", attempts=0, errors=[str(err)]
-            )
+        except JudgeUnavailable as err:  # its message names the endpoint, never the key
+            _LOG.warning("no judge verdict for %s, offline verdicts kept: %s", item.response_id, err)
+            return failed_outcome(item, self.config, str(err), utc_now())
 
     def verify(self, sentences: Sequence[str], evidence: Sequence[EvidencePassage]) -> VerificationResult:
         heuristic = self._fallback.verify(sentences, evidence).verdicts
