@@ -71,6 +71,7 @@ from pipelines.runner.catch_up import (
     committed_offsets,
     end_offsets,
     plan_pass,
+    refresh_reviewed_windows,
     refresh_window_metrics,
     start_offsets,
 )
@@ -376,6 +377,8 @@ def _catch_up_passes(
         out(f"passes         {len(passes)} (at most {most} messages each)")
         windows = refresh_window_metrics(options.view_as(AuditOptions).lake, topic, plans)
         out(f"window metrics {windows} windows span passes: computed again from the lake")
+    if windows := refresh_reviewed_windows(options.view_as(AuditOptions).lake, topic, plans):
+        out(f"window metrics {windows} windows with reviews: computed again from the lake")
     return sum_counts(passes)
 
 

@@ -10,8 +10,9 @@ Prism): in process for small inputs, with one worker process per core (up to 4) 
 unless `--direct_num_workers` / `--direct_running_mode` say otherwise. On that runner an input of more than
 `--max-records-per-run` lines (default 50,000) is audited in passes, one run each (`pipelines.runner.passes`):
 the runner holds a run's data in memory until it ends. On another runner (Flink) a local input is read by line
-ranges too, in one pass, as many ranges for each subtask. `groundwatch audit`, `groundwatch demo` and the
-streaming monitor's catch-up run through here.
+ranges too, in one pass, as many ranges for each subtask. After the run, the windows it read that hold a
+reviewed response get their metrics computed again from the lake, reviews included (the pipeline's rows count
+none). `groundwatch audit`, `groundwatch demo` and the streaming monitor's catch-up run through here.
 """
 
 from __future__ import annotations
@@ -31,11 +32,19 @@ from apache_beam.options.pipeline_options import DirectOptions, FlinkRunnerOptio
 from pipelines.options.audit import AuditOptions, validate_options
 from pipelines.runner.audit_graph import build_pipeline
 from pipelines.runner.counts import AuditCounts, counts_from_result, format_counts, sum_counts
-from pipelines.runner.passes import JsonlPlan, input_files, plan_jsonl_passes, read_ranges, windows_across_passes
+from pipelines.runner.passes import (
+    JsonlPlan,
+    ReadRange,
+    input_files,
+    plan_jsonl_passes,
+    read_by_sql,
+    read_ranges,
+    windows_across_passes,
+)
 from pipelines.runner.progress import Progress
 from pipelines.runner.read_counts import CountMessages, counted_run
 from pipelines.runner.time_outliers import far_in_time
-from pipelines.runner.window_metrics import recompute_window_metrics
+from pipelines.runner.window_metrics import recompute_reviewed_windows, recompute_window_metrics
 from transforms.io.jsonl import LINE_RANGES, ReadJsonlMessages
 from transforms.io.lake.cleanup import remove_stale_temporaries
 
@@ -120,9 +129,10 @@ def _input_bytes(pattern: str | None) -> int:
 def run_audit(
     argv: list[str] | None = None, *, out: Callable[[str], None] = print, progress: str | None = None
 ) -> AuditCounts:
-    """Validate the options, run the pipeline to the end (in passes, for a large input on the local runner)
-    and report its counts. With `progress` (the command's name) the messages read are shown as they go
-    (`pipelines.runner.progress`)."""
+    """Validate the options, run the pipeline to the end (in passes, for a large input on the local runner),
+    compute again the window metrics of the windows it read that hold a reviewed response (its own rows count
+    no review: `pipelines.runner.window_metrics`) and report its counts. With `progress` (the command's name)
+    the messages read are shown as they go (`pipelines.runner.progress`)."""
     options = pipeline_options(list(sys.argv[1:] if argv is None else argv))
     opts = options.view_as(AuditOptions)
     validate_options(opts)
@@ -138,6 +148,8 @@ def run_audit(
         else:
             read = functools.partial(_read_jsonl, pattern=opts.input, counts_to=counts_to)
             counts = run_checked(options, lambda p: build_pipeline(p, options, source=read(p)), "the run", out)
+    if windows := recompute_reviewed_windows(opts.lake, *read_by_sql(_what_it_read(opts, plan))):
+        out(f"window metrics {windows} windows with reviews: computed again from the lake")
     out(format_counts(counts, opts.lake))
     if (far := far_in_time(opts.lake, [f"file:{path}" for path in input_files(opts.input)])).count:
         out(far.summary_line())
@@ -183,6 +195,13 @@ def _reading_plan(options: PipelineOptions, opts: AuditOptions) -> JsonlPlan | N
     if "://" not in opts.input:
         return plan_jsonl_passes(opts.input, sys.maxsize)
     return None
+
+
+def _what_it_read(opts: AuditOptions, plan: JsonlPlan | None) -> list[list[ReadRange]]:
+    """What a run read, as the lake's rows name it: the plan's line ranges, or every input file whole."""
+    if plan is not None and plan.passes:
+        return read_ranges(plan.passes)
+    return [[ReadRange(f"file:{path}", None, 1, None) for path in input_files(opts.input)]]
 
 
 def _line_range_pieces(options: PipelineOptions) -> int:

@@ -16,7 +16,8 @@ its lake files hold. A response id repeated in two passes is audited in both, an
 it once. A window whose messages fall in two passes gets `window_metrics` rows from each, each with only
 its pass's responses; so after the last pass, the metrics of every window with responses of more than one
 pass are computed again from the lake's rows (`refresh_window_metrics`, see `pipelines.runner.window_metrics`),
-and the views keep those: they hold the most responses, and are the newest.
+and the views keep those: they hold the most responses, and are the newest. So are, after any catch-up, the
+windows it read that hold a reviewed response (`refresh_reviewed_windows`): the passes' rows count no review.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import closing
 from typing import Any
 
-from pipelines.runner.passes import ReadRange, windows_across_passes
-from pipelines.runner.window_metrics import recompute_window_metrics
+from pipelines.runner.passes import ReadRange, read_by_sql, windows_across_passes
+from pipelines.runner.window_metrics import recompute_reviewed_windows, recompute_window_metrics
 from transforms.io.kafka.client import consumer, kafka_source, resolve_start_offset
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "committed_offsets",
     "end_offsets",
     "plan_pass",
+    "refresh_reviewed_windows",
     "refresh_window_metrics",
     "start_offsets",
 ]
@@ -105,7 +107,16 @@ def refresh_window_metrics(lake_dir: str, topic: str, plans: Sequence[Mapping[in
     """Compute again the window metrics of the windows holding responses of more than one of the passes `plans`
     ({partition: (start, stop)} offsets of `topic` each), see `pipelines.runner.window_metrics`; return how many
     windows."""
-    passes = [
+    return recompute_window_metrics(lake_dir, *windows_across_passes(_read_ranges(topic, plans)))
+
+
+def refresh_reviewed_windows(lake_dir: str, topic: str, plans: Sequence[Mapping[int, tuple[int, int]]]) -> int:
+    """Compute again the window metrics of the windows holding responses the passes `plans` read and a reviewed
+    response (`pipelines.runner.window_metrics.recompute_reviewed_windows`); return how many windows."""
+    return recompute_reviewed_windows(lake_dir, *read_by_sql(_read_ranges(topic, plans)))
+
+
+def _read_ranges(topic: str, plans: Sequence[Mapping[int, tuple[int, int]]]) -> list[list[ReadRange]]:
+    return [
         [ReadRange(kafka_source(topic), p, start, stop) for p, (start, stop) in sorted(plan.items())] for plan in plans
     ]
-    return recompute_window_metrics(lake_dir, *windows_across_passes(passes))

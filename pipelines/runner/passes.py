@@ -36,6 +36,7 @@ __all__ = [
     "ReadRange",
     "input_files",
     "plan_jsonl_passes",
+    "read_by_sql",
     "read_ranges",
     "windows_across_passes",
 ]
@@ -66,7 +67,7 @@ def windows_across_passes(passes: Sequence[Sequence[ReadRange]]) -> tuple[str, l
     for number, part in enumerate(passes):
         for read in part:
             ranges.append("(?, ?, ?, ?, ?)")
-            params += [read.source, read.partition, read.first, read.stop if read.stop is not None else 2**62, number]
+            params += [*_bounds(read), number]
     if not ranges:
         return "false", []
     sql = (
@@ -78,6 +79,21 @@ def windows_across_passes(passes: Sequence[Sequence[ReadRange]]) -> tuple[str, l
         " GROUP BY r.window_start HAVING count(DISTINCT p.pass) > 1)"
     )
     return sql, params
+
+
+def read_by_sql(passes: Sequence[Sequence[ReadRange]]) -> tuple[str, list]:
+    """A filter on the lake's `responses` rows (SQL with its parameters) keeping those the passes read, by their
+    origin; a row another run read from the same lines or offsets matches too."""
+    one = "(origin_source = ? AND origin_partition IS NOT DISTINCT FROM ? AND ? <= origin_offset AND origin_offset < ?)"
+    reads = [read for part in passes for read in part]
+    if not reads:
+        return "false", []
+    return f"({' OR '.join([one] * len(reads))})", [value for read in reads for value in _bounds(read)]
+
+
+def _bounds(read: ReadRange) -> list:
+    """A range's source, partition, first offset and stop (a large one for `None`: to the end)."""
+    return [read.source, read.partition, read.first, read.stop if read.stop is not None else 2**62]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,11 @@ fuller one. `groundwatch metrics` runs it on demand; an audit or catch-up in pas
 
 Reviews count in their windows' metrics (`reviewed_sentences`, `review_agreement`) at once: whatever records a
 label computes again the windows of the responses it labelled (`recompute_windows_of`), reading only the hours
-those windows lie in.
+those windows lie in. They keep counting when the audit writes such a window's metrics again (the same input
+audited again): the pipeline reads no reviews, so its rows count none, and with as many responses and newer the
+views would keep them. After a bounded run (`groundwatch audit`, a catch-up of `groundwatch monitor`) the windows
+it read that hold a reviewed response are computed again (`recompute_reviewed_windows`); in a lake without
+reviews that costs a listing of the `reviews` folder.
 """
 
 from __future__ import annotations
@@ -28,12 +32,18 @@ from typing import Any
 import duckdb
 
 from dashboards.views import connect_lake, create_views
-from transforms.io.lake.reader import in_hours_sql
+from transforms.io.lake.reader import has_files, in_hours_sql
 from transforms.io.lake.writer import write_table
 from transforms.monitoring.review_agreement import review_counts
 from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_rows
 
-__all__ = ["WINDOWS_PER_BATCH", "claims_only", "recompute_window_metrics", "recompute_windows_of"]
+__all__ = [
+    "WINDOWS_PER_BATCH",
+    "claims_only",
+    "recompute_reviewed_windows",
+    "recompute_window_metrics",
+    "recompute_windows_of",
+]
 
 WINDOWS_PER_BATCH = 500
 """Windows computed together: their rows are read and held at once (at 60 s windows, 500 is about 8 hours)."""
@@ -63,21 +73,34 @@ def recompute_window_metrics(
     return len(windows)
 
 
-def recompute_windows_of(lake_dir: str, event_times: dict[str, datetime], *, now: datetime | None = None) -> int:
+def recompute_windows_of(
+    lake_dir: str,
+    event_times: dict[str, datetime],
+    where: str = "true",
+    params: Sequence[Any] = (),
+    *,
+    now: datetime | None = None,
+) -> int:
     """Compute again the metrics of the windows holding the responses `event_times` names (response id to its
-    event time), and return how many windows. Only the hours those windows lie in are read (a filter on the
+    event time) and a response that matches `where` (SQL over the `responses` view, with `?` placeholders for
+    `params`), and return how many windows. Only the hours those windows lie in are read (a filter on the
     lake's `date` and `hour` partitions), so it costs an hour's rows however large the lake."""
     if not event_times:
         return 0
     con = duckdb.connect(":memory:")
     create_views(con, lake_dir, ["responses", "sentences", "reviews"])  # not every table's: a tenth of the time
     try:
-        in_hours, params = in_hours_sql(event_times.values())
+        in_hours, hour_params = in_hours_sql(event_times.values())
         spans = con.execute(
             f"SELECT DISTINCT window_start, window_end FROM responses WHERE {in_hours} "
             "AND response_id IN (SELECT unnest(?))",
-            [*params, sorted(event_times)],
+            [*hour_params, sorted(event_times)],
         ).fetchall()
+        if where != "true":
+            in_hours, hour_params = in_hours_sql(hour for start, end in spans for hour in _hours_between(start, end))
+            sql = f"SELECT DISTINCT window_start FROM responses WHERE {in_hours} AND ({where})"
+            matching = {row[0] for row in con.execute(sql, [*hour_params, *params]).fetchall()}
+            spans = [span for span in spans if span[0] in matching]
         hours = {hour for start, end in spans for hour in _hours_between(start, end)}
         windows = sorted(start for start, _ in spans)
         for i in range(0, len(windows), WINDOWS_PER_BATCH):
@@ -85,6 +108,23 @@ def recompute_windows_of(lake_dir: str, event_times: dict[str, datetime], *, now
     finally:
         con.close()
     return len(windows)
+
+
+def recompute_reviewed_windows(
+    lake_dir: str, where: str = "true", params: Sequence[Any] = (), *, now: datetime | None = None
+) -> int:
+    """Compute again the metrics of the windows holding a reviewed response and a response that matches `where`
+    (SQL over the `responses` view, `?` placeholders for `params`: after a run, the responses it read), and
+    return how many windows; none, without reading anything, in a lake without reviews."""
+    if where == "false" or not has_files(lake_dir, "reviews"):
+        return 0
+    con = duckdb.connect(":memory:")
+    try:
+        create_views(con, lake_dir, ["reviews"])
+        event_times = dict(con.execute("SELECT response_id, min(event_time) FROM reviews GROUP BY 1").fetchall())
+    finally:
+        con.close()
+    return recompute_windows_of(lake_dir, event_times, where, params, now=now)
 
 
 def _hours_between(start: datetime, end: datetime) -> list[datetime]:

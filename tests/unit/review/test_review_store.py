@@ -12,7 +12,7 @@ from dashboards.views import connect_lake
 from pipelines.cli import main
 from pipelines.reviewing.store import create_latest_view
 from tests.support.audit_messages import message
-from tests.support.review_lake import build_lake
+from tests.support.review_lake import GOOD, HIGH, LOW, build_lake
 from transforms.evaluation.golden import load_golden
 
 
@@ -139,6 +139,37 @@ def test_a_label_counts_in_its_windows_agreement_at_once(lake):
     assert (start.hour, start.minute, reviewed, agreement) == (9, 0, 1, 1.0)
     assert _label(lake, "--label", "fully_grounded", "--reviewer", "bo") == 0  # a correction: the verifier erred
     assert _agreement(lake) == [(start, 1, 0.0)]
+
+
+REVIEW_FIGURES = (
+    "window_start, slice_dimension, slice_value, responses, reviewed_sentences, review_agreement, "
+    "sample_reviewed_sentences, sample_review_agreement"
+)
+
+
+def _review_figures(lake):
+    """The review figures of every window and slice the lake's views keep."""
+    return connect_lake(str(lake)).sql(f"SELECT {REVIEW_FIGURES} FROM window_metrics ORDER BY ALL").fetchall()
+
+
+def test_an_audit_of_the_same_input_again_keeps_its_windows_reviews(tmp_path, capsys):
+    # The audit's own window metrics count no review; with as many responses and newer, the views would keep
+    # them over the ones computed when the label was recorded, until the next `groundwatch metrics`.
+    traffic = tmp_path / "traffic.jsonl"
+    traffic.write_text("".join(json.dumps(m) + "\n" for m in (HIGH, GOOD, LOW)))  # HIGH and GOOD: one window
+    lake = tmp_path / "lake"
+    audit = ["audit", "--input", str(traffic), "--lake", str(lake)]
+    assert main(audit) == 0
+    assert "with reviews" not in capsys.readouterr().out  # a lake without reviews: nothing computed again
+    assert _label(lake, "--label", "contradicted", "--reviewer", "ana") == 0
+    labelled = _review_figures(lake)
+    assert [row[3:6] for row in labelled if row[1] == "all" and row[4]] == [(2, 1, 1.0)]
+
+    assert main(audit) == 0
+    assert _review_figures(lake) == labelled
+    assert "window metrics 1 windows with reviews: computed again from the lake" in capsys.readouterr().out
+    assert main(["metrics", "--lake", str(lake)]) == 0
+    assert _review_figures(lake) == labelled
 
 
 def test_a_window_across_two_hours_is_computed_from_both(tmp_path):
