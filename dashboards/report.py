@@ -191,7 +191,7 @@ def evidently_period_report(
             [
                 pd.DataFrame({"attribution_confidence": s["grounded_probability"].to_numpy(float)}),
                 pd.DataFrame({"response_confidence": r["mean_attribution_confidence"].dropna().to_numpy(float)}),
-                pd.DataFrame({"faithfulness": r["faithfulness"].to_numpy(float)}),
+                pd.DataFrame({"faithfulness": r["faithfulness"].dropna().to_numpy(float)}),  # none: no claim
             ],
             ignore_index=True,
         )

@@ -134,7 +134,9 @@ def lake_figures(lake_dir: str) -> GateFigures:
 
     con = connect_lake(lake_dir)
     try:
-        sentences, mean = con.execute("SELECT count(*), avg(confidence) FROM sentences").fetchone()
+        sentences, mean = con.execute(
+            "SELECT count(*), avg(confidence) FROM sentences WHERE coalesce(claim_kind, 'claim') = 'claim'"
+        ).fetchone()
         audited, review, faithfulness = con.execute(
             "SELECT count(*), count(*) FILTER (WHERE needs_review), avg(overall_faithfulness_score) FROM responses"
         ).fetchone()

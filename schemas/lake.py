@@ -168,7 +168,9 @@ class ResponseRow(StrictModel):
     contradicted_count: int
     mean_confidence: float | None = None
     min_confidence: float | None = None
-    overall_faithfulness_score: Confidence
+    overall_faithfulness_score: Confidence | None
+    """The report's score (`SentenceAuditReport.scored_faithfulness`); null when the answer made no claim (every
+    sentence a refusal, greeting or lead-in), so that `avg(overall_faithfulness_score)` leaves it out."""
     critical_flag_count: int
     critical_flags: list[str] = Field(default_factory=list)
     insufficient_evidence: bool

@@ -127,6 +127,16 @@ class SentenceAuditReport(StrictModel):
     abstention: bool = False
     """The answer declines, or says the evidence does not tell, in at least one sentence."""
 
+    @property
+    def scored_faithfulness(self) -> float | None:
+        """`overall_faithfulness_score` where there was something to score: None when every sentence is a
+        non-claim (a refusal, a greeting), whose spec score of 1 means only that nothing unsupported was said.
+        What the lake stores and every mean reads, so that refusals never raise a faithfulness figure. An answer
+        with no sentences checked (no usable evidence) keeps its 0."""
+        if self.sentences and not any(s.is_claim for s in self.sentences):
+            return None
+        return self.overall_faithfulness_score
+
     @model_validator(mode="after")
     def _indexes_in_order(self) -> SentenceAuditReport:
         indexes = [s.sentence_index for s in self.sentences]

@@ -59,9 +59,12 @@ class GateFigures:
     high_risk_citation_failures: int = 0
     """High-risk responses with at least one citation whose verdict is FAIL."""
     sentences: int = 0
+    """Claims: the sentences that state something (not refusals, greetings or lead-ins)."""
     mean_confidence: float | None = None
+    """Mean confidence of those claims."""
     mean_faithfulness: float | None = None
-    """Mean `overall_faithfulness_score` of the responses (share of each answer supported by its evidence)."""
+    """Mean `overall_faithfulness_score` of the responses that claim something (share of each answer supported by
+    its evidence; `SentenceAuditReport.scored_faithfulness`)."""
     decided_by: dict[str, int] = field(default_factory=dict)
     """Sentences per stage that decided them (`heuristic`, `model`, `openai`): what a cascade sent where."""
 
@@ -122,8 +125,10 @@ def gate_figures(outcomes: list[LineOutcome]) -> GateFigures:
         figures.contradicted_responses += _contradicted(a)
         figures.fabricated_responses += _fabricated(a)
         figures.high_risk_citation_failures += _high_risk_citation_failed(a)
-        confidences.extend(s.confidence for s in a.report.sentences)
-        faithfulness.append(a.report.overall_faithfulness_score)
+        # Refusals, greetings and lead-ins state nothing: no part of the confidence or the faithfulness figures.
+        confidences.extend(s.confidence for s in a.report.sentences if s.is_claim)
+        if (score := a.report.scored_faithfulness) is not None:
+            faithfulness.append(score)
         for stage in a.decided_by:
             figures.decided_by[stage] = figures.decided_by.get(stage, 0) + 1
     figures.sentences = len(confidences)
@@ -281,7 +286,7 @@ def write_markdown(
     lines += [f"| {c.name} | {c.value} | {c.limit} | {'pass' if c.passed else '**FAIL**'} |" for c in checks]
     lines += [
         "",
-        f"{figures.audited} responses audited ({figures.sentences} sentences), {figures.not_audited} lines not "
+        f"{figures.audited} responses audited ({figures.sentences} claims), {figures.not_audited} lines not "
         f"audited; {figures.needs_review} need review, {figures.contradicted_responses} with a contradicted "
         f"sentence, {figures.fabricated_responses} with a fabricated citation.",
     ]

@@ -2,7 +2,8 @@
 
 For each window and each slice (all traffic, each retriever_version, generator_model and tenant)
 `WindowMetrics` computes: responses audited, sentences, mean and median sentence confidence, mean
-and median attribution confidence (below), mean overall faithfulness, the shares of each sentence
+and median attribution confidence (below), mean overall faithfulness (of the responses that claim something:
+a refusal alone has no score), the shares of each sentence
 verdict, attribution coverage and low-confidence claim rates (when claims are logged) and the
 citation failure rate (when citations are audited), the abstention rate (the share of responses with a
 sentence that declines or says the evidence does not tell), and the retrieval figures (when retrieval was
@@ -10,8 +11,8 @@ scored): mean context relevance, the empty-retrieval rate and the mean share of 
 labelled sentences, the metrics computed from the lake (`stats_from_rows` with the response's review counts,
 `groundwatch metrics`) also hold how many sentences were reviewed and the share whose label agreed with the
 verifier's verdict (`transforms.monitoring.review_agreement`), and the same for the random review sample alone
-(responses routed `sample`: the unbiased estimate); the pipeline's own rows, written before anyone reviewed,
-hold 0.
+(responses routed `sample`: the unbiased estimate); the pipeline's own rows hold 0, and a bounded run computes
+again from the lake the windows it read that hold a review (`pipelines.runner.window_metrics`).
 The rows go to the lake's `window_metrics` table, which `groundwatch drift` reads::
 
     metrics = audited | "WindowMetrics" >> WindowMetrics()          # ("window_metrics", row) pairs
@@ -82,7 +83,8 @@ class ResponseStats:
     grounded_probabilities: tuple[float, ...]
     verdict_counts: tuple[int, ...]
     """Sentences judged fully grounded, partially grounded, ungrounded, contradicted."""
-    faithfulness: float
+    faithfulness: float | None
+    """`SentenceAuditReport.scored_faithfulness`: None for an answer that claims nothing (a refusal alone)."""
     insufficient_evidence: bool = False
     needs_review: bool = False
     abstained: bool = False
@@ -112,6 +114,11 @@ def slices_of(stats: ResponseStats) -> list[tuple[str, str]]:
         ("generator_model", stats.generator_model or UNKNOWN_SLICE),
         ("tenant", stats.tenant or UNKNOWN_SLICE),
     ]
+
+
+def _score(value: Any) -> float | None:
+    """A lake score as a float; None for null (NaN where pandas read it)."""
+    return None if value is None or value != value else float(value)
 
 
 def _claim_counts(count: int | None, coverage: float | None, low_rate: float | None) -> tuple:
@@ -147,7 +154,7 @@ def stats_from_audited(audited: AuditedResponse) -> ResponseStats:
         confidences=tuple(s.confidence for s in claims_said),
         grounded_probabilities=tuple(s.grounded_probability for s in claims_said),
         verdict_counts=tuple(counts),
-        faithfulness=report.overall_faithfulness_score,
+        faithfulness=report.scored_faithfulness,
         insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
         needs_review=bool(audited.review and audited.review.needs_review),
         abstained=report.abstention,
@@ -195,7 +202,7 @@ def stats_from_rows(
         confidences=tuple(float(c) for _, c, _ in sentences),
         grounded_probabilities=tuple(float(p) for _, _, p in sentences),
         verdict_counts=tuple(sum(1 for v, _, _ in sentences if str(v) == str(k.value)) for k in _VERDICTS),
-        faithfulness=float(response["overall_faithfulness_score"]),
+        faithfulness=_score(response.get("overall_faithfulness_score")),
         insufficient_evidence=bool(response.get("insufficient_evidence")),
         needs_review=bool(response.get("needs_review")),
         abstained=bool(response.get("abstention")),
@@ -257,6 +264,8 @@ class MetricsAccumulator:
     grounded_probabilities: list[float] = field(default_factory=list)
     verdict_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     faithfulness_sum: float = 0.0
+    faithfulness_scored: int = 0
+    """Responses with a faithfulness score: those that claim something."""
     insufficient_evidence: int = 0
     needs_review: int = 0
     abstained: int = 0
@@ -276,7 +285,9 @@ class MetricsAccumulator:
         self.confidences.extend(stats.confidences)
         self.grounded_probabilities.extend(stats.grounded_probabilities)
         self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, stats.verdict_counts, strict=True)]
-        self.faithfulness_sum += stats.faithfulness
+        if stats.faithfulness is not None:
+            self.faithfulness_sum += stats.faithfulness
+            self.faithfulness_scored += 1
         self.insufficient_evidence += int(stats.insufficient_evidence)
         self.needs_review += int(stats.needs_review)
         self.abstained += int(stats.abstained)
@@ -301,6 +312,7 @@ class MetricsAccumulator:
         self.grounded_probabilities.extend(other.grounded_probabilities)
         self.verdict_counts = [a + b for a, b in zip(self.verdict_counts, other.verdict_counts, strict=True)]
         self.faithfulness_sum += other.faithfulness_sum
+        self.faithfulness_scored += other.faithfulness_scored
         self.insufficient_evidence += other.insufficient_evidence
         self.needs_review += other.needs_review
         self.abstained += other.abstained
@@ -343,7 +355,7 @@ def window_metrics_row(
         median_confidence=statistics.median(acc.confidences) if acc.confidences else None,
         mean_attribution_confidence=statistics.fmean(support) if support else None,
         median_attribution_confidence=statistics.median(support) if support else None,
-        mean_faithfulness=acc.faithfulness_sum / acc.responses if acc.responses else None,
+        mean_faithfulness=acc.faithfulness_sum / acc.faithfulness_scored if acc.faithfulness_scored else None,
         fully_grounded_share=shares[0],
         partially_grounded_share=shares[1],
         ungrounded_share=shares[2],

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+import pytest
+
+from pipelines.reporting.gate_report import LineOutcome, gate_figures
 from schemas import (
     AttributionVerdict,
     AuditedResponse,
@@ -16,6 +19,7 @@ from tests.support.audit_messages import at, message
 from transforms.audit.routing import decide_review
 from transforms.audit.stages import audit_response
 from transforms.io.lake.rows import to_lake_rows
+from transforms.monitoring.window_metrics import compute_window_metrics, stats_from_audited, stats_from_rows
 from transforms.verify.base import audit_sentences, build_report
 from transforms.verify.heuristic.verifier import HeuristicVerifier
 
@@ -133,3 +137,41 @@ def test_an_abstention_beside_a_claim_counts_nowhere():
     assert not audited.review.needs_review, audited.review.reasons
     (row,) = [row for table, row in to_lake_rows(audited) if table == "responses"]
     assert row["abstention"] and row["ungrounded_count"] == 0
+
+
+def test_a_refusal_alone_is_not_scored_and_no_mean_counts_it():
+    """The spec's report keeps its number (1: nothing unsupported was said), but the lake stores none, and the
+    gate's means leave the response out: a refusal must not raise a faithfulness or confidence figure."""
+    refusal = "I'm sorry, I can't find that in the documents."
+    report = audit(refusal)
+    assert report.overall_faithfulness_score == 1.0 and report.scored_faithfulness is None
+
+    def audited(response_id: str, answer: str) -> AuditedResponse:
+        logged = message(response_id, answer=answer, evidence=[e.model_dump() for e in EVIDENCE])
+        parsed = ParsedResponse(response=LoggedResponse.model_validate(logged), origin=at(1))
+        return audit_response(parsed, verifier=HeuristicVerifier(), window_start=NOW, window_end=NOW, now=NOW)
+
+    answers = [
+        audited("refused", refusal),
+        audited("grounded", "The patient was prescribed 50 mg of metoprolol twice daily."),
+        audited("wrong", "The patient was prescribed 80 mg of metoprolol twice daily."),
+    ]
+    (row,) = [row for table, row in to_lake_rows(answers[0]) if table == "responses"]
+    assert row["abstention"] and row["overall_faithfulness_score"] is None
+
+    figures = gate_figures([LineOutcome(i + 1, audited=a) for i, a in enumerate(answers)])
+    claims = [s for a in answers[1:] for s in a.report.sentences]
+    assert figures.audited == 3 and figures.sentences == len(claims) == 2
+    assert figures.mean_faithfulness == pytest.approx(sum(a.report.overall_faithfulness_score for a in answers[1:]) / 2)
+    assert figures.mean_confidence == pytest.approx(sum(s.confidence for s in claims) / 2)
+
+    # The window's mean faithfulness likewise, from the audited responses and from their lake rows.
+    scored = [a.report.overall_faithfulness_score for a in answers[1:]]
+    assert scored[0] != scored[1]  # the mean would move if the refusal's 1 counted
+    (window,) = [r for r in compute_window_metrics(map(stats_from_audited, answers), NOW) if r.slice_dimension == "all"]
+    assert window.responses == 3 and window.mean_faithfulness == pytest.approx(sum(scored) / 2)
+    rebuilt = stats_from_rows(row, [])
+    assert (
+        rebuilt.faithfulness is None
+        and stats_from_rows({**row, "overall_faithfulness_score": float("nan")}, []).faithfulness is None
+    )

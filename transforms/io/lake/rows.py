@@ -84,7 +84,7 @@ def _response_row(a: AuditedResponse) -> list[tuple[str, dict]]:
         contradicted_count=counts[AttributionVerdict.contradicted],
         mean_confidence=sum(confidences) / len(confidences) if confidences else None,
         min_confidence=min(confidences) if confidences else None,
-        overall_faithfulness_score=report.overall_faithfulness_score,
+        overall_faithfulness_score=report.scored_faithfulness,
         critical_flag_count=len(report.critical_flags),
         critical_flags=report.critical_flags,
         insufficient_evidence="INSUFFICIENT_EVIDENCE" in report.critical_flags,
