@@ -217,12 +217,21 @@ class VerifyApp:
         if len(items) > MAX_BATCH_ITEMS:
             raise _Reject(413, "too_many_items", f"{len(items)} responses; a batch holds at most {MAX_BATCH_ITEMS}")
         parsed, errors, where = [], [], []
+        seen: dict[str, int] = {}  # response id -> the index that first held it
         for i, item in enumerate(items):
             try:
-                parsed.append(self.auditor.parse(json.dumps(item, ensure_ascii=False).encode("utf-8"), offset=i))
-                where.append(i)
+                one = self.auditor.parse(json.dumps(item, ensure_ascii=False).encode("utf-8"), offset=i)
             except ParseError as e:
                 errors.append(ItemError(index=i, error=e.reason, message=e.message))
+                continue
+            response_id = one.response.response_id
+            if response_id in seen:  # as the pipeline dead-letters a repeat and `gate` fails it
+                message = f"{response_id!r} was already given at index {seen[response_id]}"
+                errors.append(ItemError(index=i, error="duplicate_response_id", message=message))
+                continue
+            seen[response_id] = i
+            parsed.append(one)
+            where.append(i)
         results, indexes = [], []
         for i, outcome in zip(where, await self._audit_all(parsed), strict=True):
             if isinstance(outcome, ItemError):

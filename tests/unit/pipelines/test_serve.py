@@ -77,6 +77,15 @@ def test_a_batch_answers_every_item_and_the_counts_add_up(service):
     assert [(e["index"], e["error"]) for e in batch["errors"]] == [(1, "missing_field")]
 
 
+def test_a_response_id_twice_in_a_batch_is_audited_once(service):
+    """As the pipeline dead-letters a repeat and gate fails it: the second copy is an item error."""
+    items = [verdict_message("fully_grounded", "b-1"), verdict_message("contradicted", "b-1")]
+    batch = service.post("/v1/verify/batch", json={"responses": items}).json()
+    assert (batch["received"], batch["verified"], batch["rejected"], batch["indexes"]) == (2, 1, 1, [0])
+    [error] = batch["errors"]
+    assert error == {"index": 1, "error": "duplicate_response_id", "message": "'b-1' was already given at index 0"}
+
+
 @pytest.mark.parametrize(
     ("body", "status", "error"),
     [
