@@ -118,6 +118,11 @@ def review_app(config: ReviewConfig, *, session: LakeSession | None = None) -> S
         return typed.strip() or request.cookies.get(_REVIEWER_COOKIE, "")
 
     def queue_page(request: Request) -> Response:
+        for bound in ("since", "until"):  # a filter that cannot be read is said, not dropped
+            text = request.query_params.get(bound, "").strip()
+            if text and _time(text) is None:
+                example = "2026-11-29T09:00 (UTC), or with a zone: 2026-11-29T09:00+01:00"
+                return PlainTextResponse(f"{bound}={text!r} is not a time: give one such as {example}", 400)
         f = _filters(request)
         page = queue(lake.cursor(), f)
         kept = {name: request.query_params.get(name, "") for name in _FILTERS if request.query_params.get(name)}

@@ -54,6 +54,9 @@ def test_the_queue_filters_by_tenant_risk_reason_version_and_time(client):
     assert _queue_ids(client.get("/queue?since=2026-11-29T10:00Z").text) == ["r-low"]
     assert _queue_ids(client.get("/queue?until=2026-11-29T10:00Z").text) == ["r-high"]
     assert _queue_ids(client.get("/queue?verifier_version=nope").text) == []
+    answer = client.get("/queue?since=garbage")  # said, not dropped: a dropped bound would show every response
+    assert answer.status_code == 400 and answer.text.startswith("since='garbage' is not a time: give one such as ")
+    assert client.get("/queue?until=2026-13-01").status_code == 400
 
 
 def test_a_response_page_shows_query_sentences_evidence_in_passage_citations_and_why(client):
