@@ -36,9 +36,8 @@ from pipelines.options.model import add_stage_arguments, model_stage_of, model_v
 from schemas import EvidencePassage
 from schemas.lake import SentenceRow
 from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
-from transforms.verify.judge.harness import judge_items
 from transforms.verify.judge.schema import JudgeItem, Task
-from transforms.verify.judge.verifier import is_retryable, judge_config_from
+from transforms.verify.judge.verifier import judge_config_from, judge_items_retried
 from transforms.verify.model.scorer import ModelRunError
 
 __all__ = ["add_arguments", "main", "replay", "select_failed"]
@@ -76,14 +75,11 @@ def select_failed(lake: str, status: str, since: datetime, limit: int | None = N
 
 
 def _judge(client, task, items, now):
-    from apache_beam.utils import retry
-
     # kept lazy: start-up (Beam, only when the judge fails)
     from transforms.verify.judge.pipeline import failed_outcomes
 
-    call = retry.with_exponential_backoff(num_retries=client.config.num_retries, retry_filter=is_retryable)(judge_items)
     try:
-        return call(client, task, items)
+        return judge_items_retried(client, task, items)
     except JudgeUnavailable as err:
         return [outcome for _, outcome in failed_outcomes((items, (type(err), str(err), None)), client.config, now)]
 

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -202,12 +201,9 @@ def _refused_reason(judge_url: str) -> str:
 def test_a_refused_judge_is_said_in_the_reply_at_once_not_as_a_timeout():
     url = _closed_judge_url()
     with TestClient(VerifyApp(_cascade(url, 5.0, num_retries=3))) as client:
-        results, elapsed = [], []
-        for i in range(2):  # the first also builds the judge's client (imports openai)
-            started = time.perf_counter()
-            results.append(client.post("/v1/verify", json=_high_risk("contradicted", f"refused-{i}")).json())
-            elapsed.append(time.perf_counter() - started)
-    assert elapsed[1] < 2.0  # not the 5 s deadline: a refused connection is not retried (Beam's backoff: 2.5 s+)
+        results = [client.post("/v1/verify", json=_high_risk("contradicted", f"refused-{i}")).json() for i in range(2)]
+    # judge_error, not judge_timeout: retried, a refused connection would outlast the 5 s deadline (Beam's backoff
+    # waits 2.5 s and more before each of the 3 retries).
     assert [r["judge_status"] for r in results] == ["judge_error"] * 2
     result = results[1]
     assert result["status"] == "determined" and result["judge_status"] == "judge_error"

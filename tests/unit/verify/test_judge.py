@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 import pytest
 
@@ -208,13 +207,11 @@ def test_a_refused_connection_names_the_endpoint_and_the_verifier_does_not_wait_
         judge_items(JudgeClient(JudgeConfig(base_url=url, model="m")), Task.sentences, [item()])
     assert str(err.value) == refused and err.value.refused and err.value.retryable
     verifier = make_verifier("cascade", base_url=url, model="m", band=(0.0, 1.0), num_retries=2)
-    started = time.perf_counter()
     result = verifier.verify(SENTENCES, [EvidencePassage(doc_id="doc-1", content=PASSAGE)])
-    assert time.perf_counter() - started < 2.0  # Beam's first backoff alone is 2.5 to 5 s
     assert result.judge_status == "judge_error" and result.decided_by == ("heuristic", "heuristic")
     [call] = result.judge_calls  # the reason a reviewer and the service's caller read
     assert call.error == refused and call.status == "judge_error"
-    [warning] = _our_warnings(caplog)
+    [warning] = _our_warnings(caplog)  # no "judge call failed, retrying in ..." line: the call was not retried
     assert warning.endswith(f"offline verdicts kept: {refused}")
     assert "Traceback" not in caplog.text and "sk-" not in caplog.text
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,6 +14,7 @@ from pipelines.cli import main as groundwatch
 from schemas import grounded_probability
 from tests.support.audit_messages import message, raw
 from tests.support.openai_server import OpenAIServer, Scripted
+from tests.support.ports import free_port
 
 ANSWER = "The patient was prescribed 50 mg of metoprolol twice daily on March 3, 2024. Potassium was 4.2 mmol/L."
 
@@ -100,3 +102,22 @@ def test_calibrate_runs_the_judge_and_the_cascade_given_an_endpoint(tmp_path, mo
             assert sum(map(sum, metrics["summary"]["sentences"]["overall"]["confusion_matrix"])) == 8
             calls = len(server.requests) - before
             assert (calls == 8) if verifier == "openai" else (calls < 8)
+
+
+@pytest.mark.server
+def test_replay_with_the_judge_away_says_so_once_per_call_without_retrying(tmp_path, capsys, caplog):
+    """A refused connection is not waited out with retries, and no retry logs a traceback."""
+    traffic, lake = tmp_path / "traffic.jsonl", tmp_path / "lake"
+    traffic.write_bytes(raw(message("r-0", answer=ANSWER)) + b"\n")
+    with OpenAIServer() as server:
+        server.script(*[Scripted(content="no")] * 3)
+        audit = ["audit", "--input", str(traffic), "--lake", str(lake), "--verifier", "openai", *judge_flags(server)]
+        assert groundwatch(audit) == 0
+    away = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    caplog.set_level(logging.WARNING)
+    assert groundwatch(["replay", "--lake", str(lake), "--judge-base-url", away, "--judge-model", "m"]) == 1
+    assert "still failing" in capsys.readouterr().out
+    refused = f"the judge at {away} refused the connection (nothing listens there?)"
+    errors = connect_lake(str(lake)).execute("SELECT DISTINCT error FROM judge_calls WHERE error IS NOT NULL")
+    assert refused in {row[0] for row in errors.fetchall()}
+    assert "retrying" not in caplog.text and "Traceback" not in caplog.text

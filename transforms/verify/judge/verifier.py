@@ -53,6 +53,7 @@ __all__ = [
     "JudgeVerifier",
     "is_retryable",
     "judge_config_from",
+    "judge_items_retried",
     "judge_sample_point",
     "merge_verdicts",
     "parse_band",
@@ -71,6 +72,17 @@ _LOG = logging.getLogger(__name__)
 def is_retryable(error: Exception) -> bool:
     """Beam's retry filter: only failures a later attempt can fix (429, 5xx, timeouts, lost connections)."""
     return bool(getattr(error, "retryable", False))
+
+
+def judge_items_retried(client: JudgeClient, task: Task, items: list[JudgeItem]) -> list[JudgeOutcome]:
+    """`judge_items` as a command calls it outside Beam (`serve`, `gate`, `replay`): Beam's backoff for what a
+    later attempt may fix, never for a refused connection (`_retry_in_process`), each retry one log line."""
+    from apache_beam.utils import retry
+
+    call = retry.with_exponential_backoff(
+        num_retries=client.config.num_retries, retry_filter=_retry_in_process, logger=_log_retry
+    )(judge_items)
+    return call(client, task, items)  # Beam's wrapper is untyped
 
 
 def _retry_in_process(error: Exception) -> bool:
@@ -186,17 +198,11 @@ class JudgeVerifier(Verifier):
         return f"{type(self).__name__}(endpoint={self.config.endpoint!r}, model={self.config.model!r})"
 
     def _judge(self, item: JudgeItem) -> JudgeOutcome:
-        from apache_beam.utils import retry
-
         with self._client_lock:
             if self._client is None:
                 self._client = JudgeClient(self.config)
-        call = retry.with_exponential_backoff(
-            num_retries=self.config.num_retries, retry_filter=_retry_in_process, logger=_log_retry
-        )(judge_items)
         try:
-            outcomes: list[JudgeOutcome] = call(self._client, Task.sentences, [item])  # Beam's wrapper is untyped
-            return outcomes[0]
+            return judge_items_retried(self._client, Task.sentences, [item])[0]
         except JudgeUnavailable as err:  # its message names the endpoint, never the key
             _LOG.warning("no judge verdict for %s, offline verdicts kept: %s", item.response_id, err)
             return failed_outcome(item, self.config, str(err), utc_now())
