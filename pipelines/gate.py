@@ -86,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="Fail if any citation of a high-risk response fails its audit. Default on.",
     )
-    parser.add_argument("--min-mean-confidence", type=_fraction, help="Fail below this mean sentence confidence.")
+    parser.add_argument("--min-mean-confidence", type=_fraction, help="Fail below this mean confidence of the claims.")
     parser.add_argument("--max-drop", type=_fraction, help="Fail if mean faithfulness drops more than this.")
     parser.add_argument("--junit", metavar="OUT.xml", help="Also write the JUnit XML report here. Optional.")
     parser.add_argument("--summary", metavar="OUT.md", help="Also write the Markdown summary here. Optional.")
