@@ -8,7 +8,8 @@ traffic reaches, and on all traffic. An operator needs one thing: "retriever_ver
   (`transforms.monitoring.incident_stats`), the alert's slice without the cause's responses shows no
   significant fall of its own; or when all open causes together explain it;
 - the rest are grouped greedily under the candidate slice (one of theirs, never all traffic while another
-  can) that explains the most of them in their window, ties going to the larger drop; what none explains is
+  can, nor a slice that is all traffic under another name: `another_name_for_all_traffic`) that explains the
+  most of them in their window, ties going to the larger drop; what none explains is
   its own incident. In an incident's first windows its cause is named again from all its windows so far, if
   another slice explains more of its alerts (in the opening window a model that r9 reaches can look as bad
   as r9);
@@ -65,7 +66,14 @@ from transforms.monitoring.incident_stats import (
 )
 from transforms.monitoring.plans import CHECK_COLUMNS
 
-__all__ = ["IncidentTracker", "cause_breakdown", "explains", "format_incident", "incident_id"]
+__all__ = [
+    "IncidentTracker",
+    "another_name_for_all_traffic",
+    "cause_breakdown",
+    "explains",
+    "format_incident",
+    "incident_id",
+]
 
 _SLICE_COLUMNS = ("retriever_version", "generator_model", "tenant")
 _RENAME_WINDOWS = POOLED_WINDOWS
@@ -83,6 +91,20 @@ def _limit(alert: AlertRow) -> float | None:
     if alert.reference_value is None:
         return None
     return alert.reference_value * 0.95  # a distribution drift: the mean must come back near the reference
+
+
+def another_name_for_all_traffic(frames, before: datetime) -> frozenset[tuple[str, str]]:
+    """The slices that held all but a handful (under `_MIN_CAUSE_RESPONSES`) of the responses of the reference
+    windows before `before`: the one generator model of a deployment, say. Without them too little is left to
+    compare with, so each 'explains' every alert (`explains`) as all traffic does: never named a cause. A slice new
+    since then (a retriever that took over) leaves the whole reference outside it, and stays a candidate."""
+    reference = pooled_responses(frames, reference_windows(frames, before))
+    found = set()
+    for column in _SLICE_COLUMNS:
+        if column in reference:
+            sizes = reference[column].value_counts()
+            found |= {(column, str(v)) for v, n in sizes.items() if len(reference) - n < _MIN_CAUSE_RESPONSES}
+    return frozenset(found)
 
 
 def explains(cause: tuple[str, str], alert: AlertRow, responses: pd.DataFrame) -> bool:
@@ -171,6 +193,7 @@ class IncidentTracker:
         """Group the window's new alerts into incidents, look for a second cause inside the alerts already
         grouped, refresh the pooled figures of the incidents that changed, and clear those whose alerts cleared."""
         window_start = window[0]
+        all_traffic = another_name_for_all_traffic(frames, window_start)
         changed: dict[str, IncidentRow] = {}
         loose = []
         # Alerts of slices checked over spans are placed last, apart (see the module's docstring).
@@ -179,7 +202,12 @@ class IncidentTracker:
         open_alerts = [a for a in open_alerts if a.span_start is None]
         for alert in (a for a in changes if a.status == AlertStatus.firing):
             vague = next((i for i in self.open.values() if i.cause_dimension == ALL_TRAFFIC), None)
-            if alert.slice_dimension != ALL_TRAFFIC and vague is not None and _slice(alert) not in self._causes():
+            if (
+                alert.slice_dimension != ALL_TRAFFIC
+                and vague is not None
+                and _slice(alert) not in self._causes()
+                and _slice(alert) not in all_traffic
+            ):
                 # All traffic alerted first (the new slice had too few responses then): name the slice now.
                 promoted = vague.model_copy(
                     update={"cause_dimension": alert.slice_dimension, "cause_value": alert.slice_value}
@@ -194,7 +222,7 @@ class IncidentTracker:
         while loose:
             others = self._causes()
             responses = outside(frames.responses_in(window_start), others)
-            cause, members = self._best_cause(loose, responses)
+            cause, members = self._best_cause(loose, responses, all_traffic)
             row = self._open(window_start, cause, members, window_start, now)
             self.open[row.incident_id] = changed[row.incident_id] = row
             loose = [a for a in loose if a not in members]
@@ -286,13 +314,13 @@ class IncidentTracker:
         left = self._residual(frames, _slice(alert), causes, since, window_start)
         return not left.separate(self.p_value, self.min_drop)
 
-    def _candidates(self, pooled: pd.DataFrame, causes) -> list[tuple[str, str]]:
+    def _candidates(self, pooled: pd.DataFrame, causes, all_traffic: frozenset) -> list[tuple[str, str]]:
         found = []
         for column in _SLICE_COLUMNS:
             if column in pooled:
                 sizes = pooled[column].value_counts()
                 found += [(column, str(v)) for v, n in sizes.items() if n >= MIN_POOLED_RESPONSES]
-        return [c for c in found if c not in causes]
+        return [c for c in found if c not in causes and c not in all_traffic]
 
     def _rename(self, frames, window_start: datetime, open_alerts, now: datetime) -> list[IncidentRow]:
         """In an incident's first windows, the slice that explains its alerts' drops best over its windows so
@@ -321,7 +349,9 @@ class IncidentTracker:
                 return total
 
             current = left(_cause(incident))
-            scored = [(left(c), c) for c in self._candidates(pooled, others) if c != _cause(incident)]
+            all_traffic = another_name_for_all_traffic(frames, incident.started_at)
+            named = self._candidates(pooled, others, all_traffic)
+            scored = [(left(c), c) for c in named if c != _cause(incident)]
             if not scored or min(scored)[0] >= 0.5 * current:
                 continue
             _, (dimension, value) = min(scored)
@@ -350,10 +380,12 @@ class IncidentTracker:
         suspects = list(
             dict.fromkeys(_slice(a) for a in open_alerts if a.check in _CONFIDENCE_CHECKS and _slice(a) not in causes)
         )
+        all_traffic = another_name_for_all_traffic(frames, since)
         tests = []
         for suspect in suspects:
             mine = pooled[in_slice(pooled, *suspect)]
-            tests += [(suspect, c) for c in self._candidates(mine, causes) if suspect[0] == ALL_TRAFFIC or c == suspect]
+            named = self._candidates(mine, causes, all_traffic)
+            tests += [(suspect, c) for c in named if suspect[0] == ALL_TRAFFIC or c == suspect]
         threshold = self.p_value / max(1, len(tests))  # Bonferroni over the window's residual tests
         found = []
         for suspect, candidate in tests:
@@ -370,7 +402,9 @@ class IncidentTracker:
         members = [a for a in open_alerts if _slice(a) in (cause, suspect)]
         return [self._open(window_start, cause, members, start, now)]
 
-    def _best_cause(self, alerts: list[AlertRow], responses: pd.DataFrame) -> tuple[tuple[str, str], list[AlertRow]]:
+    def _best_cause(
+        self, alerts: list[AlertRow], responses: pd.DataFrame, all_traffic: frozenset
+    ) -> tuple[tuple[str, str], list[AlertRow]]:
         # Candidates: the alerting slices, and every slice with traffic in the window: a new retriever version
         # can be too small to alert on its own in its first window, while the models it serves already do.
         candidates = list(dict.fromkeys((a.slice_dimension, a.slice_value) for a in alerts))
@@ -379,7 +413,9 @@ class IncidentTracker:
                 sizes = responses[column].value_counts()
                 candidates += [(column, str(v)) for v, n in sizes.items() if n >= _MIN_CAUSE_RESPONSES]
         candidates = list(dict.fromkeys(candidates))
-        specific = [c for c in candidates if c[0] != ALL_TRAFFIC] or candidates
+        # Never all traffic while another slice can be named, nor a slice that is all traffic under another name.
+        specific = [c for c in candidates if c[0] != ALL_TRAFFIC and c not in all_traffic]
+        specific = specific or [c for c in candidates if c[0] == ALL_TRAFFIC] or candidates
 
         def score(cause):
             members = [a for a in alerts if explains(cause, a, responses)]

@@ -157,3 +157,25 @@ def test_stable_traffic_opens_no_incident(scenario_lake, seed):
     assert outcome.open_incidents == [] and outcome.incident_changes == []
     assert not [a for a in outcome.changes if a.status == AlertStatus.firing]
     assert not os.path.isdir(os.path.join(lake, "incidents"))
+
+
+@pytest.mark.parametrize("tried", [0, 3])
+def test_a_deployment_with_one_generator_model_still_names_the_retriever(tmp_path, tried):
+    """Where (nearly) every answer comes from one model, that model's slice is all traffic under another name:
+    with (almost) nothing outside it, it 'explains' every alert as all traffic does, and must not be named the
+    cause. `tried`: answers of another model in the windows before the change, too few to compare with."""
+    from pipelines.runner.drift_run import run_drift
+    from pipelines.traffic.scenarios import audit_into_lake, scenario_responses
+    from transforms.monitoring.drift import DriftConfig
+
+    messages = list(scenario_responses(regression(3)))
+    for m in messages:
+        m["metadata"]["generator_model"] = "the-only-model"
+    for m in messages[400 : 400 + tried]:  # in the six windows before the change at 09:11
+        m["metadata"]["generator_model"] = "a-model-tried-once"
+    lake = str(tmp_path / "lake")
+    audit_into_lake(messages, lake, window_seconds=60)
+    outcome = run_drift(lake, DriftConfig(), workspace=False, out=lambda _line: None)
+    assert any(a.slice_dimension == "generator_model" for a in outcome.fired)  # it alerts, as all traffic does
+    (incident,) = outcome.open_incidents
+    assert (incident.cause_dimension, incident.cause_value) == ("retriever_version", NEW_RETRIEVER)
