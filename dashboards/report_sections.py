@@ -100,22 +100,31 @@ def review_frame(responses: pd.DataFrame, limit: int = 15) -> pd.DataFrame:
 def worst_slices(metrics: pd.DataFrame, limit: int = 8) -> pd.DataFrame:
     """Slices (not all traffic) with at least `MIN_SLICE_RESPONSES` responses, lowest mean confidence first.
 
-    Means are weighted by each window's responses, so a small window counts as little as it should."""
-    sliced = metrics[metrics["slice_dimension"] != ALL_TRAFFIC].dropna(subset=["mean_attribution_confidence"])
-    if not len(sliced):
+    Means are weighted by each window's responses, so a small window counts as little as it should; a window
+    without a mean (its responses claimed nothing: refusals) counts in the slice's responses and review share,
+    not in its means."""
+    sliced = metrics[metrics["slice_dimension"] != ALL_TRAFFIC]
+    if not sliced["mean_attribution_confidence"].notna().any():
         return pd.DataFrame(columns=SLICE_COLUMNS)
-    sliced = sliced.assign(
-        weighted_conf=sliced["mean_attribution_confidence"] * sliced["responses"],
-        weighted_faith=sliced["mean_faithfulness"].fillna(0.0) * sliced["responses"],
-    )
+
+    def weighted(column: str) -> dict[str, pd.Series]:
+        known = sliced[column].notna()
+        return {
+            f"{column}_sum": (sliced[column] * sliced["responses"]).where(known, 0.0),
+            f"{column}_weight": sliced["responses"].where(known, 0),
+        }
+
+    sliced = sliced.assign(**weighted("mean_attribution_confidence"), **weighted("mean_faithfulness"))
     grouped = sliced.groupby(["slice_dimension", "slice_value"]).agg(
         windows=("window_start", "nunique"),
         responses=("responses", "sum"),
-        weighted_conf=("weighted_conf", "sum"),
-        weighted_faith=("weighted_faith", "sum"),
+        conf_sum=("mean_attribution_confidence_sum", "sum"),
+        conf_weight=("mean_attribution_confidence_weight", "sum"),
+        faith_sum=("mean_faithfulness_sum", "sum"),
+        faith_weight=("mean_faithfulness_weight", "sum"),
         in_review=("needs_review_responses", "sum"),
     )
-    grouped = grouped[grouped["responses"] >= MIN_SLICE_RESPONSES].reset_index()
+    grouped = grouped[(grouped["responses"] >= MIN_SLICE_RESPONSES) & (grouped["conf_weight"] > 0)].reset_index()
     if not len(grouped):
         return pd.DataFrame(columns=SLICE_COLUMNS)
     frame = pd.DataFrame(
@@ -125,8 +134,8 @@ def worst_slices(metrics: pd.DataFrame, limit: int = 8) -> pd.DataFrame:
             ],
             "windows": grouped["windows"],
             "responses": grouped["responses"],
-            "mean_attribution_confidence": grouped["weighted_conf"] / grouped["responses"],
-            "mean_faithfulness": grouped["weighted_faith"] / grouped["responses"],
+            "mean_attribution_confidence": grouped["conf_sum"] / grouped["conf_weight"],
+            "mean_faithfulness": grouped["faith_sum"] / grouped["faith_weight"].where(grouped["faith_weight"] > 0),
             "review_share": (grouped["in_review"] / grouped["responses"]).map(_percent),
         }
     )

@@ -35,6 +35,20 @@ def test_worst_slices_weigh_windows_by_responses_and_leave_out_small_slices_and_
     assert worst["responses"].iloc[0] == 40
 
 
+def test_a_window_of_refusals_counts_in_responses_not_in_means():
+    """A window whose responses claimed nothing has no means; its responses still count, as in 'Over time'."""
+    metrics = _metrics(
+        [
+            (T0, "retriever_version", "r9", 30, 0.50),
+            (T0 + timedelta(minutes=1), "retriever_version", "r9", 6, None),  # refusals only
+        ]
+    )
+    metrics.loc[1, "needs_review_responses"] = 0
+    worst = worst_slices(metrics)
+    assert worst["responses"].tolist() == [36] and worst["windows"].tolist() == [2]
+    assert worst["mean_attribution_confidence"].iloc[0] == 0.5 and worst["mean_faithfulness"].iloc[0] == 0.5
+
+
 def test_incidents_of_the_period_open_first_with_their_cause_slice():
     base = {
         "cause_dimension": "retriever_version",
