@@ -316,7 +316,7 @@ def build_report(
         *_charts(metrics, checks if len(checks) else pd.DataFrame(columns=_CHECK_COLUMNS), causes),
         "<h2>Retriever versions</h2>",
         _table(by_version.sort_values("mean_attribution_confidence"), list(by_version.columns)),
-        f"<h2>Evidently drift report</h2><p class='meta'>The period from {split:%H:%M} against {label}.</p>",
+        f"<h2>Evidently drift report</h2><p class='meta'>The period from {split:%Y-%m-%d %H:%M} against {label}.</p>",
         f"<iframe title='Evidently report' srcdoc=\"{html.escape(evidently_html, quote=True)}\"></iframe>"
         if evidently_html
         else "<p>Not enough data for an Evidently comparison.</p>",

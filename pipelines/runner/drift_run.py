@@ -54,6 +54,7 @@ from transforms.monitoring.drift import (
 from transforms.monitoring.incident_messages import slice_label
 from transforms.monitoring.incidents import IncidentTracker, format_incident
 from transforms.monitoring.lake_frames import load_lake_frames
+from transforms.monitoring.times import span_text
 
 if TYPE_CHECKING:
     from kafka.errors import KafkaError
@@ -324,14 +325,14 @@ def summary(outcome: DriftOutcome, lake_dir: str) -> str:
     statuses = Counter(c.status.value for c in outcome.checks)
     lines = [
         f"windows checked  {len(outcome.windows)}"
-        + (f"   ({outcome.windows[0]:%Y-%m-%d %H:%M} .. {outcome.windows[-1]:%H:%M})" if outcome.windows else ""),
+        + (f"   ({span_text(outcome.windows[0], outcome.windows[-1])})" if outcome.windows else ""),
         "checks           " + (", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "none"),
         f"open incidents   {len(outcome.open_incidents)}"
         + "".join(f"\n  - {i.message}" for i in outcome.open_incidents),
         f"alerts fired     {len(outcome.fired)}",
         f"alerts cleared   {sum(1 for a in outcome.changes if a.status == AlertStatus.cleared)}",
         f"still firing     {len(outcome.firing)}"
-        + "".join(f"\n  - {a.check} [{_where(a)}] since {a.started_at:%H:%M}" for a in outcome.firing),
+        + "".join(f"\n  - {a.check} [{_where(a)}] since {a.started_at:%Y-%m-%d %H:%M}" for a in outcome.firing),
         f"lake             {lake_dir} (drift_checks, alerts, incidents; {_workspace_note(lake_dir)})",
     ]
     return "\n".join(lines)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from schemas.monitoring import ALL_TRAFFIC, AlertRow, AlertStatus, CheckStatus, DriftCheckRow
 from transforms.monitoring.incident_messages import slice_label
+from transforms.monitoring.times import later_text
 
 __all__ = ["AlertTracker", "alert_id", "alert_message", "format_alert"]
 
@@ -256,6 +257,7 @@ def format_alert(row: AlertRow) -> str:
     """How an alert reads in the log and on the console."""
     if row.status == AlertStatus.cleared:
         where = slice_label(row.slice_dimension, row.slice_value)
-        return f"CLEARED {row.check} [{where}] started {row.started_at:%Y-%m-%d %H:%M}, cleared {row.cleared_at:%H:%M}"
+        cleared = later_text(row.started_at, row.cleared_at) if row.cleared_at else "?"
+        return f"CLEARED {row.check} [{where}] started {row.started_at:%Y-%m-%d %H:%M}, cleared {cleared}"
     examples = ", ".join(row.example_response_ids[:3])
     return f"ALERT {row.severity.upper()} {row.check}: {row.message}. Examples: {examples}"

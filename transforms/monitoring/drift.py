@@ -59,6 +59,7 @@ from transforms.monitoring.lake_frames import LakeFrames
 from transforms.monitoring.plans import CHECK_COLUMNS, DriftConfig, SlicePlan
 from transforms.monitoring.retrieval_checks import RETRIEVAL_CHECKS, retrieval_checks
 from transforms.monitoring.review_agreement import agreement_check
+from transforms.monitoring.times import span_text
 
 __all__ = [
     "DRIFT_CHECKS",
@@ -183,7 +184,7 @@ def _reference(frames: LakeFrames, plan: SlicePlan, history: History, window_sta
         return (
             responses,
             sentences,
-            f"trailing {len(spans)} {what} of {label} ({spans[0][0]:%H:%M}..{spans[-1][1]:%H:%M})",
+            f"trailing {len(spans)} {what} of {label} ({span_text(spans[0][0], spans[-1][1], '..', date=False)})",
         )
     return None, None, "no baseline yet"
 

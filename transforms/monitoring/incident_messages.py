@@ -6,6 +6,7 @@ import hashlib
 from datetime import datetime
 
 from schemas.monitoring import ALL_TRAFFIC, AlertStatus, IncidentRow
+from transforms.monitoring.times import later_text
 
 __all__ = [
     "format_incident",
@@ -84,6 +85,7 @@ def format_incident(row: IncidentRow) -> str:
     """How an incident reads in the log and on the console."""
     if row.status == AlertStatus.cleared:
         what = slice_label(row.cause_dimension, row.cause_value)
-        return f"INCIDENT CLEARED {what} started {row.started_at:%Y-%m-%d %H:%M}, cleared {row.cleared_at:%H:%M}"
+        cleared = later_text(row.started_at, row.cleared_at) if row.cleared_at else "?"
+        return f"INCIDENT CLEARED {what} started {row.started_at:%Y-%m-%d %H:%M}, cleared {cleared}"
     examples = ", ".join(row.example_response_ids[:3])
     return f"INCIDENT {row.message}. Examples: {examples}"
