@@ -82,7 +82,8 @@ def judge_items_retried(client: JudgeClient, task: Task, items: list[JudgeItem])
     call = retry.with_exponential_backoff(
         num_retries=client.config.num_retries, retry_filter=_retry_in_process, logger=_log_retry
     )(judge_items)
-    return call(client, task, items)  # Beam's wrapper is untyped
+    outcomes: list[JudgeOutcome] = call(client, task, items)  # Beam's wrapper is untyped
+    return outcomes
 
 
 def _retry_in_process(error: Exception) -> bool:
