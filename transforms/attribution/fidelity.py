@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from transforms.text.quantities import extract_quantities, same_value
 from transforms.text.sentences import split_sentences
-from transforms.text.tokens import Token, is_negation, tokenize
+from transforms.text.tokens import Token, is_negation, tokenize, without_answer_particle
 
 __all__ = ["FidelityIssue", "align", "fidelity_issues"]
 
@@ -184,7 +184,7 @@ def fidelity_issues(claim: str, passage: str) -> list[FidelityIssue]:
     sentence, share = align(claim, passage)
     if share < _MIN_ALIGNMENT:
         return []
-    claim_toks, source_toks = tokenize(claim), tokenize(sentence)
+    claim_toks, source_toks = without_answer_particle(tokenize(claim)), tokenize(sentence)
     issues = [_hedge(claim_toks, source_toks), _scope(claim_toks, source_toks)]
     issues.append(_negation(claim_toks, source_toks, passage))
     return [i for i in issues if i is not None] + _numbers(claim, sentence, passage)

@@ -41,6 +41,7 @@ __all__ = [
     "is_negation_word",
     "stem",
     "tokenize",
+    "without_answer_particle",
     "word_weight",
 ]
 
@@ -138,6 +139,14 @@ def _tokenize_cached(text: str) -> tuple[Token, ...]:
 def tokenize(text: str) -> tuple[Token, ...]:
     """The words of `text` with character offsets (cached: passages repeat across sentences)."""
     return _tokenize_cached(text)
+
+
+def without_answer_particle(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
+    """The tokens without a leading "No," that answers a question ("No, unused leave does not carry over"): it
+    negates nothing in the sentence. "No dogs are allowed" keeps it (no mark between the word and the next)."""
+    if len(tokens) > 1 and tokens[0].text.lower() == "no" and tokens[1].start - tokens[0].end > 1:
+        return tokens[1:]
+    return tokens
 
 
 def citation_marker_spans(text: str) -> list[tuple[int, int]]:

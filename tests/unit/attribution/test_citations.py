@@ -252,6 +252,10 @@ def test_fidelity_cues_must_bear_on_the_shared_content():
     assert fidelity_issues("Alcohol is not allowed.", "Pets are welcome. Alcohol is not allowed on site.") == []
     assert fidelity_issues("The final was played in 1986.", "The final was played in May 1986.") == []
     assert fidelity_issues("Either party can terminate with notice.", "Either party may terminate with notice.") == []
+    # A "No," answering the question negates nothing; "No sick leave" does.
+    source = "Sick leave does not carry over and is not paid out at termination."
+    assert fidelity_issues("No, unused sick leave does not carry over.", source) == []
+    assert [i.kind for i in fidelity_issues("Sick leave is paid out at termination.", source)] == ["negation_flipped"]
 
 
 _ATOMS = ["[1]", "[2, 3]", "[doc_a]", "[9]", "[sic]", "[", "]", '"', "\u201c", "\u201d", "May", "not", "all", "some"]

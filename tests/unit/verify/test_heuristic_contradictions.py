@@ -573,6 +573,26 @@ def test_another_member_of_a_closed_class_or_an_antonym_is_no_support(claim, evi
     assert verdict_on(claim, evidence).attribution_verdict != V.fully_grounded
 
 
+_TWO_DENIALS = "Sick leave does not carry over and is not paid out at termination."
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict"),
+    [
+        # Two negations in the evidence are two denied clauses, not a double negation: parity says nothing.
+        ("Sick leave is paid out at termination.", V.contradicted),
+        ("Sick leave carries over.", V.contradicted),
+        ("Sick leave is not paid out at termination.", V.fully_grounded),
+        ("Sick leave does not carry over.", V.fully_grounded),
+        ("Sick leave is not paid out and does not carry over.", V.fully_grounded),
+        # A "No," that answers the question negates nothing in the sentence.
+        ("No, unused sick leave does not carry over.", V.fully_grounded),
+    ],
+)
+def test_each_denied_clause_of_the_evidence_keeps_its_own_polarity(claim, verdict):
+    assert verdict_on(claim, _TWO_DENIALS).attribution_verdict == verdict
+
+
 def test_a_negation_moved_by_the_passive_is_the_same_polarity():
     evidence = "Patients with an eGFR below 30 must not receive metformin."
     verdict = verdict_on("Metformin must not be given to patients whose eGFR is below 30.", evidence)

@@ -34,6 +34,7 @@ from transforms.text.tokens import (
     count_negations,
     stem,
     tokenize,
+    without_answer_particle,
 )
 from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 from transforms.verify.heuristic.evidence_index import one_edit
@@ -296,6 +297,21 @@ def _abbreviates(short: str, words: list[str]) -> bool:
     return all(ch in rest for ch in short[1:].lower())
 
 
+def _negated_on_one_side(claim_stems: list[str], evidence_stems: list[str]) -> bool:
+    """Whether a word one side negates (`negated_heads`) stands on the other side only plainly: "is paid out"
+    against "does not carry over and is not paid out"."""
+
+    def split(stems: list[str]) -> tuple[set[str], set[str]]:
+        heads = negated_heads(stems)
+        negated = {stems[m] for m in heads}
+        plain = {st for k, st in enumerate(stems) if k not in heads and st not in STOP_STEMS}
+        return negated, plain - negated
+
+    claim_negated, claim_plain = split(claim_stems)
+    evidence_negated, evidence_plain = split(evidence_stems)
+    return bool(claim_negated & evidence_plain or evidence_negated & claim_plain)
+
+
 def find_contradictions(
     tokens, items, ev, gain_of: dict, total: float, config: HeuristicConfig = DEFAULT_CONFIG
 ) -> list[Contradiction]:
@@ -328,7 +344,13 @@ def find_contradictions(
     claim_stems = [t.stem for t in tokens]
     claim_set = set(claim_stems)
     claim_neg = count_negations(claim_stems)
-    if modes.negation != "off" and align >= c.negation_alignment and (claim_neg % 2) != (s.negations % 2):
+    if modes.negation != "off" and align >= c.negation_alignment and max(claim_neg, s.negations) >= 2:
+        # Two negations on a side are two clauses as often as a double negation ("does not carry over and is not
+        # paid out"): their parity says nothing, the words each side negates do.
+        if _negated_on_one_side([t.stem for t in without_answer_particle(tokens)], s.stem_list):
+            reason = "negation differs from the evidence"
+            keep("negation", [Contradiction(s.doc_id, _excerpt(s), reason, c.negation_strength * align)])
+    elif modes.negation != "off" and align >= c.negation_alignment and (claim_neg % 2) != (s.negations % 2):
         # A negation on one side must deny something the other side states ("does not serve wine" is no conflict
         # with an aligned sentence about the opening of the bar, nor a song called "No Good" with a claim about the
         # album).

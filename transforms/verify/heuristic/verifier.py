@@ -122,7 +122,7 @@ class HeuristicVerifier(Verifier):
     """Offline verifier: aligns words, numbers, dates and negations of each sentence with the evidence."""
 
     name = "heuristic"
-    version = "29"
+    version = "30"
 
     def __init__(self, config: HeuristicConfig | dict | None = None):
         if config is None:
