@@ -593,6 +593,13 @@ def test_each_denied_clause_of_the_evidence_keeps_its_own_polarity(claim, verdic
     assert verdict_on(claim, _TWO_DENIALS).attribution_verdict == verdict
 
 
+def test_an_acronym_of_the_evidence_s_words_is_no_swapped_name():
+    evidence = "Full-time employees accrue 1.25 days of paid time off per month of service."
+    acronym = verdict_on("Full-time staff earn 1.25 days of PTO per month.", evidence)
+    other_name = verdict_on("Full-time staff earn 1.25 days of NBA per month.", evidence)
+    assert acronym.attribution_verdict != V.contradicted and other_name.attribution_verdict == V.contradicted
+
+
 def test_a_negation_moved_by_the_passive_is_the_same_polarity():
     evidence = "Patients with an eGFR below 30 must not receive metformin."
     verdict = verdict_on("Metformin must not be given to patients whose eGFR is below 30.", evidence)

@@ -239,7 +239,9 @@ def _substitutions(tokens, items, s, gain: float, total: float, c: HeuristicConf
         new = [i for i in range(i1, i2) if not _said_in(tokens[i].stem, s.stems) and _is_name(tokens[i])]
         new = [i for i in new if not any(one_edit(tokens[i].stem, x) for x in s.stem_list[j1:j2])]  # spelling
         words = WORD_PATTERN.findall(s.text, s.start, s.end)[j1:j2]
-        new = [i for i in new if not _abbreviates(tokens[i].text, [w for w in words if w.lower() not in STOP_STEMS])]
+        content = [w for w in words if w.lower() not in STOP_STEMS]
+        # An acronym's letters may come from its function words too ("PTO" / "paid time off").
+        new = [i for i in new if not (_abbreviates(tokens[i].text, content) or _abbreviates(tokens[i].text, words))]
         other = [x for x in s.stem_list[j1:j2] if x not in STOP_STEMS and x not in NEGATION_STEMS and len(x) > 2]
         if not any(i in nowhere for i in new):
             other = [x for x in other if x not in claim_stems]
