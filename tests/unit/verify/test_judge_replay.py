@@ -70,14 +70,20 @@ def test_replay_settles_what_failed_validation_and_leaves_the_rest(tmp_path):
         assert server.requests == []
 
 
-@pytest.mark.server
-def test_replay_reports_items_that_still_fail(tmp_path, capsys):
+def _lake_with_a_failed_validation(tmp_path) -> Path:
+    """A lake of one response whose judge answered 'no' three times (judge_validation_failed)."""
     traffic, lake = tmp_path / "traffic.jsonl", tmp_path / "lake"
     traffic.write_bytes(raw(message("r-0", answer=ANSWER)) + b"\n")
     with OpenAIServer() as server:
         server.script(*[Scripted(content="no")] * 3)
         audit = ["audit", "--input", str(traffic), "--lake", str(lake), "--verifier", "openai", *judge_flags(server)]
         assert groundwatch(audit) == 0
+    return lake
+
+
+@pytest.mark.server
+def test_replay_reports_items_that_still_fail(tmp_path, capsys):
+    lake = _lake_with_a_failed_validation(tmp_path)
     with OpenAIServer() as server:
         server.script(*[Scripted(content="still no")] * 3)
         assert groundwatch(["replay", "--lake", str(lake), *judge_flags(server)]) == 1
@@ -107,12 +113,7 @@ def test_calibrate_runs_the_judge_and_the_cascade_given_an_endpoint(tmp_path, mo
 @pytest.mark.server
 def test_replay_with_the_judge_away_says_so_once_per_call_without_retrying(tmp_path, capsys, caplog):
     """A refused connection is not waited out with retries, and no retry logs a traceback."""
-    traffic, lake = tmp_path / "traffic.jsonl", tmp_path / "lake"
-    traffic.write_bytes(raw(message("r-0", answer=ANSWER)) + b"\n")
-    with OpenAIServer() as server:
-        server.script(*[Scripted(content="no")] * 3)
-        audit = ["audit", "--input", str(traffic), "--lake", str(lake), "--verifier", "openai", *judge_flags(server)]
-        assert groundwatch(audit) == 0
+    lake = _lake_with_a_failed_validation(tmp_path)
     away = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     caplog.set_level(logging.WARNING)
     assert groundwatch(["replay", "--lake", str(lake), "--judge-base-url", away, "--judge-model", "m"]) == 1
