@@ -40,6 +40,7 @@ __all__ = [
     "is_negation",
     "is_negation_word",
     "stem",
+    "stems_of_claim",
     "tokenize",
     "without_answer_particle",
     "word_weight",
@@ -143,10 +144,19 @@ def tokenize(text: str) -> tuple[Token, ...]:
 
 def without_answer_particle(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
     """The tokens without a leading "No," that answers a question ("No, unused leave does not carry over"): it
-    negates nothing in the sentence. "No dogs are allowed" keeps it (no mark between the word and the next)."""
+    negates nothing in the sentence. "No dogs are allowed" keeps it (nothing between the word and the next)."""
     if len(tokens) > 1 and tokens[0].text.lower() == "no" and tokens[1].start - tokens[0].end > 1:
         return tokens[1:]
     return tokens
+
+
+def stems_of_claim(tokens: tuple[Token, ...]) -> list[str]:
+    """The stems of a claim's tokens, one per token, a leading answer "No," blanked (`without_answer_particle`):
+    the positions stay those of `tokens`, and no negation count or head sees the particle."""
+    stems = [t.stem for t in tokens]
+    if stems and len(without_answer_particle(tokens)) < len(tokens):
+        stems[0] = ""
+    return stems
 
 
 def citation_marker_spans(text: str) -> list[tuple[int, int]]:

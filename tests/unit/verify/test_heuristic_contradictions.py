@@ -593,6 +593,30 @@ def test_each_denied_clause_of_the_evidence_keeps_its_own_polarity(claim, verdic
     assert verdict_on(claim, _TWO_DENIALS).attribution_verdict == verdict
 
 
+@pytest.mark.parametrize(
+    ("claim", "evidence"),
+    [
+        # Two negations around a condition or a relative clause are one double negation, not two denials.
+        ("If the form is not signed, the claim is not processed.", "The claim is processed once the form is signed."),
+        (
+            "Refunds are not given for items that are not returned within 30 days.",
+            "Refunds are given for items returned within 30 days.",
+        ),
+        (
+            "Part-time staff do not earn PTO and do not get sick leave.",
+            "Full-time staff earn PTO and sick leave; part-time staff do not.",
+        ),
+        (
+            "Pets are not allowed unless they are service animals, which are not restricted.",
+            "Pets are allowed only if they are service animals.",
+        ),
+        ("No, the clinic is open on Sundays.", "The clinic is open on Sundays."),  # the answer particle again
+    ],
+)
+def test_two_negations_that_make_one_condition_are_no_contradiction(claim, evidence):
+    assert verdict_on(claim, evidence).attribution_verdict != V.contradicted
+
+
 def test_an_acronym_of_the_evidence_s_words_is_no_swapped_name():
     evidence = "Full-time employees accrue 1.25 days of paid time off per month of service."
     acronym = verdict_on("Full-time staff earn 1.25 days of PTO per month.", evidence)

@@ -33,8 +33,8 @@ from transforms.text.tokens import (
     WORD_PATTERN,
     count_negations,
     stem,
+    stems_of_claim,
     tokenize,
-    without_answer_particle,
 )
 from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 from transforms.verify.heuristic.evidence_index import one_edit
@@ -299,6 +299,12 @@ def _abbreviates(short: str, words: list[str]) -> bool:
     return all(ch in rest for ch in short[1:].lower())
 
 
+_CONDITIONS = frozenset(
+    stem(w) for w in ("if", "unless", "when", "whenever", "once", "until", "except", "only", "that", "which", "who")
+)
+"""Words that make two negations one condition or one relative clause rather than two denials side by side."""
+
+
 def _negated_on_one_side(claim_stems: list[str], evidence_stems: list[str]) -> bool:
     """Whether a word one side negates (`negated_heads`) stands on the other side only plainly: "is paid out"
     against "does not carry over and is not paid out"."""
@@ -343,13 +349,15 @@ def find_contradictions(
     best = max(gain_of, key=gain_of.get)
     align = gain_of[best] / total
     s = ev.sentences[best]
-    claim_stems = [t.stem for t in tokens]
+    claim_stems = stems_of_claim(tokens)  # a "No," that answers the question negates nothing
     claim_set = set(claim_stems)
     claim_neg = count_negations(claim_stems)
-    if modes.negation != "off" and align >= c.negation_alignment and max(claim_neg, s.negations) >= 2:
-        # Two negations on a side are two clauses as often as a double negation ("does not carry over and is not
-        # paid out"): their parity says nothing, the words each side negates do.
-        if _negated_on_one_side([t.stem for t in without_answer_particle(tokens)], s.stem_list):
+    # Evidence that denies two things side by side ("does not carry over and is not paid out"): the parity of its
+    # negations says nothing, the words it denies do. Not where either side has a condition or a relative clause
+    # ("if the form is not signed, the claim is not processed"): there two negations are one double negation.
+    denials = s.negations >= 2 and _CONDITIONS.isdisjoint(s.stem_list) and _CONDITIONS.isdisjoint(claim_stems)
+    if modes.negation != "off" and align >= c.negation_alignment and denials:
+        if _negated_on_one_side(claim_stems, s.stem_list):
             reason = "negation differs from the evidence"
             keep("negation", [Contradiction(s.doc_id, _excerpt(s), reason, c.negation_strength * align)])
     elif modes.negation != "off" and align >= c.negation_alignment and (claim_neg % 2) != (s.negations % 2):

@@ -20,7 +20,15 @@ from typing import NamedTuple
 
 from transforms.text.quantities import counted
 from transforms.text.synonyms import TIME_UNITS, incompatible_stems, synonym_stems
-from transforms.text.tokens import ANTONYMS, NEGATION_STEMS, STOP_STEMS, WORD_PATTERN, count_negations, stem
+from transforms.text.tokens import (
+    ANTONYMS,
+    NEGATION_STEMS,
+    STOP_STEMS,
+    WORD_PATTERN,
+    count_negations,
+    stem,
+    stems_of_claim,
+)
 from transforms.verify.heuristic.config import DEFAULT_CONFIG, HeuristicConfig
 
 __all__ = [
@@ -157,7 +165,7 @@ def anchored_negation(
     that deny a word the claim affirms ("XML is not supported" against "supports JSON and XML"): the clause
     denies it as a whole. Without coreference a pronoun's clause can look the same ("Aspirin is not recommended
     for children. It is recommended for adults."), so that cue doubts by default."""
-    claim_stems = [t.stem for t in tokens]
+    claim_stems = stems_of_claim(tokens)  # a "No," that answers the question negates nothing
     claim_set = set(claim_stems)
     claim_heads = negated_heads(claim_stems)
     if by_denial and claim_heads:
