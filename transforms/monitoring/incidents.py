@@ -99,6 +99,8 @@ def another_name_for_all_traffic(frames, before: datetime) -> frozenset[tuple[st
     compare with, so each 'explains' every alert (`explains`) as all traffic does: never named a cause. A slice new
     since then (a retriever that took over) leaves the whole reference outside it, and stays a candidate."""
     reference = pooled_responses(frames, reference_windows(frames, before))
+    if len(reference) < MIN_POOLED_RESPONSES:
+        return frozenset()  # too few responses before to tell a slice from all traffic: none is excluded
     found = set()
     for column in _SLICE_COLUMNS:
         if column in reference:
@@ -206,7 +208,7 @@ class IncidentTracker:
                 alert.slice_dimension != ALL_TRAFFIC
                 and vague is not None
                 and _slice(alert) not in self._causes()
-                and _slice(alert) not in all_traffic
+                and _slice(alert) not in another_name_for_all_traffic(frames, vague.started_at)
             ):
                 # All traffic alerted first (the new slice had too few responses then): name the slice now.
                 promoted = vague.model_copy(
@@ -414,8 +416,8 @@ class IncidentTracker:
                 candidates += [(column, str(v)) for v, n in sizes.items() if n >= _MIN_CAUSE_RESPONSES]
         candidates = list(dict.fromkeys(candidates))
         # Never all traffic while another slice can be named, nor a slice that is all traffic under another name.
-        specific = [c for c in candidates if c[0] != ALL_TRAFFIC and c not in all_traffic]
-        specific = specific or [c for c in candidates if c[0] == ALL_TRAFFIC] or candidates
+        everything = (ALL_TRAFFIC, ALL_TRAFFIC)
+        specific = [c for c in candidates if c[0] != ALL_TRAFFIC and c not in all_traffic] or [everything]
 
         def score(cause):
             members = [a for a in alerts if explains(cause, a, responses)]
@@ -428,6 +430,7 @@ class IncidentTracker:
         best = max(specific, key=lambda c: scored[c][:2])
         if not scored[best][0]:  # nothing explains the first alert but its own slice (all traffic, say)
             best = (alerts[0].slice_dimension, alerts[0].slice_value)
+            best = everything if best in all_traffic else best
             return best, score(best)[2]
         return best, scored[best][2]
 

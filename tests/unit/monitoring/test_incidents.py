@@ -159,6 +159,14 @@ def test_stable_traffic_opens_no_incident(scenario_lake, seed):
     assert not os.path.isdir(os.path.join(lake, "incidents"))
 
 
+def _event_time(m: dict) -> datetime:
+    """A generated message's timestamp: ISO 8601 text, or epoch milliseconds."""
+    t = m["timestamp"]
+    if isinstance(t, str):
+        return datetime.fromisoformat(t.replace("Z", "+00:00"))
+    return datetime.fromtimestamp(int(t) / 1000, UTC)
+
+
 @pytest.mark.parametrize("tried", [0, 3])
 def test_a_deployment_with_one_generator_model_still_names_the_retriever(tmp_path, tried):
     """Where (nearly) every answer comes from one model, that model's slice is all traffic under another name:
@@ -171,7 +179,9 @@ def test_a_deployment_with_one_generator_model_still_names_the_retriever(tmp_pat
     messages = list(scenario_responses(regression(3)))
     for m in messages:
         m["metadata"]["generator_model"] = "the-only-model"
-    for m in messages[400 : 400 + tried]:  # in the six windows before the change at 09:11
+    change = change_time(regression(3))
+    reference = [m for m in messages if change - 6 * WINDOW <= _event_time(m) < change]  # its six windows before
+    for m in reference[:tried]:
         m["metadata"]["generator_model"] = "a-model-tried-once"
     lake = str(tmp_path / "lake")
     audit_into_lake(messages, lake, window_seconds=60)
