@@ -137,8 +137,11 @@ def lake_figures(lake_dir: str) -> GateFigures:
         sentences, mean = con.execute(
             "SELECT count(*), avg(confidence) FROM sentences WHERE coalesce(claim_kind, 'claim') = 'claim'"
         ).fetchone()
+        # Answers that claim nothing have no faithfulness: null, or 1 in a lake written before the null.
         audited, review, faithfulness = con.execute(
-            "SELECT count(*), count(*) FILTER (WHERE needs_review), avg(overall_faithfulness_score) FROM responses"
+            "SELECT count(*), count(*) FILTER (WHERE needs_review), avg(overall_faithfulness_score) FILTER ("
+            "WHERE sentence_count = 0 OR response_id IN "
+            "(SELECT response_id FROM sentences WHERE coalesce(claim_kind, 'claim') = 'claim')) FROM responses"
         ).fetchone()
     except Exception as e:
         why = " ".join(str(e).split())[:200]

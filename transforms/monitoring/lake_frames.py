@@ -132,6 +132,11 @@ def load_lake_frames(lake_dir: str, *, since: datetime | None = None) -> LakeFra
     # The examples an alert lists are the responses least supported by their evidence.
     support = sentences.groupby("response_id")["grounded_probability"].mean().rename("mean_attribution_confidence")
     responses = responses.merge(support, left_on="response_id", right_index=True, how="left")
+    if len(responses):
+        # An answer that claims nothing has no faithfulness: null in the lake, or the spec's 1 in a lake written
+        # before the null, which would otherwise count in the reference and not in the windows after it.
+        claimed_nothing = responses["mean_attribution_confidence"].isna() & (responses["sentence_count"] > 0)
+        responses.loc[claimed_nothing, "faithfulness"] = float("nan")
     keep = ["response_id", "window_start", "window_end", "faithfulness", "mean_attribution_confidence", *_SLICE_COLUMNS]
     keep += [c for c in ("needs_review", "review_reasons") if c in responses]  # the review queue of the report
     keep += [c for c in ("abstention",) if c in responses]  # lakes written before the column have none

@@ -202,7 +202,10 @@ def stats_from_rows(
         confidences=tuple(float(c) for _, c, _ in sentences),
         grounded_probabilities=tuple(float(p) for _, _, p in sentences),
         verdict_counts=tuple(sum(1 for v, _, _ in sentences if str(v) == str(k.value)) for k in _VERDICTS),
-        faithfulness=_score(response.get("overall_faithfulness_score")),
+        # None for an answer that claims nothing, also where a lake written before the null holds the spec's 1.
+        faithfulness=None
+        if not sentences and response.get("sentence_count")
+        else _score(response.get("overall_faithfulness_score")),
         insufficient_evidence=bool(response.get("insufficient_evidence")),
         needs_review=bool(response.get("needs_review")),
         abstained=bool(response.get("abstention")),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+import pandas as pd
 import pytest
 
 from pipelines.reporting.gate_report import LineOutcome, gate_figures
@@ -175,3 +176,38 @@ def test_a_refusal_alone_is_not_scored_and_no_mean_counts_it():
         rebuilt.faithfulness is None
         and stats_from_rows({**row, "overall_faithfulness_score": float("nan")}, []).faithfulness is None
     )
+
+
+def test_a_lake_written_before_the_null_reads_its_refusals_as_unscored(tmp_path):
+    """Rows written before refusals had a null score hold the spec's 1: read back, they count nowhere either,
+    so a lake that spans the change shows no drop that the change alone made."""
+    from dashboards.views import connect_lake
+    from pipelines.gate import lake_figures
+    from transforms.io.lake.writer import write_table
+    from transforms.monitoring.lake_frames import load_lake_frames
+
+    def audited(response_id: str, answer: str) -> AuditedResponse:
+        logged = message(response_id, answer=answer, evidence=[e.model_dump() for e in EVIDENCE])
+        parsed = ParsedResponse(response=LoggedResponse.model_validate(logged), origin=at(1))
+        return audit_response(parsed, verifier=HeuristicVerifier(), window_start=NOW, window_end=NOW, now=NOW)
+
+    lake = str(tmp_path / "lake")
+    answers = [
+        audited("refused", "I'm sorry, I can't find that in the documents."),
+        audited("wrong", "The patient was prescribed 80 mg of metoprolol twice daily."),
+    ]
+    for answer in answers:
+        for table, row in to_lake_rows(answer):
+            if table == "responses" and row["overall_faithfulness_score"] is None:
+                row = {**row, "overall_faithfulness_score": 1.0}  # as the lake's writer stored it before
+            write_table(lake, table, [row])
+    stored = connect_lake(lake).sql("SELECT response_id, overall_faithfulness_score FROM responses ORDER BY 1")
+    wrong = answers[1].report.overall_faithfulness_score
+    assert stored.fetchall() == [("refused", 1.0), ("wrong", wrong)]
+
+    frames = load_lake_frames(lake)
+    faithfulness = frames.responses.set_index("response_id")["faithfulness"]
+    assert pd.isna(faithfulness["refused"]) and faithfulness["wrong"] == wrong
+    (row,) = [r for t, r in to_lake_rows(answers[0]) if t == "responses"]
+    assert stats_from_rows({**row, "overall_faithfulness_score": 1.0}, []).faithfulness is None
+    assert lake_figures(lake).mean_faithfulness == pytest.approx(wrong)

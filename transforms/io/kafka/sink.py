@@ -84,7 +84,7 @@ def review_message(audited: AuditedResponse, threshold: float) -> KafkaMessage |
         "event_time": response.timestamp.isoformat(),
         "tenant": response.metadata.tenant,
         "risk_level": response.metadata.risk_level.value,
-        "overall_faithfulness_score": audited.report.overall_faithfulness_score,
+        "overall_faithfulness_score": audited.report.scored_faithfulness,  # null when it claims nothing, as in the lake
         "reasons": audited.review.reasons,
         "routes": [route.value for route in audited.review.routes],
         "critical_flags": audited.report.critical_flags,
