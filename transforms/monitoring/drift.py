@@ -184,7 +184,8 @@ def _reference(frames: LakeFrames, plan: SlicePlan, history: History, window_sta
         return (
             responses,
             sentences,
-            f"trailing {len(spans)} {what} of {label} ({span_text(spans[0][0], spans[-1][1], '..', date=False)})",
+            f"trailing {len(spans)} {what} of {label} "
+            f"({span_text(spans[0][0], spans[-1][1], '..', date=False, beside=window_start)})",
         )
     return None, None, "no baseline yet"
 

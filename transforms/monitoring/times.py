@@ -19,8 +19,10 @@ def later_text(start: datetime, then: datetime) -> str:
     return f"{then:{_MINUTE if then.date() == start.date() else _DAY}}"
 
 
-def span_text(start: datetime, end: datetime, sep: str = " .. ", *, date: bool = True) -> str:
-    """From `start` to `end`: the start's date when `date` (or when the span crosses days), the end's when it
-    falls on another day."""
-    crosses = end.date() != start.date()
-    return f"{start:{_DAY if date or crosses else _MINUTE}}{sep}{later_text(start, end)}"
+def span_text(
+    start: datetime, end: datetime, sep: str = " .. ", *, date: bool = True, beside: datetime | None = None
+) -> str:
+    """From `start` to `end`: the start's date when `date`, when the span crosses days, or when it starts on
+    another day than `beside` (the time printed next to it); the end's date when it falls on another day."""
+    dated = date or end.date() != start.date() or (beside is not None and beside.date() != start.date())
+    return f"{start:{_DAY if dated else _MINUTE}}{sep}{later_text(start, end)}"

@@ -31,3 +31,10 @@ def test_the_drift_summary_dates_both_ends_of_windows_years_apart():
     outcome = DriftOutcome(windows=[START, datetime(2026, 12, 8, 9, 35, tzinfo=UTC)])
     first = summary(outcome, "lake").splitlines()[0]
     assert first == "windows checked  2   (2025-11-03 14:00 .. 2026-12-08 09:35)"
+
+
+def test_a_reference_span_on_another_day_than_its_window_is_dated():
+    late = datetime(2025, 11, 3, 23, 50, tzinfo=UTC)
+    window = datetime(2025, 11, 4, 0, 10, tzinfo=UTC)
+    assert span_text(START, late, "..", date=False, beside=window) == "2025-11-03 14:00..23:50"
+    assert span_text(START, late, "..", date=False, beside=START) == "14:00..23:50"
