@@ -107,8 +107,8 @@ def _finding_reasons(audited: AuditedResponse) -> list[str]:
         # The judge could not settle some sentences, citations or claims: they kept the offline verdict, for a human.
         # A call that got no reply says why (refused, timed out, HTTP 503): the reviewer and the caller need it.
         # The call that failed as the response did (not another task's, nor an attempt that a retry mended).
-        failed = [c for c in audited.judge_calls if c.error and c.status == audited.judge_status]
-        cause = next((" ".join(c.error.split())[:200] for c in failed), None)
+        failed = [c.error for c in audited.judge_calls if c.error and c.status == audited.judge_status]
+        cause = next((" ".join(error.split())[:200] for error in failed), None)
         unusable = f"{cause};" if cause else "judge verdicts unusable,"
         reasons.append(f"{audited.judge_status}: {unusable} offline verdicts kept (see judge_calls)")
     # Part of the response was left unchecked (the audit's limits): whatever its risk, a human sees it.
