@@ -75,7 +75,7 @@ def recompute_window_metrics(
 
 def recompute_windows_of(
     lake_dir: str,
-    event_times: dict[str, datetime],
+    event_times: dict[str, datetime] | None,
     where: str = "true",
     params: Sequence[Any] = (),
     *,
@@ -84,12 +84,17 @@ def recompute_windows_of(
     """Compute again the metrics of the windows holding the responses `event_times` names (response id to its
     event time) and a response that matches `where` (SQL over the `responses` view, with `?` placeholders for
     `params`), and return how many windows. Only the hours those windows lie in are read (a filter on the
-    lake's `date` and `hour` partitions), so it costs an hour's rows however large the lake."""
-    if not event_times:
+    lake's `date` and `hour` partitions), so it costs an hour's rows however large the lake. `event_times` None:
+    every reviewed response's (its earliest review's event time), read through the same views."""
+    if event_times is not None and not event_times:
         return 0
     con = duckdb.connect(":memory:")
     create_views(con, lake_dir, ["responses", "sentences", "reviews"])  # not every table's: a tenth of the time
     try:
+        if event_times is None:
+            event_times = dict(con.execute("SELECT response_id, min(event_time) FROM reviews GROUP BY 1").fetchall())
+            if not event_times:
+                return 0
         in_hours, hour_params = in_hours_sql(event_times.values())
         spans = con.execute(
             f"SELECT DISTINCT window_start, window_end FROM responses WHERE {in_hours} "
@@ -118,13 +123,7 @@ def recompute_reviewed_windows(
     return how many windows; none, without reading anything, in a lake without reviews."""
     if where == "false" or not has_files(lake_dir, "reviews"):
         return 0
-    con = duckdb.connect(":memory:")
-    try:
-        create_views(con, lake_dir, ["reviews"])
-        event_times = dict(con.execute("SELECT response_id, min(event_time) FROM reviews GROUP BY 1").fetchall())
-    finally:
-        con.close()
-    return recompute_windows_of(lake_dir, event_times, where, params, now=now)
+    return recompute_windows_of(lake_dir, None, where, params, now=now)
 
 
 def _hours_between(start: datetime, end: datetime) -> list[datetime]:

@@ -142,19 +142,22 @@ def tokenize(text: str) -> tuple[Token, ...]:
     return _tokenize_cached(text)
 
 
+def _answer_particle(tokens: tuple[Token, ...]) -> bool:
+    """Whether the tokens open with a "No," that answers a question ("No, unused leave does not carry over"): it
+    negates nothing in the sentence. "No dogs are allowed" does not (nothing between the word and the next)."""
+    return len(tokens) > 1 and tokens[0].text.lower() == "no" and tokens[1].start - tokens[0].end > 1
+
+
 def without_answer_particle(tokens: tuple[Token, ...]) -> tuple[Token, ...]:
-    """The tokens without a leading "No," that answers a question ("No, unused leave does not carry over"): it
-    negates nothing in the sentence. "No dogs are allowed" keeps it (nothing between the word and the next)."""
-    if len(tokens) > 1 and tokens[0].text.lower() == "no" and tokens[1].start - tokens[0].end > 1:
-        return tokens[1:]
-    return tokens
+    """The tokens without a leading answer "No," (`_answer_particle`)."""
+    return tokens[1:] if _answer_particle(tokens) else tokens
 
 
 def stems_of_claim(tokens: tuple[Token, ...]) -> list[str]:
-    """The stems of a claim's tokens, one per token, a leading answer "No," blanked (`without_answer_particle`):
-    the positions stay those of `tokens`, and no negation count or head sees the particle."""
+    """The stems of a claim's tokens, one per token, a leading answer "No," blanked (`_answer_particle`): the
+    positions stay those of `tokens`, and no negation count or head sees the particle."""
     stems = [t.stem for t in tokens]
-    if stems and len(without_answer_particle(tokens)) < len(tokens):
+    if _answer_particle(tokens):
         stems[0] = ""
     return stems
 

@@ -111,7 +111,7 @@ def test_calibrate_runs_the_judge_and_the_cascade_given_an_endpoint(tmp_path, mo
 
 
 @pytest.mark.server
-def test_replay_with_the_judge_away_says_so_once_per_call_without_retrying(tmp_path, capsys, caplog):
+def test_replay_with_the_judge_away_says_so_without_retrying(tmp_path, capsys, caplog):
     """A refused connection is not waited out with retries, and no retry logs a traceback."""
     lake = _lake_with_a_failed_validation(tmp_path)
     away = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
