@@ -36,6 +36,7 @@ from pipelines.options.model import add_stage_arguments, model_stage_of, model_v
 from schemas import EvidencePassage
 from schemas.lake import SentenceRow
 from transforms.verify.judge.client import JudgeClient, JudgeUnavailable
+from transforms.verify.judge.harness import failed_outcome
 from transforms.verify.judge.schema import JudgeItem, Task
 from transforms.verify.judge.verifier import judge_config_from, judge_items_retried
 from transforms.verify.model.scorer import ModelRunError
@@ -75,13 +76,10 @@ def select_failed(lake: str, status: str, since: datetime, limit: int | None = N
 
 
 def _judge(client, task, items, now):
-    # kept lazy: start-up (Beam, only when the judge fails)
-    from transforms.verify.judge.pipeline import failed_outcomes
-
     try:
         return judge_items_retried(client, task, items)
-    except JudgeUnavailable as err:
-        return [outcome for _, outcome in failed_outcomes((items, (type(err), str(err), None)), client.config, now)]
+    except JudgeUnavailable as err:  # its message names the endpoint, never the key
+        return [failed_outcome(item, client.config, str(err), now, answers_in_call=len(items)) for item in items]
 
 
 def _sentence_rows(con, settled, now) -> list[dict]:
